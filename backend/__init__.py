@@ -1,0 +1,1 @@
+"""Chat server whose agents write and run Python on the user's data."""

@@ -1,0 +1,73 @@
+"""Shared route dependencies, as `Annotated` aliases so signatures read plainly."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from backend.api.errors import ApiError
+from backend.core.chat_service import ChatService
+from backend.core.security import InvalidToken, read_access_token
+from backend.core.services import Services
+from backend.storage import Store, User
+
+_bearer = HTTPBearer(auto_error=False, description="The access token from POST /api/auth/login")
+_CHALLENGE = {"WWW-Authenticate": "Bearer"}
+
+
+async def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]
+
+
+async def get_store(services: ServicesDep) -> Store:
+    return services.store
+
+
+async def get_chat_service(services: ServicesDep) -> ChatService:
+    return services.chat
+
+
+StoreDep = Annotated[Store, Depends(get_store)]
+ChatServiceDep = Annotated[ChatService, Depends(get_chat_service)]
+
+
+async def get_current_user(
+    services: ServicesDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> User:
+    if credentials is None:
+        raise ApiError(
+            401,
+            "Missing bearer token: log in with POST /api/auth/login and send "
+            "'Authorization: Bearer <access_token>'.",
+            code="invalid_api_key",
+            headers=_CHALLENGE,
+        )
+    try:
+        user_id = read_access_token(credentials.credentials, services.secret_key)
+    except InvalidToken:
+        raise ApiError(
+            401, "Invalid or expired token: log in again.", code="invalid_api_key", headers=_CHALLENGE
+        ) from None
+    user = services.store.get_user_by_id(user_id)
+    if user is None:
+        raise ApiError(401, "The token's user no longer exists.", code="invalid_api_key")
+    return user
+
+
+CurrentUser = Annotated[User, Depends(get_current_user)]
+
+
+async def get_current_admin(user: CurrentUser) -> User:
+    if not user.is_admin:
+        raise ApiError(403, "Only an admin can do this.", code="forbidden")
+    return user
+
+
+CurrentAdmin = Annotated[User, Depends(get_current_admin)]

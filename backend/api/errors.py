@@ -1,0 +1,127 @@
+"""Every error leaves the server as a clear 4xx/5xx body, never a stack trace.
+
+`/v1/*` routes answer in OpenAI's shape, `{"error": {message, type, param, code}}`,
+so the official SDK raises its own exception types; other routes answer
+`{"detail": message}` as FastAPI does.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from backend.core.llm import LLMError
+from backend.storage import SessionOwnedByAnotherUser
+
+logger = logging.getLogger(__name__)
+
+_OPENAI_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    429: "rate_limit_error",
+}
+
+
+class ApiError(Exception):
+    """An error with a fixed, human message, raised by routes and dependencies."""
+
+    def __init__(
+        self,
+        status_code: int,
+        message: str,
+        *,
+        code: str | None = None,
+        param: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.message = message
+        self.code = code
+        self.param = param
+        self.headers = headers
+
+
+def error_body(
+    path: str, status_code: int, message: str, code: str | None = None, param: str | None = None
+) -> dict[str, Any]:
+    if path.startswith("/v1/"):
+        kind = _OPENAI_TYPES.get(status_code)
+        if kind is None:
+            kind = "invalid_request_error" if status_code < 500 else "server_error"
+        return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+    body: dict[str, Any] = {"detail": message}
+    if code:
+        body["code"] = code
+    return body
+
+
+def error_response(
+    request: Request,
+    status_code: int,
+    message: str,
+    *,
+    code: str | None = None,
+    param: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    body = error_body(request.url.path, status_code, message, code, param)
+    return JSONResponse(body, status_code=status_code, headers=headers)
+
+
+def _describe_validation(exc: RequestValidationError) -> tuple[int, str, str | None]:
+    errors = exc.errors()
+    if any(err.get("type") == "json_invalid" for err in errors):
+        return 400, "The request body is not valid JSON.", None
+    first = errors[0]
+    location = [str(part) for part in first.get("loc", ()) if part != "body"]
+    param = ".".join(location) or None
+    details = "; ".join(
+        f"{'.'.join(str(p) for p in err.get('loc', ()) if p != 'body') or 'body'}: {err['msg']}"
+        for err in errors[:5]
+    )
+    return 422, f"Invalid request: {details}", param
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return error_response(
+            request, exc.status_code, exc.message, code=exc.code, param=exc.param, headers=exc.headers
+        )
+
+    @app.exception_handler(LLMError)
+    async def _llm_error(request: Request, exc: LLMError) -> JSONResponse:
+        param = "model" if exc.code == "model_not_found" else None
+        return error_response(request, exc.status_code, exc.message, code=exc.code, param=param)
+
+    @app.exception_handler(SessionOwnedByAnotherUser)
+    async def _foreign_session(request: Request, exc: SessionOwnedByAnotherUser) -> JSONResponse:
+        return error_response(
+            request, 404, "Session not found.", code="session_not_found", param="session_id"
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        status_code, message, param = _describe_validation(exc)
+        if request.url.path.startswith("/v1/"):
+            status_code = 400  # OpenAI reports every malformed request as 400
+        return error_response(request, status_code, message, code="invalid_request", param=param)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return error_response(
+            request, exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None)
+        )
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        logger.exception("Unhandled error on %s %s", request.method, request.url.path)
+        return error_response(
+            request, 500, "Internal server error; the details are in the server log."
+        )

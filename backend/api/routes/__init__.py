@@ -1,0 +1,1 @@
+"""Route modules, one per resource; `backend.api.main` combines them."""

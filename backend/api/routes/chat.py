@@ -1,0 +1,60 @@
+"""`/api/chat`: the server keeps the history; the UI streams typed events."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from fastapi import APIRouter
+from fastapi.responses import Response
+from langchain_core.messages import HumanMessage
+
+from backend.api.deps import ChatServiceDep, CurrentUser
+from backend.api.sse import SSE_HEADERS, SSEResponse, sse_data
+from backend.api.streaming import start_stream
+from backend.core.chat_service import Turn, TurnRequest
+from backend.core.events import AgentEvent
+from backend.core.llm import LLMError
+from backend.models.chat import ChatRequest, ChatResponse
+
+router = APIRouter(prefix="/api", tags=["chat"])
+
+
+@router.post("/chat", response_model=ChatResponse)
+async def create_chat_message(
+    body: ChatRequest, user: CurrentUser, chat: ChatServiceDep
+) -> Response | ChatResponse:
+    """Send one message; the answer continues the session's stored conversation."""
+    request = TurnRequest(
+        messages=[HumanMessage(body.message)],
+        model=body.model,
+        session_id=body.session_id,
+        agent_type=body.agent_type,
+    )
+    turn = await chat.open_turn(user, request)
+    if body.stream:
+        events = await start_stream(turn.events)
+        return SSEResponse(_typed_events(turn, events), headers=SSE_HEADERS)
+    answer = await turn.collect()
+    return ChatResponse(
+        answer=answer,
+        model=turn.model,
+        session_id=turn.conversation.session_id,
+        conversation_id=turn.conversation.id,
+        agent_type=turn.decision.agent_type,
+        metadata=turn.metadata,
+    )
+
+
+async def _typed_events(turn: Turn, events: AsyncIterator[AgentEvent]) -> AsyncIterator[str]:
+    """`event: <type>` SSE frames whose JSON data also carries `type`."""
+    try:
+        async for event in events:
+            if event.type in ("usage", "finish"):
+                continue
+            payload = {"type": event.type, **event.data}
+            if event.type == "final":
+                payload.update(model=turn.model, **turn.metadata)
+            yield sse_data(payload, event=event.type)
+    except LLMError as exc:
+        yield sse_data({"type": "error", "message": exc.message, "code": exc.code}, event="error")
+    yield sse_data({"type": "done"}, event="done")

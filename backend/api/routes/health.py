@@ -1,0 +1,29 @@
+"""Liveness and configuration at a glance; no auth."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from backend.api.deps import ServicesDep
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/health")
+async def read_health(services: ServicesDep) -> dict[str, Any]:
+    """Report status, the LLM backend and model, and the sandbox isolation in use."""
+    llm, sandbox = services.llm, services.sandbox
+    sandbox_body: dict[str, Any] = {
+        "mode": sandbox.mode,
+        "isolated": sandbox.isolated,
+        "detail": sandbox.detail,
+    }
+    if not sandbox.isolated:
+        sandbox_body["warning"] = sandbox.detail
+    return {
+        "status": "ok",
+        "llm": {"backend": llm.name, "model": llm.default_model, "reason": llm.reason},
+        "sandbox": sandbox_body,
+    }

@@ -1,0 +1,97 @@
+"""OpenAI-compatible routes: any OpenAI client works against `/v1` unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse, Response
+
+from backend.api.deps import ChatServiceDep, CurrentUser, ServicesDep
+from backend.api.errors import error_body
+from backend.api.sse import SSE_HEADERS, SSEResponse, sse_data
+from backend.api.streaming import start_stream
+from backend.core.chat_service import Turn, TurnRequest
+from backend.core.events import AgentEvent
+from backend.core.llm import GenerationOptions, LLMError
+from backend.models.openai import (
+    ChatCompletionRequest,
+    chunk_body,
+    completion_body,
+    new_completion_id,
+    usage_body,
+)
+
+router = APIRouter(prefix="/v1", tags=["openai"])
+
+
+@router.get("/models")
+async def read_models(services: ServicesDep, user: CurrentUser) -> dict[str, Any]:
+    """The models this server can answer with, in OpenAI's list shape."""
+    models = await services.llm.list_models()
+    owner = services.llm.name
+    return {
+        "object": "list",
+        "data": [{"id": m, "object": "model", "created": 0, "owned_by": owner} for m in models],
+    }
+
+
+@router.post("/chat/completions")
+async def create_chat_completion(
+    body: ChatCompletionRequest, user: CurrentUser, chat: ChatServiceDep
+) -> Response:
+    """Chat completion, plain JSON or SSE with `stream: true`."""
+    options = GenerationOptions(
+        temperature=body.temperature,
+        top_p=body.top_p,
+        max_tokens=body.max_completion_tokens or body.max_tokens,
+        stop=body.stop_list,
+    )
+    request = TurnRequest(
+        messages=body.langchain_messages(),
+        model=body.model,
+        session_id=body.session_id,
+        agent_type=body.agent_type,
+        options=options,
+    )
+    turn = await chat.open_turn(user, request)
+    completion_id = new_completion_id()
+    if not body.stream:
+        answer = await turn.collect()
+        return JSONResponse(
+            completion_body(
+                completion_id, turn.model, answer, turn.finish_reason, turn.usage, turn.metadata
+            )
+        )
+    events = await start_stream(turn.events)
+    include_usage = bool(body.stream_options and body.stream_options.include_usage)
+    return SSEResponse(
+        _completion_chunks(turn, events, completion_id, include_usage), headers=SSE_HEADERS
+    )
+
+
+async def _completion_chunks(
+    turn: Turn, events: AsyncIterator[AgentEvent], completion_id: str, include_usage: bool
+) -> AsyncIterator[str]:
+    model = turn.model
+    # The first chunk carries our extension fields; OpenAI clients ignore them.
+    yield sse_data(
+        chunk_body(
+            completion_id, model, {"role": "assistant", "content": ""}, metadata=turn.metadata
+        )
+    )
+    try:
+        async for event in events:
+            if event.type == "token":
+                yield sse_data(chunk_body(completion_id, model, {"content": event.data["text"]}))
+    except LLMError as exc:
+        yield sse_data(error_body("/v1/", exc.status_code, exc.message, exc.code))
+        yield sse_data("[DONE]")
+        return
+    yield sse_data(chunk_body(completion_id, model, {}, turn.finish_reason))
+    if include_usage:
+        usage_chunk = chunk_body(completion_id, model, {}, usage=usage_body(turn.usage))
+        usage_chunk["choices"] = []
+        yield sse_data(usage_chunk)
+    yield sse_data("[DONE]")

@@ -1,0 +1,33 @@
+"""Starting a streamed turn so that early failures are still plain HTTP errors."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from backend.core.events import AgentEvent
+
+
+async def start_stream(events: AsyncIterator[AgentEvent]) -> AsyncIterator[AgentEvent]:
+    """Wait for the agent's first event, then stream everything.
+
+    Failing to reach the LLM raises here, before the response starts, so the
+    client gets a 503 with a fix instead of a 200 stream that breaks at once.
+    """
+    head: list[AgentEvent] = []
+    async for event in events:
+        head.append(event)
+        if event.type != "router":
+            break
+    return _chain(head, events)
+
+
+async def _chain(head: list[AgentEvent], rest: AsyncIterator[AgentEvent]) -> AsyncIterator[AgentEvent]:
+    try:
+        for event in head:
+            yield event
+        async for event in rest:
+            yield event
+    finally:
+        aclose = getattr(rest, "aclose", None)
+        if aclose is not None:
+            await aclose()

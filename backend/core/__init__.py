@@ -1,0 +1,1 @@
+"""The request path's middle: router, agents, LLM clients and credentials."""

@@ -1,0 +1,1 @@
+"""Agents that answer a turn. Each yields `AgentEvent`s."""

@@ -1,0 +1,133 @@
+"""One chat turn, from the stored conversation to the recorded answer.
+
+`open_turn` does everything that can fail fast (model check, session ownership,
+storing the user's message) before any byte is streamed, so those failures
+become proper HTTP errors. The answer is recorded when the turn ends, however it
+ends: completed, failed, or cancelled by a client disconnect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from backend.core.agents.chat import run_chat
+from backend.core.events import AgentEvent
+from backend.core.llm import GenerationOptions, LLMBackend
+from backend.core.router import AgentType, RouteDecision, route_message
+from backend.storage import Conversation, Store, User
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    messages: list[BaseMessage]
+    model: str = ""
+    session_id: str | None = None
+    agent_type: AgentType = "auto"
+    options: GenerationOptions = field(default_factory=GenerationOptions)
+
+
+@dataclass
+class Turn:
+    conversation: Conversation
+    decision: RouteDecision
+    model: str
+    events: AsyncIterator[AgentEvent] = field(init=False)
+    answer: list[str] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    finish_reason: str = "stop"
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "agent_type": self.decision.agent_type,
+            "route_reason": self.decision.reason,
+            "session_id": self.conversation.session_id,
+            "conversation_id": self.conversation.id,
+        }
+
+    async def collect(self) -> str:
+        """Run the turn to the end and return the answer."""
+        async for _ in self.events:
+            pass
+        return "".join(self.answer)
+
+
+class ChatService:
+    def __init__(self, store: Store, llm: LLMBackend) -> None:
+        self.store = store
+        self.llm = llm
+
+    async def open_turn(self, user: User, request: TurnRequest) -> Turn:
+        model = await self.llm.resolve_model(request.model or self.llm.default_model)
+        user_text = next(
+            (m.text for m in reversed(request.messages) if isinstance(m, HumanMessage)), ""
+        )
+        conversation = self.store.conversation_for_session(
+            user.id, request.session_id or uuid.uuid4().hex, title=user_text or "New chat"
+        )
+        messages = self._with_history(conversation, request.messages)
+        if user_text:
+            self.store.add_message(conversation.id, "user", user_text)
+        decision = route_message(request.agent_type, user_text)
+        turn = Turn(conversation, decision, model)
+        agent_events = run_chat(
+            self.llm.chat_model(model), messages, self.llm.call_kwargs(request.options)
+        )
+        turn.events = self._recorded(turn, agent_events)
+        return turn
+
+    def _with_history(
+        self, conversation: Conversation, messages: list[BaseMessage]
+    ) -> list[BaseMessage]:
+        """Prepend the stored conversation when the client did not send its history.
+
+        OpenAI clients resend the whole history; a client that sends only the new
+        message with a known `session_id` gets the stored history instead.
+        """
+        if any(isinstance(m, AIMessage) for m in messages):
+            return messages
+        history: list[BaseMessage] = []
+        for stored in self.store.list_messages(conversation.id):
+            if stored.role == "user":
+                history.append(HumanMessage(stored.content))
+            elif stored.role == "assistant" and stored.content:
+                history.append(AIMessage(stored.content))
+        system = [m for m in messages if m.type == "system"]
+        rest = [m for m in messages if m.type != "system"]
+        return system + history + rest
+
+    async def _recorded(
+        self, turn: Turn, events: AsyncIterator[AgentEvent]
+    ) -> AsyncIterator[AgentEvent]:
+        finish, error = "stop", None
+        try:
+            yield AgentEvent(
+                "router", {"agent_type": turn.decision.agent_type, "reason": turn.decision.reason}
+            )
+            async for event in events:
+                if event.type == "token":
+                    turn.answer.append(event.data["text"])
+                elif event.type == "usage":
+                    turn.usage = event.data
+                elif event.type == "finish":
+                    turn.finish_reason = event.data["reason"]
+                yield event
+        except (asyncio.CancelledError, GeneratorExit):
+            finish = "cancelled"
+            raise
+        except Exception as exc:
+            llm_error = self.llm.explain(exc)
+            finish, error = "error", llm_error.message
+            raise llm_error from exc
+        finally:
+            metadata = {**turn.metadata, "model": turn.model, "finish_reason": finish}
+            if error:
+                metadata["error"] = error
+            self.store.add_message(turn.conversation.id, "assistant", "".join(turn.answer), metadata)
+        yield AgentEvent("final", {"text": "".join(turn.answer)})

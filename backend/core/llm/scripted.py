@@ -1,0 +1,108 @@
+"""A chat model that replays scripted replies, for tests that need exact answers.
+
+Replies come from a list or a JSON file (a list of strings or of objects
+`{"content": str, "token_delay": seconds}`), in order. Streaming splits a reply
+into word tokens, paced by `token_delay` so tests can disconnect mid-stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForLLMRun,
+    CallbackManagerForLLMRun,
+)
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from pydantic import PrivateAttr
+
+_TOKEN = re.compile(r"\s*\S+")
+
+
+class ScriptExhausted(Exception):
+    """Every scripted reply has been used."""
+
+
+class ScriptedChatModel(BaseChatModel):
+    replies: list[dict[str, Any]]
+    model_name: str = "scripted"
+    _cursor: int = PrivateAttr(default=0)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ScriptedChatModel:
+        return cls(replies=json.loads(Path(path).read_text()))
+
+    def __init__(self, replies: list[str | dict[str, Any]], **kwargs: Any) -> None:
+        normalised = [r if isinstance(r, dict) else {"content": r} for r in replies]
+        super().__init__(replies=normalised, **kwargs)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def _next_reply(self) -> dict[str, Any]:
+        with self._lock:
+            if self._cursor >= len(self.replies):
+                raise ScriptExhausted(f"all {len(self.replies)} scripted replies were used")
+            reply = self.replies[self._cursor]
+            self._cursor += 1
+        return reply
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        reply = self._next_reply()
+        message = AIMessage(content=reply["content"], usage_metadata=_usage(messages, reply))
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        reply = self._next_reply()
+        for token in _TOKEN.findall(reply["content"]):
+            time.sleep(reply.get("token_delay", 0))
+            yield ChatGenerationChunk(message=AIMessageChunk(content=token))
+        yield _final_chunk(messages, reply)
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        reply = self._next_reply()
+        for token in _TOKEN.findall(reply["content"]):
+            await asyncio.sleep(reply.get("token_delay", 0))
+            yield ChatGenerationChunk(message=AIMessageChunk(content=token))
+        yield _final_chunk(messages, reply)
+
+
+def _usage(messages: list[BaseMessage], reply: dict[str, Any]) -> Any:
+    prompt = sum(len(_TOKEN.findall(str(m.content))) for m in messages)
+    completion = len(_TOKEN.findall(reply["content"]))
+    return {"input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion}
+
+
+def _final_chunk(messages: list[BaseMessage], reply: dict[str, Any]) -> ChatGenerationChunk:
+    return ChatGenerationChunk(
+        message=AIMessageChunk(content="", usage_metadata=_usage(messages, reply))
+    )

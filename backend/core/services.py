@@ -1,0 +1,45 @@
+"""The long-lived objects a running server shares, built once at start-up.
+
+Building them is where configuration problems surface (bad DATABASE_URL, a
+missing model file, SANDBOX=bwrap without bubblewrap), so they stop start-up
+with a one-line `ConfigError` instead of failing on the first request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from backend.config import Settings
+from backend.core.accounts import ensure_admin
+from backend.core.chat_service import ChatService
+from backend.core.llm import LLMBackend, create_llm_backend
+from backend.core.security import load_or_create_secret_key
+from backend.storage import Store, open_store
+from backend.tools.sandbox import SandboxStatus, resolve_sandbox
+
+
+@dataclass
+class Services:
+    settings: Settings
+    secret_key: str
+    store: Store
+    llm: LLMBackend
+    chat: ChatService
+    sandbox: SandboxStatus
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def build_services(settings: Settings) -> Services:
+    settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
+    secret_key = load_or_create_secret_key(settings.SECRET_KEY, settings.DATA_DIR)
+    sandbox = resolve_sandbox(settings.SANDBOX)
+    store = open_store(settings.DATABASE_URL, settings.DATA_DIR)
+    try:
+        ensure_admin(store, settings)
+        llm = create_llm_backend(settings)
+    except BaseException:
+        store.close()
+        raise
+    return Services(settings, secret_key, store, llm, ChatService(store, llm), sandbox)

@@ -1,0 +1,27 @@
+"""`/api/chat`: the server keeps the history; the client sends one message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from backend.core.router import AgentType
+from backend.models.common import SessionId
+
+
+class ChatRequest(BaseModel):
+    message: str = Field(min_length=1, max_length=200_000)
+    session_id: SessionId | None = None
+    agent_type: AgentType = "auto"
+    model: str = ""
+    stream: bool = False
+
+
+class ChatResponse(BaseModel):
+    answer: str
+    model: str
+    session_id: str
+    conversation_id: str
+    agent_type: str
+    metadata: dict[str, Any]

@@ -1,0 +1,83 @@
+"""The storage interface the rest of the server depends on.
+
+Records are plain frozen dataclasses, so nothing outside `backend/storage` knows
+which database is behind them. A PostgreSQL adapter only has to implement `Store`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class User:
+    id: int
+    username: str
+    password_hash: str
+    is_admin: bool
+    created_at: float
+
+
+@dataclass(frozen=True)
+class Conversation:
+    id: str
+    user_id: int
+    session_id: str
+    title: str
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class Message:
+    id: int
+    conversation_id: str
+    role: str
+    content: str
+    created_at: float
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class SessionOwnedByAnotherUser(Exception):
+    """The session id exists but belongs to someone else (callers answer 404)."""
+
+
+class UsernameTaken(Exception):
+    """A user with this name already exists."""
+
+
+class Store(Protocol):
+    def get_user(self, username: str) -> User | None: ...
+
+    def get_user_by_id(self, user_id: int) -> User | None: ...
+
+    def create_user(self, username: str, password_hash: str, *, is_admin: bool = False) -> User: ...
+
+    def set_password_hash(self, user_id: int, password_hash: str) -> None: ...
+
+    def conversation_for_session(self, user_id: int, session_id: str, title: str) -> Conversation:
+        """Return the user's conversation for `session_id`, creating it if new."""
+        ...
+
+    def list_conversations(self, user_id: int) -> list[Conversation]: ...
+
+    def get_conversation(self, user_id: int, conversation_id: str) -> Conversation | None:
+        """Return the conversation only if `user_id` owns it."""
+        ...
+
+    def delete_conversation(self, user_id: int, conversation_id: str) -> bool: ...
+
+    def add_message(
+        self,
+        conversation_id: str,
+        role: str,
+        content: str,
+        metadata: dict[str, Any] | None = None,
+    ) -> Message:
+        """Append a message; it is durable once this returns."""
+        ...
+
+    def list_messages(self, conversation_id: str) -> list[Message]: ...
+
+    def close(self) -> None: ...

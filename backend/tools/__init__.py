@@ -1,0 +1,1 @@
+"""Tools the agents call, and the sandbox they run code in."""
