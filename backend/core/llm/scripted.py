@@ -1,8 +1,11 @@
 """A chat model that replays scripted replies, for tests that need exact answers.
 
-Replies come from a list or a JSON file (a list of strings or of objects
-`{"content": str, "token_delay": seconds}`), in order. Streaming splits a reply
-into word tokens, paced by `token_delay` so tests can disconnect mid-stream.
+Replies come from a list or a JSON file: strings, or objects
+`{"content": str, "when": str, "repeat": bool, "token_delay": seconds}`. Each call
+takes the first unused reply whose `when` occurs in the last user message (no
+`when` matches anything); a reply is used up unless `repeat` is true. Streaming
+splits a reply into word tokens, paced by `token_delay`, so tests can disconnect
+mid-stream.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ class ScriptExhausted(Exception):
 class ScriptedChatModel(BaseChatModel):
     replies: list[dict[str, Any]]
     model_name: str = "scripted"
-    _cursor: int = PrivateAttr(default=0)
+    _used: set[int] = PrivateAttr(default_factory=set)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @classmethod
@@ -50,13 +53,17 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted"
 
-    def _next_reply(self) -> dict[str, Any]:
+    def _next_reply(self, messages: list[BaseMessage]) -> dict[str, Any]:
+        last_user = next((str(m.text) for m in reversed(messages) if m.type == "human"), "")
         with self._lock:
-            if self._cursor >= len(self.replies):
-                raise ScriptExhausted(f"all {len(self.replies)} scripted replies were used")
-            reply = self.replies[self._cursor]
-            self._cursor += 1
-        return reply
+            for index in range(len(self.replies)):
+                reply = self.replies[index]
+                if index in self._used or reply.get("when", "") not in last_user:
+                    continue
+                if not reply.get("repeat"):
+                    self._used.add(index)
+                return reply
+        raise ScriptExhausted(f"no scripted reply is left for {last_user[:60]!r}")
 
     def _generate(
         self,
@@ -65,7 +72,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        reply = self._next_reply()
+        reply = self._next_reply(messages)
         message = AIMessage(content=reply["content"], usage_metadata=_usage(messages, reply))
         return ChatResult(generations=[ChatGeneration(message=message)])
 
@@ -76,7 +83,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        reply = self._next_reply()
+        reply = self._next_reply(messages)
         for token in _TOKEN.findall(reply["content"]):
             time.sleep(reply.get("token_delay", 0))
             yield ChatGenerationChunk(message=AIMessageChunk(content=token))
@@ -89,7 +96,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        reply = self._next_reply()
+        reply = self._next_reply(messages)
         for token in _TOKEN.findall(reply["content"]):
             await asyncio.sleep(reply.get("token_delay", 0))
             yield ChatGenerationChunk(message=AIMessageChunk(content=token))

@@ -1,0 +1,57 @@
+# `make run` starts the server and UI; `make test` runs lint, types and the suite.
+# Both create .venv and install whatever is missing, including Debian packages as root.
+
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+DEBIAN_PACKAGES := bubblewrap
+
+# llama.cpp is compiled for a portable x86-64-v3 baseline: a native build enables
+# AVX-512/AMX kernels that crash in VMs that do not grant AMX, and a cached native
+# wheel breaks on another CPU. pip's wheel cache keeps the build after the first time.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
+	-DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
+
+.PHONY: run test install install-dev system-deps lint typecheck
+
+run: install system-deps
+	@trap 'kill $$frontend 2>/dev/null' EXIT; \
+	$(PY) run_frontend.py & frontend=$$!; \
+	$(PY) run_backend.py
+
+test: install-dev system-deps lint typecheck
+	$(VENV)/bin/pytest
+
+lint: install-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: install-dev
+	$(VENV)/bin/mypy
+
+install: $(VENV)/.installed-runtime
+install-dev: $(VENV)/.installed-dev
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed-runtime: requirements.txt | $(PY)
+	$(PY) -m pip install -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(PY)
+	$(PY) -m pip install -r requirements-dev.txt
+	touch $@ $(VENV)/.installed-runtime
+
+system-deps:
+	@missing=""; for pkg in $(DEBIAN_PACKAGES); do \
+	  dpkg -s $$pkg >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else \
+	    echo "warning: missing Debian packages:$$missing; run: sudo apt-get install -y$$missing" >&2; \
+	  fi; \
+	fi

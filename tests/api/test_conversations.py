@@ -1,0 +1,98 @@
+"""/api/chat keeps the conversation; users only ever see their own."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import StartServer, write_replies
+
+
+def test_session_continues_and_users_are_isolated(start_server: StartServer, tmp_path: Path) -> None:
+    replies = write_replies(
+        tmp_path / "replies.json",
+        [{"when": "first", "content": "Noted."}, {"when": "second", "content": "Still here."}],
+    )
+    server = start_server(SCRIPTED_REPLIES=replies)
+    with server.client() as admin:
+        first = admin.post("/api/chat", json={"message": "first message", "session_id": "s-1"})
+        assert first.status_code == 200, first.text
+        assert first.json()["answer"] == "Noted."
+        second = admin.post("/api/chat", json={"message": "second message", "session_id": "s-1"})
+        assert second.json()["answer"] == "Still here."
+        conversation_id = second.json()["conversation_id"]
+        assert conversation_id == first.json()["conversation_id"]
+
+        listed = admin.get("/api/conversations").json()
+        assert [(c["id"], c["session_id"], c["title"]) for c in listed] == [
+            (conversation_id, "s-1", "first message")
+        ]
+        detail = admin.get(f"/api/conversations/{conversation_id}").json()
+        assert [(m["role"], m["content"]) for m in detail["messages"]] == [
+            ("user", "first message"),
+            ("assistant", "Noted."),
+            ("user", "second message"),
+            ("assistant", "Still here."),
+        ]
+        created = admin.post("/api/users", json={"username": "bob", "password": "bob-password"})
+        assert created.status_code == 201
+
+    with server.client(server.token("bob", "bob-password")) as bob:
+        assert bob.get("/api/conversations").json() == []
+        assert bob.get(f"/api/conversations/{conversation_id}").status_code == 404
+        assert bob.delete(f"/api/conversations/{conversation_id}").status_code == 404
+        hijack = bob.post("/api/chat", json={"message": "first", "session_id": "s-1"})
+        assert hijack.status_code == 404
+        assert hijack.json() == {"detail": "Session not found.", "code": "session_not_found"}
+        assert bob.post("/api/users", json={"username": "eve", "password": "x" * 8}).status_code == 403
+
+    with server.client() as admin:
+        assert admin.delete(f"/api/conversations/{conversation_id}").status_code == 204
+        assert admin.get("/api/conversations").json() == []
+
+
+def test_stored_history_reaches_the_model_when_the_client_sends_one_message(
+    start_server: StartServer, tmp_path: Path
+) -> None:
+    """A client that sends only the new message with a session_id gets the stored history."""
+    replies = write_replies(
+        tmp_path / "replies.json", [{"content": "ok", "repeat": True}]
+    )
+    server = start_server(SCRIPTED_REPLIES=replies)
+    body = {"model": "scripted", "session_id": "hist", "messages": [{"role": "user", "content": "one"}]}
+    with server.client() as http:
+        http.post("/v1/chat/completions", json=body).raise_for_status()
+        body["messages"] = [{"role": "user", "content": "two"}]
+        usage = http.post("/v1/chat/completions", json=body).json()["usage"]
+    # "one", "ok" and "two" are three prompt tokens: the history was prepended.
+    assert usage["prompt_tokens"] == 3
+
+
+def test_chat_stream_sends_typed_events(start_server: StartServer, tmp_path: Path) -> None:
+    replies = write_replies(tmp_path / "replies.json", ["Typed events work."])
+    server = start_server(SCRIPTED_REPLIES=replies)
+    with server.client() as http, http.stream(
+        "POST", "/api/chat", json={"message": "hi", "stream": True, "session_id": "ev"}
+    ) as response:
+        frames = response.read().decode().strip().split("\n\n")
+    events = []
+    for frame in frames:
+        kind, data = frame.split("\n")
+        payload = json.loads(data.removeprefix("data: "))
+        assert kind == f"event: {payload['type']}"
+        events.append(payload)
+    assert [e["type"] for e in events] == ["router", "token", "token", "token", "final", "done"]
+    assert events[-2]["text"] == "Typed events work." and events[-2]["session_id"] == "ev"
+
+
+def test_api_validation_errors_are_readable(start_server: StartServer, tmp_path: Path) -> None:
+    server = start_server(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", []))
+    with server.client() as http:
+        empty = http.post("/api/chat", json={"message": ""})
+        bad_session = http.post("/api/chat", json={"message": "x", "session_id": "../etc"})
+        broken = http.post(
+            "/api/chat", content=b"{", headers={"content-type": "application/json"}
+        )
+    assert empty.status_code == 422 and "message" in empty.json()["detail"]
+    assert bad_session.status_code == 422 and "session_id" in bad_session.json()["detail"]
+    assert broken.status_code == 400 and broken.json()["detail"] == "The request body is not valid JSON."

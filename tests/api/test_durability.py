@@ -1,0 +1,96 @@
+"""Nothing acknowledged is lost: restarts and `kill -9` keep conversations and credentials."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import httpx
+
+from tests.conftest import write_replies
+from tests.support.live_server import LiveServer
+
+
+def test_restart_keeps_conversations_and_the_generated_admin_password(tmp_path: Path) -> None:
+    replies = write_replies(tmp_path / "replies.json", [{"content": "Stored.", "repeat": True}])
+    server = LiveServer(tmp_path / "data", LLM_BACKEND="scripted", SCRIPTED_REPLIES=replies)
+    server.start()
+    try:
+        printed = re.findall(r"ADMIN_PASSWORD=(\S+)", server.log())
+        assert len(printed) == 1
+        password = printed[0]
+        with server.client(server.token("admin", password)) as http:
+            http.post("/api/chat", json={"message": "remember me", "session_id": "keep"})
+    finally:
+        server.stop()
+
+    server.start()
+    try:
+        assert len(re.findall(r"ADMIN_PASSWORD=", server.log())) == 1, "printed only once"
+        with server.client(server.token("admin", password)) as http:
+            conversations = http.get("/api/conversations").json()
+        assert [c["session_id"] for c in conversations] == ["keep"]
+        database = (tmp_path / "data" / "app.db").read_bytes()
+        assert password.encode() not in database
+    finally:
+        server.stop()
+
+
+def test_acknowledged_message_survives_kill_9(tmp_path: Path) -> None:
+    replies = write_replies(tmp_path / "replies.json", [{"content": "Durable.", "repeat": True}])
+    server = LiveServer(
+        tmp_path / "data", LLM_BACKEND="scripted", SCRIPTED_REPLIES=replies, ADMIN_PASSWORD="pw-12345678"
+    )
+    server.start()
+    with server.client() as http:
+        response = http.post("/api/chat", json={"message": "do not lose this", "session_id": "k9"})
+        assert response.status_code == 200
+        conversation_id = response.json()["conversation_id"]
+    server.kill9()
+
+    server.start()
+    try:
+        with server.client() as http:
+            messages = http.get(f"/api/conversations/{conversation_id}").json()["messages"]
+        assert [(m["role"], m["content"]) for m in messages] == [
+            ("user", "do not lose this"),
+            ("assistant", "Durable."),
+        ]
+    finally:
+        server.stop()
+
+
+def test_health_reports_backend_model_and_sandbox(tmp_path: Path) -> None:
+    replies = write_replies(tmp_path / "replies.json", [])
+    server = LiveServer(
+        tmp_path / "data", LLM_BACKEND="scripted", SCRIPTED_REPLIES=replies, ADMIN_PASSWORD="pw-12345678"
+    )
+    server.start()
+    try:
+        health = httpx.get(f"{server.url}/health").json()
+    finally:
+        server.stop()
+    assert health["status"] == "ok"
+    assert health["llm"] == {"backend": "scripted", "model": "scripted", "reason": "set by LLM_BACKEND"}
+    # `make test` installs bubblewrap, so the default SANDBOX=auto must isolate.
+    assert health["sandbox"]["mode"] == "bwrap" and health["sandbox"]["isolated"] is True
+    assert "warning" not in health["sandbox"]
+
+
+def test_health_warns_when_the_sandbox_is_switched_off(tmp_path: Path) -> None:
+    replies = write_replies(tmp_path / "replies.json", [])
+    server = LiveServer(
+        tmp_path / "data",
+        LLM_BACKEND="scripted",
+        SCRIPTED_REPLIES=replies,
+        ADMIN_PASSWORD="pw-12345678",
+        SANDBOX="none",
+    )
+    server.start()
+    try:
+        sandbox = httpx.get(f"{server.url}/health").json()["sandbox"]
+    finally:
+        server.stop()
+    assert sandbox["mode"] == "none" and sandbox["isolated"] is False
+    assert "WITHOUT OS isolation" in sandbox["warning"]
+    assert "WITHOUT OS isolation" in server.log()

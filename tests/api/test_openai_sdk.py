@@ -1,0 +1,159 @@
+"""The official `openai` SDK against the real server, unchanged."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from tests.conftest import ADMIN_PASSWORD, write_replies
+from tests.support.live_server import LiveServer
+
+REPLIES = [
+    {"when": "capital", "content": "Paris is the capital of France.", "repeat": True},
+    {"when": "count", "content": "One two three four.", "repeat": True},
+]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    root = tmp_path_factory.mktemp("sdk")
+    replies = write_replies(root / "replies.json", REPLIES)
+    live = LiveServer(
+        root / "data",
+        LLM_BACKEND="scripted",
+        SCRIPTED_REPLIES=replies,
+        ADMIN_PASSWORD=ADMIN_PASSWORD,
+        MAX_REQUEST_SIZE_MB="0.5",
+    )
+    live.start()
+    yield live
+    live.stop()
+
+
+@pytest.fixture(scope="module")
+def client(server: LiveServer) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+
+
+def test_models_list(client: openai.OpenAI) -> None:
+    models = client.models.list()
+    assert [m.id for m in models.data] == ["scripted"]
+    assert models.data[0].owned_by == "scripted"
+
+
+def test_non_streaming_completion(client: openai.OpenAI) -> None:
+    completion = client.chat.completions.create(
+        model="scripted", messages=[{"role": "user", "content": "What is the capital of France?"}]
+    )
+    assert completion.object == "chat.completion"
+    assert completion.choices[0].message.role == "assistant"
+    assert completion.choices[0].message.content == "Paris is the capital of France."
+    assert completion.choices[0].finish_reason == "stop"
+    assert completion.usage is not None and completion.usage.completion_tokens == 6
+    metadata = completion.metadata
+    assert metadata["agent_type"] == "chat"
+    assert metadata["session_id"] and metadata["conversation_id"]
+
+
+def test_streaming_completion_chunk_order(client: openai.OpenAI) -> None:
+    stream = client.chat.completions.create(
+        model="scripted",
+        messages=[{"role": "user", "content": "count to four"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    contents = [c.choices[0].delta.content for c in chunks[1:-2]]
+    assert contents == ["One", " two", " three", " four."]
+    assert chunks[-2].choices[0].finish_reason == "stop"
+    assert chunks[-1].choices == [] and chunks[-1].usage is not None
+    assert chunks[-1].usage.completion_tokens == 4
+    assert len({c.id for c in chunks}) == 1
+
+
+def test_stream_ends_with_done_on_the_wire(server: LiveServer) -> None:
+    body = {"model": "scripted", "stream": True, "messages": [{"role": "user", "content": "count"}]}
+    with server.client() as http, http.stream("POST", "/v1/chat/completions", json=body) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = [line for line in response.iter_lines() if line.startswith("data: ")]
+    assert events[-1] == "data: [DONE]"
+    payloads = [json.loads(line[6:]) for line in events[:-1]]
+    assert all(p["object"] == "chat.completion.chunk" for p in payloads)
+    assert payloads[0]["metadata"]["agent_type"] == "chat"
+
+
+def test_unknown_model_is_not_found(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.NotFoundError) as error:
+        client.chat.completions.create(
+            model="gpt-4o", messages=[{"role": "user", "content": "hi"}]
+        )
+    assert error.value.code == "model_not_found"
+    assert "gpt-4o" in error.value.message
+
+
+def test_bad_token_is_an_authentication_error(server: LiveServer) -> None:
+    bad = openai.OpenAI(base_url=f"{server.url}/v1", api_key="not-a-token", max_retries=0)
+    with pytest.raises(openai.AuthenticationError) as error:
+        bad.models.list()
+    assert error.value.status_code == 401
+    assert error.value.code == "invalid_api_key"
+
+
+def test_oversize_body_is_refused_with_413(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.APIStatusError) as error:
+        client.chat.completions.create(
+            model="scripted", messages=[{"role": "user", "content": "x" * 600_000}]
+        )
+    assert error.value.status_code == 413
+    assert error.value.code == "request_too_large"
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        (b"{not json", "not valid JSON"),
+        (b'{"model": "scripted", "messages": "hi"}', "messages"),
+        (b'{"model": "scripted", "messages": []}', "messages"),
+        (b'{"model": "scripted", "messages": [{"role": "tool", "content": "x"}]}', "role"),
+        (b'{"model": "scripted", "n": 2, "messages": [{"role": "user", "content": "x"}]}', "n"),
+        (b'{"model": "scripted", "temperature": "hot", "messages": []}', "temperature"),
+    ],
+)
+def test_malformed_requests_get_openai_shaped_400(
+    server: LiveServer, body: bytes, fragment: str
+) -> None:
+    with server.client() as http:
+        response = http.post(
+            "/v1/chat/completions", content=body, headers={"content-type": "application/json"}
+        )
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert error["type"] == "invalid_request_error"
+    assert fragment in error["message"]
+
+
+def test_missing_and_expired_tokens_are_401(server: LiveServer) -> None:
+    from backend.core.security import create_access_token
+
+    key = (Path(server.env["DATA_DIR"]) / "secret_key").read_text()
+    expired = create_access_token(1, key, expires_hours=-1)
+    for headers in ({}, {"Authorization": f"Bearer {expired}"}):
+        response = httpx.get(f"{server.url}/v1/models", headers=headers)
+        assert response.status_code == 401
+        assert response.json()["error"]["type"] == "authentication_error"
+        assert response.headers["www-authenticate"] == "Bearer"
+
+
+def test_unknown_route_and_wrong_method_are_clean(server: LiveServer) -> None:
+    with server.client() as http:
+        assert http.get("/v1/nothing").json()["error"]["message"] == "Not Found"
+        response = http.get("/v1/chat/completions")
+    assert response.status_code == 405
+    assert "error" in response.json()

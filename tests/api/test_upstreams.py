@@ -1,0 +1,134 @@
+"""Real upstream protocols: an OpenAI-compatible server and Ollama, on loopback."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+import openai
+
+from tests.conftest import StartServer
+from tests.support.fake_ollama import FakeOllama
+from tests.support.fake_openai import FakeUpstreamThread
+from tests.support.live_server import free_port
+
+
+def _wait_for(predicate, timeout: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_client_disconnect_stops_generation_and_keeps_the_conversation(
+    start_server: StartServer,
+) -> None:
+    with FakeUpstreamThread(free_port(), tokens=200, delay=0.02) as upstream:
+        server = start_server(
+            LLM_BACKEND="openai", OPENAI_BASE_URL=upstream.url, OPENAI_MODEL="fake-upstream"
+        )
+        body = {
+            "model": "fake-upstream",
+            "stream": True,
+            "session_id": "disconnect",
+            "messages": [{"role": "user", "content": "tell me a long story"}],
+        }
+        with server.client() as http:
+            with http.stream("POST", "/v1/chat/completions", json=body) as response:
+                seen = []
+                for line in response.iter_lines():
+                    if line.startswith("data: {"):
+                        seen.append(json.loads(line[6:]))
+                    if len(seen) == 4:
+                        break  # leaving the block closes the connection mid-stream
+            conversation_id = seen[0]["metadata"]["conversation_id"]
+
+            stats_url = upstream.url.removesuffix("/v1") + "/stats"
+            assert _wait_for(lambda: httpx.get(stats_url).json()["disconnected"] == 1)
+            assert httpx.get(stats_url).json()["completed"] == 0
+
+            def assistant_recorded() -> bool:
+                messages = http.get(f"/api/conversations/{conversation_id}").json()["messages"]
+                return len(messages) == 2
+
+            assert _wait_for(assistant_recorded)
+            messages = http.get(f"/api/conversations/{conversation_id}").json()["messages"]
+            assert messages[0]["content"] == "tell me a long story"
+            answer = messages[1]
+            assert answer["metadata"]["finish_reason"] == "cancelled"
+            assert answer["content"].startswith("tok0 tok1 ")
+            assert len(answer["content"].split()) < 200
+            assert http.get("/health").status_code == 200
+
+
+def test_openai_upstream_through_the_sdk(start_server: StartServer) -> None:
+    with FakeUpstreamThread(free_port(), tokens=5, delay=0.001) as upstream:
+        server = start_server(
+            LLM_BACKEND="openai", OPENAI_BASE_URL=upstream.url, OPENAI_MODEL="fake-upstream"
+        )
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+        completion = client.chat.completions.create(
+            model="fake-upstream", messages=[{"role": "user", "content": "hi"}]
+        )
+        streamed = "".join(
+            chunk.choices[0].delta.content or ""
+            for chunk in client.chat.completions.create(
+                model="fake-upstream", messages=[{"role": "user", "content": "hi"}], stream=True
+            )
+            if chunk.choices
+        )
+    assert completion.choices[0].message.content == "tok0 tok1 tok2 tok3 tok4 "
+    assert streamed == completion.choices[0].message.content
+
+
+def test_unreachable_openai_upstream_is_a_clear_503(start_server: StartServer) -> None:
+    server = start_server(
+        LLM_BACKEND="openai",
+        OPENAI_BASE_URL=f"http://127.0.0.1:{free_port()}/v1",
+        OPENAI_MODEL="m",
+    )
+    with server.client() as http:
+        body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+        response = http.post("/v1/chat/completions", json=body)
+    assert response.status_code == 503
+    assert "not reachable" in response.json()["error"]["message"]
+
+
+def test_ollama_down_fails_fast_with_the_fix(start_server: StartServer) -> None:
+    server = start_server(
+        LLM_BACKEND="ollama", OLLAMA_HOST=f"http://127.0.0.1:{free_port()}", OLLAMA_MODEL="qwen2.5"
+    )
+    started = time.monotonic()
+    with server.client() as http:
+        response = http.post(
+            "/v1/chat/completions",
+            json={"model": "qwen2.5", "messages": [{"role": "user", "content": "hi"}]},
+        )
+        chat = http.post("/api/chat", json={"message": "hi"})
+    assert time.monotonic() - started < 10
+    assert response.status_code == 503
+    assert "ollama serve" in response.json()["error"]["message"]
+    assert chat.status_code == 503 and "ollama serve" in chat.json()["detail"]
+
+
+def test_ollama_missing_model_says_how_to_pull_it(start_server: StartServer) -> None:
+    with FakeOllama(free_port(), models=["llama3.2:latest"]) as ollama:
+        server = start_server(LLM_BACKEND="ollama", OLLAMA_HOST=ollama.url, OLLAMA_MODEL="qwen2.5")
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+        assert [m.id for m in client.models.list().data] == ["llama3.2:latest"]
+        try:
+            client.chat.completions.create(
+                model="qwen2.5", messages=[{"role": "user", "content": "hi"}]
+            )
+        except openai.NotFoundError as error:
+            assert "ollama pull qwen2.5" in error.message
+        else:
+            raise AssertionError("a missing Ollama model must be a 404")
+        completion = client.chat.completions.create(
+            model="llama3.2", messages=[{"role": "user", "content": "hi"}]
+        )
+    assert completion.choices[0].message.content == "Hello from Ollama. "
+    assert completion.model == "llama3.2:latest"

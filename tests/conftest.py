@@ -1,0 +1,38 @@
+"""Shared fixtures: live servers on 127.0.0.1 with temporary data directories."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.live_server import LiveServer
+
+ADMIN_PASSWORD = "admin-password-for-tests"
+
+StartServer = Callable[..., LiveServer]
+
+
+def write_replies(path: Path, replies: list[Any]) -> str:
+    path.write_text(json.dumps(replies))
+    return str(path)
+
+
+@pytest.fixture
+def start_server(tmp_path: Path) -> Iterator[StartServer]:
+    """Start a real server; keyword arguments become its environment."""
+    servers: list[LiveServer] = []
+
+    def start(**env: str) -> LiveServer:
+        env.setdefault("ADMIN_PASSWORD", ADMIN_PASSWORD)
+        env.setdefault("LLM_BACKEND", "scripted")
+        server = LiveServer(tmp_path / f"data{len(servers)}", **env)
+        servers.append(server)
+        return server.start()
+
+    yield start
+    for server in servers:
+        server.stop()

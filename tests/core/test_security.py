@@ -1,0 +1,61 @@
+"""Password hashes, tokens and the generated secret key."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from backend.core.security import (
+    InvalidToken,
+    create_access_token,
+    hash_password,
+    load_or_create_secret_key,
+    read_access_token,
+    verify_password,
+)
+
+KEY = "k" * 48
+
+
+def test_password_hash_verifies_only_the_right_password() -> None:
+    hashed = hash_password("correct horse")
+    assert hashed.startswith("$2b$")
+    assert verify_password("correct horse", hashed)
+    assert not verify_password("correct horsf", hashed)
+
+
+def test_long_passwords_differ_beyond_bcrypts_72_bytes() -> None:
+    hashed = hash_password("x" * 80 + "a")
+    assert not verify_password("x" * 80 + "b", hashed)
+
+
+def test_token_round_trip_and_tampering() -> None:
+    token = create_access_token(7, KEY, expires_hours=1)
+    assert read_access_token(token, KEY) == 7
+    with pytest.raises(InvalidToken):
+        read_access_token(token, "x" * 48)
+    with pytest.raises(InvalidToken):
+        read_access_token(token[:-2] + "xx", KEY)
+
+
+def test_expired_token_is_refused() -> None:
+    token = create_access_token(7, KEY, expires_hours=-1)
+    with pytest.raises(InvalidToken):
+        read_access_token(token, KEY)
+
+
+def test_generated_secret_key_is_private_and_stable(tmp_path: Path) -> None:
+    first = load_or_create_secret_key("", tmp_path)
+    assert len(first) >= 48
+    assert stat.S_IMODE((tmp_path / "secret_key").stat().st_mode) == 0o600
+    assert load_or_create_secret_key("", tmp_path) == first
+    assert load_or_create_secret_key(KEY, tmp_path) == KEY
+
+
+def test_secret_key_file_readable_by_others_is_tightened(tmp_path: Path) -> None:
+    load_or_create_secret_key("", tmp_path)
+    (tmp_path / "secret_key").chmod(0o644)
+    load_or_create_secret_key("", tmp_path)
+    assert stat.S_IMODE((tmp_path / "secret_key").stat().st_mode) == 0o600

@@ -1,0 +1,138 @@
+"""A scripted OpenAI-compatible upstream: streams N tokens with fixed pacing.
+
+Used by the disconnect tests and by `benchmarks/gateway_overhead.py`. It counts
+streams that finished and streams whose client went away, at `GET /stats`.
+Run standalone with `python -m tests.support.fake_openai --port P`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import threading
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, StreamingResponse
+from starlette.routing import Route
+
+MODEL = "fake-upstream"
+
+
+def create_app(tokens: int = 20, delay: float = 0.005) -> Starlette:
+    stats = {"requests": 0, "completed": 0, "disconnected": 0}
+
+    def chunk(
+        delta: dict[str, Any], finish: str | None = None, *, usage: dict[str, int] | None = None
+    ) -> str:
+        body: dict[str, Any] = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": MODEL,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        if usage is not None:
+            body["choices"], body["usage"] = [], usage
+        return f"data: {json.dumps(body)}\n\n"
+
+    async def chat(request: Request) -> Any:
+        body = await request.json()
+        stats["requests"] += 1
+        if not body.get("stream"):
+            await asyncio.sleep(delay * tokens)
+            stats["completed"] += 1
+            content = "".join(f"tok{i} " for i in range(tokens))
+            return JSONResponse(
+                {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": MODEL,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": content},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 5, "completion_tokens": tokens, "total_tokens": tokens + 5},
+                }
+            )
+
+        async def stream() -> AsyncIterator[str]:
+            try:
+                yield chunk({"role": "assistant", "content": ""})
+                for i in range(tokens):
+                    await asyncio.sleep(delay)
+                    yield chunk({"content": f"tok{i} "})
+                yield chunk({}, "stop")
+                if (body.get("stream_options") or {}).get("include_usage"):
+                    usage = {"prompt_tokens": 5, "completion_tokens": tokens, "total_tokens": tokens + 5}
+                    yield chunk({}, usage=usage)
+                yield "data: [DONE]\n\n"
+                stats["completed"] += 1
+            except asyncio.CancelledError:
+                stats["disconnected"] += 1
+                raise
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    async def models(request: Request) -> JSONResponse:
+        return JSONResponse({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+
+    async def read_stats(request: Request) -> JSONResponse:
+        return JSONResponse(stats)
+
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/models", models),
+            Route("/stats", read_stats),
+        ]
+    )
+
+
+class FakeUpstreamThread:
+    """Serve the fake upstream from a background thread of this process."""
+
+    def __init__(self, port: int, tokens: int = 20, delay: float = 0.005) -> None:
+        config = uvicorn.Config(
+            create_app(tokens, delay), host="127.0.0.1", port=port, log_level="warning"
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.url = f"http://127.0.0.1:{port}/v1"
+
+    def __enter__(self) -> FakeUpstreamThread:
+        self.thread.start()
+        while not self.server.started:
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--tokens", type=int, default=20)
+    parser.add_argument("--delay-ms", type=float, default=5.0)
+    args = parser.parse_args()
+    uvicorn.run(
+        create_app(args.tokens, args.delay_ms / 1000),
+        host="127.0.0.1",
+        port=args.port,
+        log_level="warning",
+    )
+
+
+if __name__ == "__main__":
+    main()

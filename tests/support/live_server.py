@@ -1,0 +1,101 @@
+"""Run the real server as a subprocess on 127.0.0.1, as `make run` would."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LiveServer:
+    """One server process; `start()` again after `stop()` reuses its DATA_DIR and port."""
+
+    def __init__(self, data_dir: Path, **env: str) -> None:
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.env = {
+            "HOST": "127.0.0.1",
+            "PORT": str(self.port),
+            "DATA_DIR": str(data_dir),
+            "LOG_LEVEL": "INFO",
+            **env,
+        }
+        self.process: subprocess.Popen[str] | None = None
+        self.log_path = data_dir.parent / f"server-{self.port}.log"
+        self.starts = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 120) -> LiveServer:
+        self.starts += 1
+        env = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI_")}
+        env.update(self.env)
+        with self.log_path.open("a") as log:  # the child keeps its own descriptor
+            log.write(f"\n--- start {self.starts} ---\n")
+            log.flush()
+            self.process = subprocess.Popen(
+                [sys.executable, "run_backend.py"],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited with {self.process.returncode}:\n{self.log()}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"server did not become healthy in {timeout} s:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text() if self.log_path.exists() else ""
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def kill9(self) -> None:
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait()
+
+    def token(self, username: str = "admin", password: str | None = None) -> str:
+        password = password or self.env["ADMIN_PASSWORD"]
+        response = httpx.post(
+            f"{self.url}/api/auth/login", json={"username": username, "password": password}
+        )
+        response.raise_for_status()
+        return str(response.json()["access_token"])
+
+    def client(self, token: str | None = None, **kwargs: Any) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token or self.token()}"}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60, **kwargs)

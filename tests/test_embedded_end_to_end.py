@@ -1,0 +1,39 @@
+"""The product as a newcomer runs it: no Ollama, the embedded model, the openai SDK."""
+
+from __future__ import annotations
+
+import httpx
+import openai
+
+from tests.conftest import StartServer
+from tests.support.live_server import free_port
+
+
+def test_openai_sdk_chats_with_the_embedded_model(start_server: StartServer) -> None:
+    server = start_server(LLM_BACKEND="auto", OLLAMA_HOST=f"http://127.0.0.1:{free_port()}")
+    health = httpx.get(f"{server.url}/health").json()
+    assert health["llm"]["backend"] == "embedded"
+    assert "Ollama did not answer" in health["llm"]["reason"]
+
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+    model = client.models.list().data[0].id
+    completion = client.chat.completions.create(
+        model=model,
+        messages=[{"role": "user", "content": "What is the capital of France?"}],
+        max_tokens=32,
+    )
+    answer = completion.choices[0].message.content
+    assert answer and answer.strip()
+    assert completion.choices[0].finish_reason in ("stop", "length")
+
+    pieces = [
+        chunk.choices[0].delta.content
+        for chunk in client.chat.completions.create(
+            model=model,
+            messages=[{"role": "user", "content": "Name three colours."}],
+            max_tokens=24,
+            stream=True,
+        )
+        if chunk.choices and chunk.choices[0].delta.content
+    ]
+    assert len(pieces) >= 3
