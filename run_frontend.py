@@ -5,6 +5,7 @@ The page talks to the API on PORT; FRONTEND_PORT is where the page itself is ser
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import logging
@@ -48,10 +49,8 @@ def main() -> int:
     handler = functools.partial(_Handler, directory=str(FRONTEND_DIR))
     server = http.server.ThreadingHTTPServer((settings.HOST, settings.FRONTEND_PORT), handler)
     print(f"UI on http://{settings.HOST}:{settings.FRONTEND_PORT}/ (API on port {settings.PORT})")
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
     return 0
 
 

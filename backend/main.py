@@ -29,7 +29,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(
         CORSMiddleware,
         allow_origins=[
-            f"http://{host}:{settings.FRONTEND_PORT}" for host in (settings.HOST, "localhost", "127.0.0.1")
+            f"http://{host}:{settings.FRONTEND_PORT}"
+            for host in (settings.HOST, "localhost", "127.0.0.1")
         ],
         allow_methods=["*"],
         allow_headers=["*"],

@@ -50,7 +50,12 @@ def test_invalid_value_names_the_variable(
 def test_server_refuses_to_start_with_a_one_line_error() -> None:
     env = {**os.environ, "PORT": "abc", "DATA_DIR": "/nonexistent/never-created"}
     result = subprocess.run(
-        [sys.executable, "run_backend.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "run_backend.py"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 2
     assert result.stderr.startswith("error: Invalid configuration: PORT:")
@@ -62,7 +67,12 @@ def test_explicit_backend_without_its_settings_stops_start_up(tmp_path: os.PathL
     env = {**os.environ, "LLM_BACKEND": "openai", "DATA_DIR": str(tmp_path), "PORT": "1"}
     env.pop("OPENAI_BASE_URL", None)
     result = subprocess.run(
-        [sys.executable, "run_backend.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "run_backend.py"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 2
     assert "OPENAI_BASE_URL: required when LLM_BACKEND=openai" in result.stderr

@@ -53,7 +53,10 @@ async def get_current_user(
         user_id = read_access_token(credentials.credentials, services.secret_key)
     except InvalidToken:
         raise ApiError(
-            401, "Invalid or expired token: log in again.", code="invalid_api_key", headers=_CHALLENGE
+            401,
+            "Invalid or expired token: log in again.",
+            code="invalid_api_key",
+            headers=_CHALLENGE,
         ) from None
     user = services.store.get_user_by_id(user_id)
     if user is None:

@@ -92,7 +92,12 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
         return error_response(
-            request, exc.status_code, exc.message, code=exc.code, param=exc.param, headers=exc.headers
+            request,
+            exc.status_code,
+            exc.message,
+            code=exc.code,
+            param=exc.param,
+            headers=exc.headers,
         )
 
     @app.exception_handler(LLMError)

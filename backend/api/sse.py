@@ -7,6 +7,7 @@ while, so we listen for `http.disconnect` ourselves and cancel the stream.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -30,10 +31,8 @@ class SSEResponse(StreamingResponse):
         async with anyio.create_task_group() as group:
 
             async def stream() -> None:
-                try:
+                with contextlib.suppress(OSError):  # the client went away mid-write
                     await self.stream_response(send)
-                except OSError:  # the client went away mid-write
-                    pass
                 group.cancel_scope.cancel()
 
             group.start_soon(stream)

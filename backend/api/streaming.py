@@ -21,7 +21,9 @@ async def start_stream(events: AsyncIterator[AgentEvent]) -> AsyncIterator[Agent
     return _chain(head, events)
 
 
-async def _chain(head: list[AgentEvent], rest: AsyncIterator[AgentEvent]) -> AsyncIterator[AgentEvent]:
+async def _chain(
+    head: list[AgentEvent], rest: AsyncIterator[AgentEvent]
+) -> AsyncIterator[AgentEvent]:
     try:
         for event in head:
             yield event

@@ -25,7 +25,9 @@ def ensure_admin(store: Store, settings: Settings) -> None:
         if not settings.ADMIN_PASSWORD:
             _announce_generated_password(settings.ADMIN_USERNAME, password)
         return
-    if settings.ADMIN_PASSWORD and not verify_password(settings.ADMIN_PASSWORD, admin.password_hash):
+    if settings.ADMIN_PASSWORD and not verify_password(
+        settings.ADMIN_PASSWORD, admin.password_hash
+    ):
         store.set_password_hash(admin.id, hash_password(settings.ADMIN_PASSWORD))
         logger.info("Admin password updated from ADMIN_PASSWORD")
 

@@ -129,5 +129,7 @@ class ChatService:
             metadata = {**turn.metadata, "model": turn.model, "finish_reason": finish}
             if error:
                 metadata["error"] = error
-            self.store.add_message(turn.conversation.id, "assistant", "".join(turn.answer), metadata)
+            self.store.add_message(
+                turn.conversation.id, "assistant", "".join(turn.answer), metadata
+            )
         yield AgentEvent("final", {"text": "".join(turn.answer)})

@@ -47,7 +47,7 @@ DUMMY_PASSWORD_HASH = hash_password(secrets.token_urlsafe(16))
 def create_access_token(user_id: int, secret_key: str, expires_hours: float) -> str:
     now = int(time.time())
     claims = {"sub": str(user_id), "iat": now, "exp": now + int(expires_hours * 3600)}
-    return jwt.encode(claims, secret_key, algorithm=ALGORITHM)
+    return str(jwt.encode(claims, secret_key, algorithm=ALGORITHM))
 
 
 def read_access_token(token: str, secret_key: str) -> int:

@@ -80,7 +80,11 @@ def usage_body(usage: dict[str, int]) -> dict[str, int] | None:
     if not usage:
         return None
     prompt, completion = usage["prompt_tokens"], usage["completion_tokens"]
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 def completion_body(

@@ -94,7 +94,8 @@ class SQLiteStore:
     def create_user(self, username: str, password_hash: str, *, is_admin: bool = False) -> User:
         try:
             cursor = self._write(
-                "INSERT INTO users (username, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?)",
+                "INSERT INTO users (username, password_hash, is_admin, created_at)"
+                " VALUES (?, ?, ?, ?)",
                 (username, password_hash, int(is_admin), time.time()),
             )
         except sqlite3.IntegrityError:

@@ -8,7 +8,9 @@ from pathlib import Path
 from tests.conftest import StartServer, write_replies
 
 
-def test_session_continues_and_users_are_isolated(start_server: StartServer, tmp_path: Path) -> None:
+def test_session_continues_and_users_are_isolated(
+    start_server: StartServer, tmp_path: Path
+) -> None:
     replies = write_replies(
         tmp_path / "replies.json",
         [{"when": "first", "content": "Noted."}, {"when": "second", "content": "Still here."}],
@@ -44,7 +46,9 @@ def test_session_continues_and_users_are_isolated(start_server: StartServer, tmp
         hijack = bob.post("/api/chat", json={"message": "first", "session_id": "s-1"})
         assert hijack.status_code == 404
         assert hijack.json() == {"detail": "Session not found.", "code": "session_not_found"}
-        assert bob.post("/api/users", json={"username": "eve", "password": "x" * 8}).status_code == 403
+        assert (
+            bob.post("/api/users", json={"username": "eve", "password": "x" * 8}).status_code == 403
+        )
 
     with server.client() as admin:
         assert admin.delete(f"/api/conversations/{conversation_id}").status_code == 204
@@ -55,11 +59,13 @@ def test_stored_history_reaches_the_model_when_the_client_sends_one_message(
     start_server: StartServer, tmp_path: Path
 ) -> None:
     """A client that sends only the new message with a session_id gets the stored history."""
-    replies = write_replies(
-        tmp_path / "replies.json", [{"content": "ok", "repeat": True}]
-    )
+    replies = write_replies(tmp_path / "replies.json", [{"content": "ok", "repeat": True}])
     server = start_server(SCRIPTED_REPLIES=replies)
-    body = {"model": "scripted", "session_id": "hist", "messages": [{"role": "user", "content": "one"}]}
+    body = {
+        "model": "scripted",
+        "session_id": "hist",
+        "messages": [{"role": "user", "content": "one"}],
+    }
     with server.client() as http:
         http.post("/v1/chat/completions", json=body).raise_for_status()
         body["messages"] = [{"role": "user", "content": "two"}]
@@ -71,9 +77,12 @@ def test_stored_history_reaches_the_model_when_the_client_sends_one_message(
 def test_chat_stream_sends_typed_events(start_server: StartServer, tmp_path: Path) -> None:
     replies = write_replies(tmp_path / "replies.json", ["Typed events work."])
     server = start_server(SCRIPTED_REPLIES=replies)
-    with server.client() as http, http.stream(
-        "POST", "/api/chat", json={"message": "hi", "stream": True, "session_id": "ev"}
-    ) as response:
+    with (
+        server.client() as http,
+        http.stream(
+            "POST", "/api/chat", json={"message": "hi", "stream": True, "session_id": "ev"}
+        ) as response,
+    ):
         frames = response.read().decode().strip().split("\n\n")
     events = []
     for frame in frames:
@@ -90,9 +99,10 @@ def test_api_validation_errors_are_readable(start_server: StartServer, tmp_path:
     with server.client() as http:
         empty = http.post("/api/chat", json={"message": ""})
         bad_session = http.post("/api/chat", json={"message": "x", "session_id": "../etc"})
-        broken = http.post(
-            "/api/chat", content=b"{", headers={"content-type": "application/json"}
-        )
+        broken = http.post("/api/chat", content=b"{", headers={"content-type": "application/json"})
     assert empty.status_code == 422 and "message" in empty.json()["detail"]
     assert bad_session.status_code == 422 and "session_id" in bad_session.json()["detail"]
-    assert broken.status_code == 400 and broken.json()["detail"] == "The request body is not valid JSON."
+    assert (
+        broken.status_code == 400
+        and broken.json()["detail"] == "The request body is not valid JSON."
+    )

@@ -39,7 +39,10 @@ def test_restart_keeps_conversations_and_the_generated_admin_password(tmp_path: 
 def test_acknowledged_message_survives_kill_9(tmp_path: Path) -> None:
     replies = write_replies(tmp_path / "replies.json", [{"content": "Durable.", "repeat": True}])
     server = LiveServer(
-        tmp_path / "data", LLM_BACKEND="scripted", SCRIPTED_REPLIES=replies, ADMIN_PASSWORD="pw-12345678"
+        tmp_path / "data",
+        LLM_BACKEND="scripted",
+        SCRIPTED_REPLIES=replies,
+        ADMIN_PASSWORD="pw-12345678",
     )
     server.start()
     with server.client() as http:
@@ -63,7 +66,10 @@ def test_acknowledged_message_survives_kill_9(tmp_path: Path) -> None:
 def test_health_reports_backend_model_and_sandbox(tmp_path: Path) -> None:
     replies = write_replies(tmp_path / "replies.json", [])
     server = LiveServer(
-        tmp_path / "data", LLM_BACKEND="scripted", SCRIPTED_REPLIES=replies, ADMIN_PASSWORD="pw-12345678"
+        tmp_path / "data",
+        LLM_BACKEND="scripted",
+        SCRIPTED_REPLIES=replies,
+        ADMIN_PASSWORD="pw-12345678",
     )
     server.start()
     try:
@@ -71,7 +77,11 @@ def test_health_reports_backend_model_and_sandbox(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert health["status"] == "ok"
-    assert health["llm"] == {"backend": "scripted", "model": "scripted", "reason": "set by LLM_BACKEND"}
+    assert health["llm"] == {
+        "backend": "scripted",
+        "model": "scripted",
+        "reason": "set by LLM_BACKEND",
+    }
     # `make test` installs bubblewrap, so the default SANDBOX=auto must isolate.
     assert health["sandbox"]["mode"] == "bwrap" and health["sandbox"]["isolated"] is True
     assert "warning" not in health["sandbox"]

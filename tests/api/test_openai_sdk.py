@@ -79,7 +79,10 @@ def test_streaming_completion_chunk_order(client: openai.OpenAI) -> None:
 
 def test_stream_ends_with_done_on_the_wire(server: LiveServer) -> None:
     body = {"model": "scripted", "stream": True, "messages": [{"role": "user", "content": "count"}]}
-    with server.client() as http, http.stream("POST", "/v1/chat/completions", json=body) as response:
+    with (
+        server.client() as http,
+        http.stream("POST", "/v1/chat/completions", json=body) as response,
+    ):
         assert response.headers["content-type"].startswith("text/event-stream")
         events = [line for line in response.iter_lines() if line.startswith("data: ")]
     assert events[-1] == "data: [DONE]"
@@ -90,9 +93,7 @@ def test_stream_ends_with_done_on_the_wire(server: LiveServer) -> None:
 
 def test_unknown_model_is_not_found(client: openai.OpenAI) -> None:
     with pytest.raises(openai.NotFoundError) as error:
-        client.chat.completions.create(
-            model="gpt-4o", messages=[{"role": "user", "content": "hi"}]
-        )
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
     assert error.value.code == "model_not_found"
     assert "gpt-4o" in error.value.message
 

@@ -35,14 +35,14 @@ def create_app(models: list[str], reply: str) -> Starlette:
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")
 
-    return Starlette(
-        routes=[Route("/api/tags", tags), Route("/api/chat", chat, methods=["POST"])]
-    )
+    return Starlette(routes=[Route("/api/tags", tags), Route("/api/chat", chat, methods=["POST"])])
 
 
 class FakeOllama:
     def __init__(self, port: int, models: list[str], reply: str = "Hello from Ollama.") -> None:
-        config = uvicorn.Config(create_app(models, reply), host="127.0.0.1", port=port, log_level="warning")
+        config = uvicorn.Config(
+            create_app(models, reply), host="127.0.0.1", port=port, log_level="warning"
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.url = f"http://127.0.0.1:{port}"

@@ -61,7 +61,11 @@ def create_app(tokens: int = 20, delay: float = 0.005) -> Starlette:
                             "finish_reason": "stop",
                         }
                     ],
-                    "usage": {"prompt_tokens": 5, "completion_tokens": tokens, "total_tokens": tokens + 5},
+                    "usage": {
+                        "prompt_tokens": 5,
+                        "completion_tokens": tokens,
+                        "total_tokens": tokens + 5,
+                    },
                 }
             )
 
@@ -73,7 +77,11 @@ def create_app(tokens: int = 20, delay: float = 0.005) -> Starlette:
                     yield chunk({"content": f"tok{i} "})
                 yield chunk({}, "stop")
                 if (body.get("stream_options") or {}).get("include_usage"):
-                    usage = {"prompt_tokens": 5, "completion_tokens": tokens, "total_tokens": tokens + 5}
+                    usage = {
+                        "prompt_tokens": 5,
+                        "completion_tokens": tokens,
+                        "total_tokens": tokens + 5,
+                    }
                     yield chunk({}, usage=usage)
                 yield "data: [DONE]\n\n"
                 stats["completed"] += 1

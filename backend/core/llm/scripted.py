@@ -26,7 +26,7 @@ from langchain_core.callbacks import (
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from pydantic import PrivateAttr
+from pydantic import PrivateAttr, field_validator
 
 _TOKEN = re.compile(r"\s*\S+")
 
@@ -41,13 +41,14 @@ class ScriptedChatModel(BaseChatModel):
     _used: set[int] = PrivateAttr(default_factory=set)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
+    @field_validator("replies", mode="before")
+    @classmethod
+    def _strings_are_contents(cls, replies: list[str | dict[str, Any]]) -> list[dict[str, Any]]:
+        return [r if isinstance(r, dict) else {"content": r} for r in replies]
+
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedChatModel:
         return cls(replies=json.loads(Path(path).read_text()))
-
-    def __init__(self, replies: list[str | dict[str, Any]], **kwargs: Any) -> None:
-        normalised = [r if isinstance(r, dict) else {"content": r} for r in replies]
-        super().__init__(replies=normalised, **kwargs)
 
     @property
     def _llm_type(self) -> str:
@@ -106,7 +107,11 @@ class ScriptedChatModel(BaseChatModel):
 def _usage(messages: list[BaseMessage], reply: dict[str, Any]) -> Any:
     prompt = sum(len(_TOKEN.findall(str(m.content))) for m in messages)
     completion = len(_TOKEN.findall(reply["content"]))
-    return {"input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion}
+    return {
+        "input_tokens": prompt,
+        "output_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 def _final_chunk(messages: list[BaseMessage], reply: dict[str, Any]) -> ChatGenerationChunk:

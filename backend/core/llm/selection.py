@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import httpx
 
@@ -50,13 +51,13 @@ def create_llm_backend(settings: Settings) -> LLMBackend:
     if settings.LLM_BACKEND == "auto":
         backend = _choose_automatically(settings)
     else:
-        backend_class = {
+        backends: dict[str, Callable[[Settings, str], LLMBackend]] = {
             "ollama": OllamaBackend,
             "openai": OpenAIBackend,
             "embedded": EmbeddedBackend,
             "scripted": ScriptedBackend,
-        }[settings.LLM_BACKEND]
-        backend = backend_class(settings, "set by LLM_BACKEND")
+        }
+        backend = backends[settings.LLM_BACKEND](settings, "set by LLM_BACKEND")
     banner = f"LLM backend: {backend.name}, model {backend.default_model or '(first pulled)'}"
     logger.warning("%s\n  %s\n  why: %s\n%s", "=" * 64, banner, backend.reason, "=" * 64)
     return backend

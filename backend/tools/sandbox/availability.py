@@ -60,6 +60,8 @@ def resolve_sandbox(setting: SandboxMode) -> SandboxStatus:
         return SandboxStatus("bwrap", "bubblewrap: new user, pid, ipc, uts and network namespaces")
     if setting == "bwrap":
         raise ConfigError(f"SANDBOX: bwrap is required but {problem}; {INSTALL_HINT}")
-    status = SandboxStatus("unavailable", f"{problem}; code execution is off until you {INSTALL_HINT}")
+    status = SandboxStatus(
+        "unavailable", f"{problem}; code execution is off until you {INSTALL_HINT}"
+    )
     logger.warning("%s", status.detail)
     return status

@@ -9,7 +9,7 @@ from backend.core.llm.scripted import ScriptedChatModel, ScriptExhausted
 
 
 def test_replies_come_in_order_then_run_out() -> None:
-    model = ScriptedChatModel(["first", "second"])
+    model = ScriptedChatModel(replies=["first", "second"])
     assert model.invoke("a").content == "first"
     assert model.invoke("b").content == "second"
     with pytest.raises(ScriptExhausted):
@@ -18,7 +18,10 @@ def test_replies_come_in_order_then_run_out() -> None:
 
 def test_when_picks_the_matching_reply_and_repeat_keeps_it() -> None:
     model = ScriptedChatModel(
-        [{"when": "weather", "content": "Sunny.", "repeat": True}, {"content": "Anything else."}]
+        replies=[
+            {"when": "weather", "content": "Sunny.", "repeat": True},
+            {"content": "Anything else."},
+        ]
     )
     assert model.invoke("what is the weather?").content == "Sunny."
     assert model.invoke([HumanMessage("weather again")]).content == "Sunny."
@@ -28,7 +31,7 @@ def test_when_picks_the_matching_reply_and_repeat_keeps_it() -> None:
 
 
 async def test_streaming_yields_word_tokens_and_usage() -> None:
-    model = ScriptedChatModel(["Hello there, friend."])
+    model = ScriptedChatModel(replies=["Hello there, friend."])
     chunks = [chunk async for chunk in model.astream("hi")]
     assert [c.content for c in chunks if c.content] == ["Hello", " there,", " friend."]
     usage = [c.usage_metadata for c in chunks if c.usage_metadata]

@@ -13,9 +13,9 @@ from tests.support.live_server import free_port
 
 
 def test_auto_uses_ollama_when_it_answers(caplog: pytest.LogCaptureFixture) -> None:
-    with FakeOllama(free_port(), models=["llama3.2:latest", "qwen2.5:latest"]) as ollama:
-        with caplog.at_level(logging.WARNING):
-            backend = create_llm_backend(load_settings(LLM_BACKEND="auto", OLLAMA_HOST=ollama.url))
+    models = ["llama3.2:latest", "qwen2.5:latest"]
+    with FakeOllama(free_port(), models=models) as ollama, caplog.at_level(logging.WARNING):
+        backend = create_llm_backend(load_settings(LLM_BACKEND="auto", OLLAMA_HOST=ollama.url))
     assert (backend.name, backend.default_model) == ("ollama", "llama3.2:latest")
     assert "LLM backend: ollama" in caplog.text
     assert f"Ollama answered at {ollama.url}" in caplog.text

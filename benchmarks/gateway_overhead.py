@@ -1,0 +1,174 @@
+"""How much latency does our `/v1/chat/completions` add in front of an upstream?
+
+A scripted OpenAI-compatible upstream streams N tokens with fixed pacing on
+loopback, in its own process. Each request goes both to the upstream directly and
+through our server (LLM_BACKEND=openai), interleaved so machine noise hits both
+alike. We print the added latency at p50/p99, for the whole request and for the
+first token, then run concurrent streams through the server and count errors.
+
+    .venv/bin/python -m benchmarks.gateway_overhead [--requests 200] [--concurrency 64]
+
+Goals: <= 1 ms added at p50, <= 5 ms added to the first token, 0 errors at 64 streams.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from tests.support.live_server import ROOT, LiveServer, free_port
+
+
+@dataclass
+class Sample:
+    total: float
+    first_token: float
+
+
+async def stream_once(client: httpx.AsyncClient, url: str, headers: dict[str, str]) -> Sample:
+    body = {
+        "model": "fake-upstream",
+        "stream": True,
+        "messages": [{"role": "user", "content": "benchmark"}],
+    }
+    started = time.perf_counter()
+    first_token = 0.0
+    done = False
+    async with client.stream("POST", url, json=body, headers=headers) as response:
+        response.raise_for_status()
+        async for line in response.aiter_lines():
+            if line == "data: [DONE]":
+                done = True
+            elif line.startswith("data: ") and not first_token:
+                choices = json.loads(line[6:]).get("choices") or [{}]
+                if choices[0].get("delta", {}).get("content"):
+                    first_token = time.perf_counter() - started
+    if not done:
+        raise RuntimeError("stream ended without [DONE]")
+    return Sample(time.perf_counter() - started, first_token)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def report(label: str, direct: list[float], gateway: list[float]) -> None:
+    for q in (50, 99):
+        d, g = percentile(direct, q), percentile(gateway, q)
+        print(
+            f"  {label:<12} p{q}: direct {d * 1000:8.2f} ms   via server {g * 1000:8.2f} ms"
+            f"   added {(g - d) * 1000:+7.2f} ms   ratio {g / d:5.3f}"
+        )
+
+
+async def sequential(
+    client: httpx.AsyncClient, direct_url: str, gateway_url: str, token: str, requests: int
+) -> None:
+    auth = {"Authorization": f"Bearer {token}"}
+    for _ in range(10):  # warm up connections, caches and the JIT-less paths alike
+        await stream_once(client, direct_url, {})
+        await stream_once(client, gateway_url, auth)
+    direct: list[Sample] = []
+    gateway: list[Sample] = []
+    for i in range(requests):
+        pair = [(direct_url, {}, direct), (gateway_url, auth, gateway)]
+        for url, headers, sink in pair if i % 2 == 0 else reversed(pair):
+            sink.append(await stream_once(client, url, headers))
+    print(f"Sequential streams: {requests} each way")
+    report("request", [s.total for s in direct], [s.total for s in gateway])
+    report("first token", [s.first_token for s in direct], [s.first_token for s in gateway])
+
+
+async def concurrent(
+    client: httpx.AsyncClient,
+    url: str,
+    headers: dict[str, str],
+    streams: int,
+    rounds: int,
+) -> tuple[list[float], int]:
+    async def one() -> float | None:
+        try:
+            return (await stream_once(client, url, headers)).total
+        except (httpx.HTTPError, RuntimeError):
+            return None
+
+    totals: list[float] = []
+    errors = 0
+    for _ in range(rounds):
+        results = await asyncio.gather(*(one() for _ in range(streams)))
+        totals += [r for r in results if r is not None]
+        errors += sum(r is None for r in results)
+    return totals, errors
+
+
+async def measure(args: argparse.Namespace, upstream_url: str, server: LiveServer) -> None:
+    token = server.token()
+    limits = httpx.Limits(max_connections=args.concurrency * 2)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+        direct_url = f"{upstream_url}/chat/completions"
+        gateway_url = f"{server.url}/v1/chat/completions"
+        print(
+            f"Upstream: {args.tokens} tokens, {args.delay_ms:g} ms apart "
+            f"(ideal {args.tokens * args.delay_ms:g} ms per request)"
+        )
+        await sequential(client, direct_url, gateway_url, token, args.requests)
+
+        print(f"Concurrent streams: {args.concurrency} at once, {args.rounds} rounds")
+        auth = {"Authorization": f"Bearer {token}"}
+        direct, direct_errors = await concurrent(
+            client, direct_url, {}, args.concurrency, args.rounds
+        )
+        gateway, errors = await concurrent(client, gateway_url, auth, args.concurrency, args.rounds)
+        print(f"  errors: direct {direct_errors}, via server {errors}")
+        report("request", direct, gateway)
+        added = statistics.median(gateway) - statistics.median(direct)
+        print(f"  median added per stream under load: {added * 1000:+.2f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--tokens", type=int, default=20)
+    parser.add_argument("--delay-ms", type=float, default=5.0)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+
+    upstream_port = free_port()
+    upstream = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.fake_openai", "--port", str(upstream_port),
+         "--tokens", str(args.tokens), "--delay-ms", str(args.delay_ms)],
+        cwd=ROOT,
+    )  # fmt: skip
+    upstream_url = f"http://127.0.0.1:{upstream_port}/v1"
+    with tempfile.TemporaryDirectory() as tmp:
+        server = LiveServer(
+            Path(tmp) / "data",
+            LLM_BACKEND="openai",
+            OPENAI_BASE_URL=upstream_url,
+            OPENAI_MODEL="fake-upstream",
+            ADMIN_PASSWORD="benchmark-password",
+            LOG_LEVEL="WARNING",
+        )
+        try:
+            server.start()
+            asyncio.run(measure(args, upstream_url, server))
+        finally:
+            server.stop()
+            upstream.terminate()
+            upstream.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
