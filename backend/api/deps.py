@@ -9,7 +9,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from backend.api.errors import ApiError
 from backend.core.chat_service import ChatService
-from backend.core.security import InvalidToken, read_access_token
+from backend.core.security import InvalidToken, password_version, read_access_token
 from backend.core.services import Services
 from backend.storage import Store, User
 
@@ -50,17 +50,19 @@ async def get_current_user(
             headers=_CHALLENGE,
         )
     try:
-        user_id = read_access_token(credentials.credentials, services.secret_key)
+        user_id, version = read_access_token(credentials.credentials, services.secret_key)
     except InvalidToken:
+        user = None
+    else:
+        user = services.store.get_user_by_id(user_id)
+    # A token issued before a password change names the old password's version.
+    if user is None or password_version(user.password_hash) != version:
         raise ApiError(
             401,
             "Invalid or expired token: log in again.",
             code="invalid_api_key",
             headers=_CHALLENGE,
-        ) from None
-    user = services.store.get_user_by_id(user_id)
-    if user is None:
-        raise ApiError(401, "The token's user no longer exists.", code="invalid_api_key")
+        )
     return user
 
 

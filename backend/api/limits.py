@@ -28,26 +28,32 @@ class BodySizeLimitMiddleware:
             return
 
         received = 0
-        started = False
+        too_large = refused = False
 
         async def limited_receive() -> Message:
-            nonlocal received
+            nonlocal received, too_large
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_bytes:
+                    too_large = True
                     raise _BodyTooLarge
             return message
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
+        async def guarded_send(message: Message) -> None:
+            # The app may turn our exception into its own error response (FastAPI
+            # answers 400 for a body it failed to read); answer 413 in its place.
+            nonlocal refused
+            if not too_large:
+                await send(message)
+            elif not refused:
+                refused = True
+                await self._refuse(scope, send)
 
         try:
-            await self.app(scope, limited_receive, tracking_send)
+            await self.app(scope, limited_receive, guarded_send)
         except _BodyTooLarge:
-            if not started:
+            if not refused:
                 await self._refuse(scope, send)
 
     async def _refuse(self, scope: Scope, send: Send) -> None:

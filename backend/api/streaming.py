@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from backend.core.events import AgentEvent
 
 
-async def start_stream(events: AsyncIterator[AgentEvent]) -> AsyncIterator[AgentEvent]:
+async def start_stream(
+    events: AsyncGenerator[AgentEvent, None],
+) -> AsyncGenerator[AgentEvent, None]:
     """Wait for the agent's first event, then stream everything.
 
     Failing to reach the LLM raises here, before the response starts, so the
@@ -22,14 +24,12 @@ async def start_stream(events: AsyncIterator[AgentEvent]) -> AsyncIterator[Agent
 
 
 async def _chain(
-    head: list[AgentEvent], rest: AsyncIterator[AgentEvent]
-) -> AsyncIterator[AgentEvent]:
+    head: list[AgentEvent], rest: AsyncGenerator[AgentEvent, None]
+) -> AsyncGenerator[AgentEvent, None]:
     try:
         for event in head:
             yield event
         async for event in rest:
             yield event
     finally:
-        aclose = getattr(rest, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await rest.aclose()

@@ -9,8 +9,9 @@ ends: completed, failed, or cancelled by a client disconnect.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,7 @@ from backend.core.agents.chat import run_chat
 from backend.core.events import AgentEvent
 from backend.core.llm import GenerationOptions, LLMBackend
 from backend.core.router import AgentType, RouteDecision, route_message
-from backend.storage import Conversation, Store, User
+from backend.storage import Conversation, ConversationNotFound, Store, User
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class Turn:
     conversation: Conversation
     decision: RouteDecision
     model: str
-    events: AsyncIterator[AgentEvent] = field(init=False)
+    events: AsyncGenerator[AgentEvent, None] = field(init=False)
     answer: list[str] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
     finish_reason: str = "stop"
@@ -103,21 +104,22 @@ class ChatService:
         return system + history + rest
 
     async def _recorded(
-        self, turn: Turn, events: AsyncIterator[AgentEvent]
-    ) -> AsyncIterator[AgentEvent]:
+        self, turn: Turn, events: AsyncGenerator[AgentEvent, None]
+    ) -> AsyncGenerator[AgentEvent, None]:
         finish, error = "stop", None
         try:
             yield AgentEvent(
                 "router", {"agent_type": turn.decision.agent_type, "reason": turn.decision.reason}
             )
-            async for event in events:
-                if event.type == "token":
-                    turn.answer.append(event.data["text"])
-                elif event.type == "usage":
-                    turn.usage = event.data
-                elif event.type == "finish":
-                    turn.finish_reason = event.data["reason"]
-                yield event
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    if event.type == "token":
+                        turn.answer.append(event.data["text"])
+                    elif event.type == "usage":
+                        turn.usage = event.data
+                    elif event.type == "finish":
+                        turn.finish_reason = event.data["reason"]
+                    yield event
         except (asyncio.CancelledError, GeneratorExit):
             finish = "cancelled"
             raise
@@ -129,7 +131,7 @@ class ChatService:
             metadata = {**turn.metadata, "model": turn.model, "finish_reason": finish}
             if error:
                 metadata["error"] = error
-            self.store.add_message(
-                turn.conversation.id, "assistant", "".join(turn.answer), metadata
-            )
+            answer = "".join(turn.answer)
+            with contextlib.suppress(ConversationNotFound):  # deleted while we answered
+                self.store.add_message(turn.conversation.id, "assistant", answer, metadata)
         yield AgentEvent("final", {"text": "".join(turn.answer)})

@@ -14,6 +14,8 @@ from pathlib import Path
 import bcrypt
 from jose import JWTError, jwt
 
+from backend.config import ConfigError
+
 logger = logging.getLogger(__name__)
 
 ALGORITHM = "HS256"
@@ -44,36 +46,61 @@ def verify_password(password: str, password_hash: str) -> bool:
 DUMMY_PASSWORD_HASH = hash_password(secrets.token_urlsafe(16))
 
 
-def create_access_token(user_id: int, secret_key: str, expires_hours: float) -> str:
+def password_version(password_hash: str) -> str:
+    """A short fingerprint of the hash: changing the password changes it."""
+    return hashlib.sha256(password_hash.encode()).hexdigest()[:16]
+
+
+def create_access_token(
+    user_id: int, password_hash: str, secret_key: str, expires_hours: float
+) -> str:
     now = int(time.time())
-    claims = {"sub": str(user_id), "iat": now, "exp": now + int(expires_hours * 3600)}
+    claims = {
+        "sub": str(user_id),
+        "pwv": password_version(password_hash),
+        "iat": now,
+        "exp": now + int(expires_hours * 3600),
+    }
     return str(jwt.encode(claims, secret_key, algorithm=ALGORITHM))
 
 
-def read_access_token(token: str, secret_key: str) -> int:
-    """Return the user id in a valid token, or raise `InvalidToken`."""
+def read_access_token(token: str, secret_key: str) -> tuple[int, str]:
+    """Return the user id and password version of a valid token, or raise `InvalidToken`."""
     try:
         claims = jwt.decode(token, secret_key, algorithms=[ALGORITHM])
-        return int(claims["sub"])
+        return int(claims["sub"]), str(claims["pwv"])
     except (JWTError, KeyError, ValueError) as exc:
         raise InvalidToken(str(exc)) from None
 
 
 def load_or_create_secret_key(configured: str, data_dir: Path) -> str:
-    """Use SECRET_KEY if set; otherwise a random key kept in DATA_DIR with mode 0600."""
+    """Use SECRET_KEY if set; otherwise a random key kept in DATA_DIR with mode 0600.
+
+    The file appears complete or not at all (written aside, then linked into
+    place), so a crash or a second server never leaves an empty, forgeable key.
+    """
     if configured:
         return configured
     path = data_dir / _SECRET_KEY_FILE
     data_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        if stat.S_IMODE(path.stat().st_mode) & 0o077:
-            logger.warning("%s was readable by others; restricting it to mode 0600", path)
-            path.chmod(0o600)
-        return path.read_text().strip()
-    key = secrets.token_urlsafe(48)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(key)
-    logger.info("Generated a new SECRET_KEY in %s", path)
+    if not path.exists():
+        draft = data_dir / f".{_SECRET_KEY_FILE}.{secrets.token_hex(8)}"
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_urlsafe(48))
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(draft, path)
+            logger.info("Generated a new SECRET_KEY in %s", path)
+        except FileExistsError:
+            pass  # another server won the race; use its key
+        finally:
+            draft.unlink()
+    if stat.S_IMODE(path.stat().st_mode) & 0o077:
+        logger.warning("%s was readable by others; restricting it to mode 0600", path)
+        path.chmod(0o600)
+    key = path.read_text().strip()
+    if len(key) < 32:
+        raise ConfigError(f"SECRET_KEY: {path} is too short to be safe; delete it to generate anew")
     return key

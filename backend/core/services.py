@@ -32,7 +32,7 @@ class Services:
 
 
 def build_services(settings: Settings) -> Services:
-    settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
+    settings.DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
     secret_key = load_or_create_secret_key(settings.SECRET_KEY, settings.DATA_DIR)
     sandbox = resolve_sandbox(settings.SANDBOX)
     store = open_store(settings.DATABASE_URL, settings.DATA_DIR)

@@ -6,10 +6,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from backend.models.common import Text
+
 
 class LoginRequest(BaseModel):
-    username: str = Field(min_length=1, max_length=150)
-    password: str = Field(min_length=1, max_length=1024)
+    username: Text = Field(min_length=1, max_length=150)
+    password: Text = Field(min_length=1, max_length=1024)
 
 
 class Token(BaseModel):
@@ -19,7 +21,7 @@ class Token(BaseModel):
 
 class UserCreate(BaseModel):
     username: str = Field(pattern=r"^[A-Za-z0-9_.@-]{1,150}$")
-    password: str = Field(min_length=8, max_length=1024)
+    password: Text = Field(min_length=8, max_length=1024)
     is_admin: bool = False
 
 

@@ -7,14 +7,14 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from backend.core.router import AgentType
-from backend.models.common import SessionId
+from backend.models.common import SessionId, Text
 
 
 class ChatRequest(BaseModel):
-    message: str = Field(min_length=1, max_length=200_000)
+    message: Text = Field(min_length=1, max_length=200_000)
     session_id: SessionId | None = None
     agent_type: AgentType = "auto"
-    model: str = ""
+    model: Text = ""
     stream: bool = False
 
 

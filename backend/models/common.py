@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import StringConstraints
+from pydantic import AfterValidator, StringConstraints
 
+
+def _encodable(value: str) -> str:
+    # JSON can carry lone surrogates ("\\udc80") that no database or response can encode.
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("text must be valid Unicode (it contains a lone surrogate)") from None
+    return value
+
+
+Text = Annotated[str, AfterValidator(_encodable)]
 # A session id becomes a directory name, so it may not contain a path separator.
 SessionId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")]

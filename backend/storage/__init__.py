@@ -7,6 +7,7 @@ from pathlib import Path
 from backend.config import ConfigError
 from backend.storage.base import (
     Conversation,
+    ConversationNotFound,
     Message,
     SessionOwnedByAnotherUser,
     Store,
@@ -17,6 +18,7 @@ from backend.storage.sqlite import SQLiteStore
 
 __all__ = [
     "Conversation",
+    "ConversationNotFound",
     "Message",
     "SessionOwnedByAnotherUser",
     "Store",

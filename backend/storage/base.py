@@ -43,6 +43,10 @@ class SessionOwnedByAnotherUser(Exception):
     """The session id exists but belongs to someone else (callers answer 404)."""
 
 
+class ConversationNotFound(Exception):
+    """The conversation was deleted (for example while a turn was still running)."""
+
+
 class UsernameTaken(Exception):
     """A user with this name already exists."""
 

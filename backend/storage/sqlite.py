@@ -13,11 +13,14 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from backend.storage.base import (
     Conversation,
+    ConversationNotFound,
     Message,
     SessionOwnedByAnotherUser,
     User,
@@ -67,11 +70,25 @@ class SQLiteStore:
         self._db.execute("PRAGMA busy_timeout=5000")
         self._migrate()
 
-    def _migrate(self) -> None:
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """Hold the lock for one transaction; a failure rolls it back, never leaves it open."""
         with self._lock:
-            version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            for number, script in enumerate(_MIGRATIONS[version:], start=version + 1):
-                self._db.executescript(f"BEGIN; {script}; PRAGMA user_version={number}; COMMIT;")
+            self._db.execute("BEGIN")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        version = self._query("PRAGMA user_version")[0][0]
+        for number, script in enumerate(_MIGRATIONS[version:], start=version + 1):
+            with self._transaction() as db:
+                for statement in filter(str.strip, script.split(";")):
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version={number}")
 
     def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:
@@ -111,12 +128,12 @@ class SQLiteStore:
 
     def conversation_for_session(self, user_id: int, session_id: str, title: str) -> Conversation:
         now = time.time()
-        with self._lock:
-            self._db.execute(
+        with self._transaction() as db:
+            db.execute(
                 "INSERT OR IGNORE INTO conversations VALUES (?, ?, ?, ?, ?, ?)",
                 (uuid.uuid4().hex, user_id, session_id, title[:80], now, now),
             )
-            row = self._db.execute(
+            row = db.execute(
                 "SELECT * FROM conversations WHERE session_id = ?", (session_id,)
             ).fetchone()
         if row["user_id"] != user_id:
@@ -152,17 +169,18 @@ class SQLiteStore:
     ) -> Message:
         now = time.time()
         meta = metadata or {}
-        with self._lock:
-            self._db.execute("BEGIN")
-            cursor = self._db.execute(
-                "INSERT INTO messages (conversation_id, role, content, metadata, created_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (conversation_id, role, content, json.dumps(meta), now),
-            )
-            self._db.execute(
-                "UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id)
-            )
-            self._db.execute("COMMIT")
+        try:
+            with self._transaction() as db:
+                cursor = db.execute(
+                    "INSERT INTO messages (conversation_id, role, content, metadata, created_at)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (conversation_id, role, content, json.dumps(meta), now),
+                )
+                db.execute(
+                    "UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id)
+                )
+        except sqlite3.IntegrityError:
+            raise ConversationNotFound(conversation_id) from None
         return Message(int(cursor.lastrowid or 0), conversation_id, role, content, now, meta)
 
     def list_messages(self, conversation_id: str) -> list[Message]:

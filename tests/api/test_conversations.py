@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
+
+import httpx
+import pytest
 
 from tests.conftest import StartServer, write_replies
 
@@ -92,6 +96,55 @@ def test_chat_stream_sends_typed_events(start_server: StartServer, tmp_path: Pat
         events.append(payload)
     assert [e["type"] for e in events] == ["router", "token", "token", "token", "final", "done"]
     assert events[-2]["text"] == "Typed events work." and events[-2]["session_id"] == "ev"
+
+
+def test_deleting_a_conversation_mid_turn_leaves_the_server_healthy(
+    start_server: StartServer, tmp_path: Path
+) -> None:
+    replies = write_replies(
+        tmp_path / "replies.json",
+        [
+            {"content": "a slow answer in many words " * 3, "token_delay": 0.05},
+            {"content": "Later reply."},
+        ],
+    )
+    server = start_server(SCRIPTED_REPLIES=replies)
+    body = {"message": "go", "session_id": "doomed", "stream": True}
+    with server.client() as http:
+        with http.stream("POST", "/api/chat", json=body) as response:
+            lines = response.iter_lines()
+            router = json.loads(next(line for line in lines if line.startswith("data: "))[6:])
+            conversation_id = router["type"] and http.get("/api/conversations").json()[0]["id"]
+            assert http.delete(f"/api/conversations/{conversation_id}").status_code == 204
+            rest = list(lines)
+        assert 'data: {"type":"done"}' in rest
+        assert not any('"type":"error"' in line for line in rest)
+        after = http.post("/api/chat", json={"message": "again", "session_id": "fresh"})
+        assert after.status_code == 200 and after.json()["answer"] == "Later reply."
+        created = http.post("/api/users", json={"username": "carol", "password": "carol-pass"})
+        assert created.status_code == 201
+    assert server.token("carol", "carol-pass")
+
+
+def test_non_streaming_disconnect_cancels_the_turn(
+    start_server: StartServer, tmp_path: Path
+) -> None:
+    replies = write_replies(
+        tmp_path / "replies.json", [{"content": "word " * 200, "token_delay": 0.05}]
+    )
+    server = start_server(SCRIPTED_REPLIES=replies)
+    with server.client() as http:
+        with pytest.raises(httpx.ReadTimeout):
+            http.post("/api/chat", json={"message": "long", "session_id": "gone"}, timeout=1.0)
+        deadline = time.monotonic() + 5  # the full answer would take 10 s
+        while time.monotonic() < deadline:
+            conversation = http.get("/api/conversations").json()[0]
+            messages = http.get(f"/api/conversations/{conversation['id']}").json()["messages"]
+            if len(messages) == 2:
+                break
+            time.sleep(0.1)
+    assert messages[1]["metadata"]["finish_reason"] == "cancelled"
+    assert 0 < len(messages[1]["content"].split()) < 200
 
 
 def test_api_validation_errors_are_readable(start_server: StartServer, tmp_path: Path) -> None:

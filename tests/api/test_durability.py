@@ -30,8 +30,34 @@ def test_restart_keeps_conversations_and_the_generated_admin_password(tmp_path: 
         with server.client(server.token("admin", password)) as http:
             conversations = http.get("/api/conversations").json()
         assert [c["session_id"] for c in conversations] == ["keep"]
-        database = (tmp_path / "data" / "app.db").read_bytes()
-        assert password.encode() not in database
+        for stored in (tmp_path / "data").iterdir():  # app.db, its WAL, the key
+            assert password.encode() not in stored.read_bytes()
+    finally:
+        server.stop()
+
+
+def test_changing_admin_password_ends_old_sessions(tmp_path: Path) -> None:
+    replies = write_replies(tmp_path / "replies.json", [])
+    server = LiveServer(
+        tmp_path / "data",
+        LLM_BACKEND="scripted",
+        SCRIPTED_REPLIES=replies,
+        ADMIN_PASSWORD="old-pass-1",
+    )
+    server.start()
+    old_token = server.token()
+    server.stop()
+    server.env["ADMIN_PASSWORD"] = "new-pass-2"
+    server.start()
+    try:
+        stale = httpx.get(
+            f"{server.url}/api/users/me", headers={"Authorization": f"Bearer {old_token}"}
+        )
+        assert stale.status_code == 401
+        fresh = httpx.get(
+            f"{server.url}/api/users/me", headers={"Authorization": f"Bearer {server.token()}"}
+        )
+        assert fresh.json()["username"] == "admin"
     finally:
         server.stop()
 

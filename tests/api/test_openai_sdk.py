@@ -115,6 +115,22 @@ def test_oversize_body_is_refused_with_413(client: openai.OpenAI) -> None:
     assert error.value.code == "request_too_large"
 
 
+def test_chunked_oversize_body_is_refused_with_413(server: LiveServer) -> None:
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the limit must count bytes
+        yield b'{"model": "scripted", "messages": [{"role": "user", "content": "'
+        for _ in range(64):
+            yield b"x" * 16_384
+        yield b'"}]}'
+
+    with server.client() as http:
+        response = http.post(
+            "/v1/chat/completions", content=chunks(), headers={"content-type": "application/json"}
+        )
+        assert response.status_code == 413
+        assert response.json()["error"]["code"] == "request_too_large"
+        assert http.get("/v1/models").status_code == 200
+
+
 @pytest.mark.parametrize(
     ("body", "fragment"),
     [
@@ -124,6 +140,8 @@ def test_oversize_body_is_refused_with_413(client: openai.OpenAI) -> None:
         (b'{"model": "scripted", "messages": [{"role": "tool", "content": "x"}]}', "role"),
         (b'{"model": "scripted", "n": 2, "messages": [{"role": "user", "content": "x"}]}', "n"),
         (b'{"model": "scripted", "temperature": "hot", "messages": []}', "temperature"),
+        (b'{"model": "scripted", "messages": [{"role": "user", "content": "\\udc80"}]}', "nicode"),
+        (b'{"model": "\\ud800", "messages": [{"role": "user", "content": "hi"}]}', "nicode"),
     ],
 )
 def test_malformed_requests_get_openai_shaped_400(
@@ -144,7 +162,7 @@ def test_missing_and_expired_tokens_are_401(server: LiveServer) -> None:
     from backend.core.security import create_access_token
 
     key = (Path(server.env["DATA_DIR"]) / "secret_key").read_text()
-    expired = create_access_token(1, key, expires_hours=-1)
+    expired = create_access_token(1, "unused", key, expires_hours=-1)
     for headers in ({}, {"Authorization": f"Bearer {expired}"}):
         response = httpx.get(f"{server.url}/v1/models", headers=headers)
         assert response.status_code == 401

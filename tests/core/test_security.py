@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from backend.config import ConfigError
 from backend.core.security import (
     InvalidToken,
     create_access_token,
     hash_password,
     load_or_create_secret_key,
+    password_version,
     read_access_token,
     verify_password,
 )
@@ -32,8 +34,8 @@ def test_long_passwords_differ_beyond_bcrypts_72_bytes() -> None:
 
 
 def test_token_round_trip_and_tampering() -> None:
-    token = create_access_token(7, KEY, expires_hours=1)
-    assert read_access_token(token, KEY) == 7
+    token = create_access_token(7, "$2b$hash", KEY, expires_hours=1)
+    assert read_access_token(token, KEY) == (7, password_version("$2b$hash"))
     with pytest.raises(InvalidToken):
         read_access_token(token, "x" * 48)
     with pytest.raises(InvalidToken):
@@ -41,7 +43,7 @@ def test_token_round_trip_and_tampering() -> None:
 
 
 def test_expired_token_is_refused() -> None:
-    token = create_access_token(7, KEY, expires_hours=-1)
+    token = create_access_token(7, "$2b$hash", KEY, expires_hours=-1)
     with pytest.raises(InvalidToken):
         read_access_token(token, KEY)
 
@@ -52,6 +54,12 @@ def test_generated_secret_key_is_private_and_stable(tmp_path: Path) -> None:
     assert stat.S_IMODE((tmp_path / "secret_key").stat().st_mode) == 0o600
     assert load_or_create_secret_key("", tmp_path) == first
     assert load_or_create_secret_key(KEY, tmp_path) == KEY
+
+
+def test_a_truncated_secret_key_file_stops_start_up(tmp_path: Path) -> None:
+    (tmp_path / "secret_key").write_text("")
+    with pytest.raises(ConfigError, match=r"SECRET_KEY: .* too short"):
+        load_or_create_secret_key("", tmp_path)
 
 
 def test_secret_key_file_readable_by_others_is_tightened(tmp_path: Path) -> None:

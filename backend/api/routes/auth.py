@@ -21,6 +21,6 @@ def login(body: LoginRequest, services: ServicesDep) -> Token:
     if user is None or not valid:
         raise ApiError(401, "Incorrect username or password.", code="invalid_credentials")
     token = create_access_token(
-        user.id, services.secret_key, services.settings.JWT_EXPIRATION_HOURS
+        user.id, user.password_hash, services.secret_key, services.settings.JWT_EXPIRATION_HOURS
     )
     return Token(access_token=token)

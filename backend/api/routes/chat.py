@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from langchain_core.messages import HumanMessage
 
 from backend.api.deps import ChatServiceDep, CurrentUser
+from backend.api.disconnect import ClientGone, unless_disconnected
 from backend.api.sse import SSE_HEADERS, SSEResponse, sse_data
 from backend.api.streaming import start_stream
 from backend.core.chat_service import Turn, TurnRequest
@@ -21,7 +23,7 @@ router = APIRouter(prefix="/api", tags=["chat"])
 
 @router.post("/chat", response_model=ChatResponse)
 async def create_chat_message(
-    body: ChatRequest, user: CurrentUser, chat: ChatServiceDep
+    body: ChatRequest, user: CurrentUser, chat: ChatServiceDep, http: Request
 ) -> Response | ChatResponse:
     """Send one message; the answer continues the session's stored conversation."""
     request = TurnRequest(
@@ -34,7 +36,10 @@ async def create_chat_message(
     if body.stream:
         events = await start_stream(turn.events)
         return SSEResponse(_typed_events(turn, events), headers=SSE_HEADERS)
-    answer = await turn.collect()
+    try:
+        answer = await unless_disconnected(http, turn.collect())
+    except ClientGone:
+        return Response(status_code=499)  # nobody is listening any more
     return ChatResponse(
         answer=answer,
         model=turn.model,
@@ -45,16 +50,17 @@ async def create_chat_message(
     )
 
 
-async def _typed_events(turn: Turn, events: AsyncIterator[AgentEvent]) -> AsyncIterator[str]:
+async def _typed_events(turn: Turn, events: AsyncGenerator[AgentEvent, None]) -> AsyncIterator[str]:
     """`event: <type>` SSE frames whose JSON data also carries `type`."""
     try:
-        async for event in events:
-            if event.type in ("usage", "finish"):
-                continue
-            payload = {"type": event.type, **event.data}
-            if event.type == "final":
-                payload.update(model=turn.model, **turn.metadata)
-            yield sse_data(payload, event=event.type)
+        async with contextlib.aclosing(events):
+            async for event in events:
+                if event.type in ("usage", "finish"):
+                    continue
+                payload = {"type": event.type, **event.data}
+                if event.type == "final":
+                    payload.update(model=turn.model, **turn.metadata)
+                yield sse_data(payload, event=event.type)
     except LLMError as exc:
         yield sse_data({"type": "error", "message": exc.message, "code": exc.code}, event="error")
     yield sse_data({"type": "done"}, event="done")

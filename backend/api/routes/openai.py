@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from backend.api.deps import ChatServiceDep, CurrentUser, ServicesDep
+from backend.api.disconnect import ClientGone, unless_disconnected
 from backend.api.errors import error_body
 from backend.api.sse import SSE_HEADERS, SSEResponse, sse_data
 from backend.api.streaming import start_stream
@@ -39,7 +41,7 @@ async def read_models(services: ServicesDep, user: CurrentUser) -> dict[str, Any
 
 @router.post("/chat/completions")
 async def create_chat_completion(
-    body: ChatCompletionRequest, user: CurrentUser, chat: ChatServiceDep
+    body: ChatCompletionRequest, user: CurrentUser, chat: ChatServiceDep, http: Request
 ) -> Response:
     """Chat completion, plain JSON or SSE with `stream: true`."""
     options = GenerationOptions(
@@ -48,17 +50,20 @@ async def create_chat_completion(
         max_tokens=body.max_completion_tokens or body.max_tokens,
         stop=body.stop_list,
     )
-    request = TurnRequest(
+    turn_request = TurnRequest(
         messages=body.langchain_messages(),
         model=body.model,
         session_id=body.session_id,
         agent_type=body.agent_type,
         options=options,
     )
-    turn = await chat.open_turn(user, request)
+    turn = await chat.open_turn(user, turn_request)
     completion_id = new_completion_id()
     if not body.stream:
-        answer = await turn.collect()
+        try:
+            answer = await unless_disconnected(http, turn.collect())
+        except ClientGone:
+            return Response(status_code=499)  # nobody is listening any more
         return JSONResponse(
             completion_body(
                 completion_id, turn.model, answer, turn.finish_reason, turn.usage, turn.metadata
@@ -72,7 +77,7 @@ async def create_chat_completion(
 
 
 async def _completion_chunks(
-    turn: Turn, events: AsyncIterator[AgentEvent], completion_id: str, include_usage: bool
+    turn: Turn, events: AsyncGenerator[AgentEvent, None], completion_id: str, include_usage: bool
 ) -> AsyncIterator[str]:
     model = turn.model
     # The first chunk carries our extension fields; OpenAI clients ignore them.
@@ -82,9 +87,11 @@ async def _completion_chunks(
         )
     )
     try:
-        async for event in events:
-            if event.type == "token":
-                yield sse_data(chunk_body(completion_id, model, {"content": event.data["text"]}))
+        async with contextlib.aclosing(events):
+            async for event in events:
+                if event.type == "token":
+                    text = event.data["text"]
+                    yield sse_data(chunk_body(completion_id, model, {"content": text}))
     except LLMError as exc:
         yield sse_data(error_body("/v1/", exc.status_code, exc.message, exc.code))
         yield sse_data("[DONE]")

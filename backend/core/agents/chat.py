@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any
+import contextlib
+from collections.abc import AsyncGenerator
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
@@ -15,21 +16,23 @@ async def run_chat(
     model: BaseChatModel,
     messages: list[BaseMessage],
     call_kwargs: dict[str, Any],
-) -> AsyncIterator[AgentEvent]:
-    async for chunk in model.astream(messages, **call_kwargs):
-        if chunk.text:
-            yield AgentEvent("token", {"text": str(chunk.text)})
-        finish = chunk.response_metadata.get("finish_reason") or chunk.response_metadata.get(
-            "done_reason"
-        )
-        if finish:
-            yield AgentEvent("finish", {"reason": "length" if finish == "length" else "stop"})
-        usage = getattr(chunk, "usage_metadata", None)
-        if usage:
-            yield AgentEvent(
-                "usage",
-                {
-                    "prompt_tokens": usage["input_tokens"],
-                    "completion_tokens": usage["output_tokens"],
-                },
+) -> AsyncGenerator[AgentEvent, None]:
+    chunks = cast(AsyncGenerator[Any, None], model.astream(messages, **call_kwargs))
+    async with contextlib.aclosing(chunks) as stream:
+        async for chunk in stream:
+            if chunk.text:
+                yield AgentEvent("token", {"text": str(chunk.text)})
+            finish = chunk.response_metadata.get("finish_reason") or chunk.response_metadata.get(
+                "done_reason"
             )
+            if finish:
+                yield AgentEvent("finish", {"reason": "length" if finish == "length" else "stop"})
+            usage = getattr(chunk, "usage_metadata", None)
+            if usage:
+                yield AgentEvent(
+                    "usage",
+                    {
+                        "prompt_tokens": usage["input_tokens"],
+                        "completion_tokens": usage["output_tokens"],
+                    },
+                )

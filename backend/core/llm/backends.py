@@ -90,14 +90,34 @@ class OllamaBackend(LLMBackend):
             async with httpx.AsyncClient(timeout=_CONNECT_TIMEOUT) as client:
                 response = await client.get(f"{self.host}/api/tags")
                 response.raise_for_status()
+            models = [entry["name"] for entry in response.json()["models"]]
+        except httpx.TimeoutException:
+            raise LLMError(
+                f"Ollama at {self.host} did not list its models within {_CONNECT_TIMEOUT:g} s.",
+                status_code=504,
+                code="llm_timeout",
+            ) from None
         except httpx.HTTPError as exc:
             raise self.explain(exc) from None
-        models = [entry["name"] for entry in response.json().get("models", [])]
+        except (ValueError, KeyError, TypeError):
+            raise LLMError(
+                f"{self.host}/api/tags did not answer like Ollama; check OLLAMA_HOST.",
+                status_code=502,
+            ) from None
         self._models = (time.monotonic(), models)
         return models
 
     async def resolve_model(self, requested: str) -> str:
         models = await self.list_models()
+        if not requested:  # no OLLAMA_MODEL and none in the request: the first pulled one
+            if models:
+                return models[0]
+            raise LLMError(
+                f"Ollama at {self.host} has no models. Run `ollama pull <model>` "
+                "(for example `ollama pull qwen2.5-coder:7b`).",
+                status_code=503,
+                code="model_not_found",
+            )
         for name in (requested, f"{requested}:latest"):
             if name in models:
                 return name

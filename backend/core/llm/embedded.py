@@ -114,6 +114,8 @@ class EmbeddedChatModel(BaseChatModel):
         options.setdefault("temperature", self.temperature)
         completion_tokens = 0
         with self._lock:
+            if cancelled is not None and cancelled.is_set():
+                return  # cancelled while waiting for the lock
             llama = self._load_locked()
             stream = llama.create_chat_completion(
                 messages=[_to_llama_message(m) for m in messages],
