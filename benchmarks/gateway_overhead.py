@@ -1,10 +1,14 @@
 """How much latency does our `/v1/chat/completions` add in front of an upstream?
 
 A scripted OpenAI-compatible upstream streams N tokens with fixed pacing on
-loopback, in its own process. Each request goes both to the upstream directly and
+loopback, in its own process. Each request goes to the upstream directly and
 through our server (LLM_BACKEND=openai), interleaved so machine noise hits both
 alike. We print the added latency at p50/p99, for the whole request and for the
 first token, then run concurrent streams through the server and count errors.
+
+A third path calls langchain-openai's `ChatOpenAI` (which the server uses for this
+backend) in this process, so the report separates what that client costs from
+what the server itself adds.
 
     .venv/bin/python -m benchmarks.gateway_overhead [--requests 200] [--concurrency 64]
 
@@ -21,10 +25,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
 
 from tests.support.live_server import ROOT, LiveServer, free_port
 
@@ -58,36 +65,70 @@ async def stream_once(client: httpx.AsyncClient, url: str, headers: dict[str, st
     return Sample(time.perf_counter() - started, first_token)
 
 
+async def langchain_once(model: ChatOpenAI) -> Sample:
+    started = time.perf_counter()
+    first_token = 0.0
+    async for chunk in model.astream("benchmark"):
+        if chunk.content and not first_token:
+            first_token = time.perf_counter() - started
+    return Sample(time.perf_counter() - started, first_token)
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
-def report(label: str, direct: list[float], gateway: list[float]) -> None:
+def report(
+    label: str,
+    direct: list[float],
+    gateway: list[float],
+    other: tuple[str, list[float]] | None = None,
+) -> None:
     for q in (50, 99):
         d, g = percentile(direct, q), percentile(gateway, q)
-        print(
+        line = (
             f"  {label:<12} p{q}: direct {d * 1000:8.2f} ms   via server {g * 1000:8.2f} ms"
             f"   added {(g - d) * 1000:+7.2f} ms   ratio {g / d:5.3f}"
         )
+        if other:
+            o = percentile(other[1], q)
+            line += f"   | {other[0]} {o * 1000:8.2f} ms (added {(o - d) * 1000:+6.2f} ms)"
+        print(line)
 
 
 async def sequential(
-    client: httpx.AsyncClient, direct_url: str, gateway_url: str, token: str, requests: int
+    client: httpx.AsyncClient, upstream_url: str, gateway_url: str, token: str, requests: int
 ) -> None:
     auth = {"Authorization": f"Bearer {token}"}
-    for _ in range(10):  # warm up connections, caches and the JIT-less paths alike
-        await stream_once(client, direct_url, {})
-        await stream_once(client, gateway_url, auth)
-    direct: list[Sample] = []
-    gateway: list[Sample] = []
+    direct_url = f"{upstream_url}/chat/completions"
+    langchain = ChatOpenAI(
+        model="fake-upstream",
+        base_url=upstream_url,
+        api_key=SecretStr("unused"),
+        max_retries=0,
+    )
+    paths: dict[str, Callable[[], Awaitable[Sample]]] = {
+        "direct": lambda: stream_once(client, direct_url, {}),
+        "server": lambda: stream_once(client, gateway_url, auth),
+        "langchain": lambda: langchain_once(langchain),
+    }
+    samples: dict[str, list[Sample]] = {name: [] for name in paths}
+    for _ in range(10):  # warm up connections and caches on every path alike
+        for measure_once in paths.values():
+            await measure_once()
     for i in range(requests):
-        pair = [(direct_url, {}, direct), (gateway_url, auth, gateway)]
-        for url, headers, sink in pair if i % 2 == 0 else reversed(pair):
-            sink.append(await stream_once(client, url, headers))
-    print(f"Sequential streams: {requests} each way")
-    report("request", [s.total for s in direct], [s.total for s in gateway])
-    report("first token", [s.first_token for s in direct], [s.first_token for s in gateway])
+        order = list(paths.items())
+        order = order[i % 3 :] + order[: i % 3]  # rotate so no path always goes first
+        for name, measure_once in order:
+            samples[name].append(await measure_once())
+    print(f"Sequential streams: {requests} on each path")
+    for label, field in (("request", "total"), ("first token", "first_token")):
+        direct, server, chat_openai = (
+            [getattr(sample, field) for sample in samples[name]]
+            for name in ("direct", "server", "langchain")
+        )
+        report(label, direct, server, ("ChatOpenAI in-process", chat_openai))
 
 
 async def concurrent(
@@ -122,7 +163,7 @@ async def measure(args: argparse.Namespace, upstream_url: str, server: LiveServe
             f"Upstream: {args.tokens} tokens, {args.delay_ms:g} ms apart "
             f"(ideal {args.tokens * args.delay_ms:g} ms per request)"
         )
-        await sequential(client, direct_url, gateway_url, token, args.requests)
+        await sequential(client, upstream_url, gateway_url, token, args.requests)
 
         print(f"Concurrent streams: {args.concurrency} at once, {args.rounds} rounds")
         auth = {"Authorization": f"Bearer {token}"}

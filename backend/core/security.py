@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import logging
 import os
@@ -66,9 +67,19 @@ def create_access_token(
 
 def read_access_token(token: str, secret_key: str) -> tuple[int, str]:
     """Return the user id and password version of a valid token, or raise `InvalidToken`."""
+    user_id, version, expires = _verified_claims(token, secret_key)
+    if expires <= time.time():
+        raise InvalidToken("the token has expired")
+    return user_id, version
+
+
+@functools.lru_cache(maxsize=4096)
+def _verified_claims(token: str, secret_key: str) -> tuple[int, str, float]:
+    # Verifying the signature is the costly part of every request; a token's
+    # claims never change, so each token is verified once. Expiry is checked on use.
     try:
         claims = jwt.decode(token, secret_key, algorithms=[ALGORITHM])
-        return int(claims["sub"]), str(claims["pwv"])
+        return int(claims["sub"]), str(claims["pwv"]), float(claims["exp"])
     except (JWTError, KeyError, ValueError) as exc:
         raise InvalidToken(str(exc)) from None
 

@@ -79,9 +79,14 @@ async def create_chat_completion(
 async def _completion_chunks(
     turn: Turn, events: AsyncGenerator[AgentEvent, None], completion_id: str, include_usage: bool
 ) -> AsyncIterator[str]:
+    """OpenAI chunks, written as few times as the protocol allows.
+
+    Each socket write costs more than building a chunk, so the role chunk goes out
+    with the first token, and the closing chunks go out together.
+    """
     model = turn.model
     # The first chunk carries our extension fields; OpenAI clients ignore them.
-    yield sse_data(
+    pending = sse_data(
         chunk_body(
             completion_id, model, {"role": "assistant", "content": ""}, metadata=turn.metadata
         )
@@ -91,14 +96,19 @@ async def _completion_chunks(
             async for event in events:
                 if event.type == "token":
                     text = event.data["text"]
-                    yield sse_data(chunk_body(completion_id, model, {"content": text}))
+                    yield pending + sse_data(chunk_body(completion_id, model, {"content": text}))
+                    pending = ""
     except LLMError as exc:
-        yield sse_data(error_body("/v1/", exc.status_code, exc.message, exc.code))
-        yield sse_data("[DONE]")
+        yield (
+            pending
+            + sse_data(error_body("/v1/", exc.status_code, exc.message, exc.code))
+            + (sse_data("[DONE]"))
+        )
         return
-    yield sse_data(chunk_body(completion_id, model, {}, turn.finish_reason))
+    closing = [pending, sse_data(chunk_body(completion_id, model, {}, turn.finish_reason))]
     if include_usage:
         usage_chunk = chunk_body(completion_id, model, {}, usage=usage_body(turn.usage))
         usage_chunk["choices"] = []
-        yield sse_data(usage_chunk)
-    yield sse_data("[DONE]")
+        closing.append(sse_data(usage_chunk))
+    closing.append(sse_data("[DONE]"))
+    yield "".join(closing)
