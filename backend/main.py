@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -13,6 +14,7 @@ from backend.api.limits import BodySizeLimitMiddleware
 from backend.api.main import api_router
 from backend.config import Settings, load_settings
 from backend.core.services import build_services
+from backend.tasks.reaper import reap_idle_workers
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -21,8 +23,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        reaper = asyncio.create_task(
+            reap_idle_workers(services.executors, settings.SANDBOX_IDLE_SECONDS)
+        )
         yield
-        services.close()
+        reaper.cancel()
+        await services.close()
 
     app = FastAPI(title="Python Data Agent", version="0.1.0", lifespan=lifespan)
     app.state.services = services
@@ -35,7 +41,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         allow_methods=["*"],
         allow_headers=["*"],
     )
-    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
+    upload_bytes = int(settings.PYTHON_CODE_MAX_FILE_SIZE * 1024 * 1024) + 1024 * 1024
+    app.add_middleware(
+        BodySizeLimitMiddleware,
+        max_bytes=settings.max_request_bytes,
+        overrides={"/api/upload": max(upload_bytes, settings.max_request_bytes)},
+    )
     install_error_handlers(app)
     app.include_router(api_router)
     return app

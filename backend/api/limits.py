@@ -14,17 +14,19 @@ class _BodyTooLarge(Exception):
 
 
 class BodySizeLimitMiddleware:
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, overrides: dict[str, int] | None = None):
         self.app = app
         self.max_bytes = max_bytes
+        self.overrides = overrides or {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.overrides.get(scope["path"], self.max_bytes)
         declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refuse(scope, send)
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await self._refuse(scope, send, limit)
             return
 
         received = 0
@@ -35,7 +37,7 @@ class BodySizeLimitMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_bytes:
+                if received > limit:
                     too_large = True
                     raise _BodyTooLarge
             return message
@@ -48,17 +50,17 @@ class BodySizeLimitMiddleware:
                 await send(message)
             elif not refused:
                 refused = True
-                await self._refuse(scope, send)
+                await self._refuse(scope, send, limit)
 
         try:
             await self.app(scope, limited_receive, guarded_send)
         except _BodyTooLarge:
             if not refused:
-                await self._refuse(scope, send)
+                await self._refuse(scope, send, limit)
 
-    async def _refuse(self, scope: Scope, send: Send) -> None:
-        limit_mb = self.max_bytes / (1024 * 1024)
-        message = f"Request body is larger than {limit_mb:g} MB (MAX_REQUEST_SIZE_MB)."
+    async def _refuse(self, scope: Scope, send: Send, limit: int) -> None:
+        setting = "MAX_REQUEST_SIZE_MB" if limit == self.max_bytes else "PYTHON_CODE_MAX_FILE_SIZE"
+        message = f"Request body is larger than {limit / (1024 * 1024):g} MB ({setting})."
         body = json.dumps(error_body(scope["path"], 413, message, "request_too_large")).encode()
         await send(
             {

@@ -2,7 +2,7 @@
 
 from fastapi import APIRouter
 
-from backend.api.routes import auth, chat, conversations, health, openai, users
+from backend.api.routes import auth, chat, conversations, files, health, openai, tools, users
 
 api_router = APIRouter()
 api_router.include_router(health.router)
@@ -11,3 +11,5 @@ api_router.include_router(users.router)
 api_router.include_router(openai.router)
 api_router.include_router(chat.router)
 api_router.include_router(conversations.router)
+api_router.include_router(tools.router)
+api_router.include_router(files.router)

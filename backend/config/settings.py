@@ -66,6 +66,8 @@ class Settings(BaseSettings):
     PYTHON_CODE_MAX_FILE_SIZE: float = Field(default=50, gt=0)
     PYTHON_EXECUTOR_MODE: ExecutorMode = "native"
     SANDBOX: SandboxMode = "auto"
+    SANDBOX_IDLE_SECONDS: float = Field(default=900, gt=0)  # reap workers idle this long
+    AST_PREFILTER: bool = True  # the helpful pre-check; the sandbox is the boundary
 
     @field_validator("SECRET_KEY")
     @classmethod

@@ -11,11 +11,14 @@ from dataclasses import dataclass
 
 from backend.config import Settings
 from backend.core.accounts import ensure_admin
+from backend.core.audit import AuditLog
 from backend.core.chat_service import ChatService
 from backend.core.llm import LLMBackend, create_llm_backend
 from backend.core.security import load_or_create_secret_key
 from backend.storage import Store, open_store
+from backend.storage.workspaces import Workspaces
 from backend.tools.sandbox import SandboxStatus, resolve_sandbox
+from backend.tools.sandbox.pool import ExecutorPool
 
 
 @dataclass
@@ -26,8 +29,12 @@ class Services:
     llm: LLMBackend
     chat: ChatService
     sandbox: SandboxStatus
+    workspaces: Workspaces
+    executors: ExecutorPool
+    audit: AuditLog
 
-    def close(self) -> None:
+    async def close(self) -> None:
+        await self.executors.close_all()
         self.store.close()
 
 
@@ -42,4 +49,15 @@ def build_services(settings: Settings) -> Services:
     except BaseException:
         store.close()
         raise
-    return Services(settings, secret_key, store, llm, ChatService(store, llm), sandbox)
+    workspaces = Workspaces(settings.DATA_DIR)
+    return Services(
+        settings=settings,
+        secret_key=secret_key,
+        store=store,
+        llm=llm,
+        chat=ChatService(store, llm),
+        sandbox=sandbox,
+        workspaces=workspaces,
+        executors=ExecutorPool(settings, sandbox, workspaces),
+        audit=AuditLog(settings.DATA_DIR),
+    )

@@ -64,6 +64,10 @@ class Store(Protocol):
         """Return the user's conversation for `session_id`, creating it if new."""
         ...
 
+    def session_owner(self, session_id: str) -> int | None:
+        """The user who owns `session_id`, or None if nobody has used it yet."""
+        ...
+
     def list_conversations(self, user_id: int) -> list[Conversation]: ...
 
     def get_conversation(self, user_id: int, conversation_id: str) -> Conversation | None:

@@ -140,6 +140,10 @@ class SQLiteStore:
             raise SessionOwnedByAnotherUser(session_id)
         return _conversation(row)
 
+    def session_owner(self, session_id: str) -> int | None:
+        rows = self._query("SELECT user_id FROM conversations WHERE session_id = ?", (session_id,))
+        return int(rows[0][0]) if rows else None
+
     def list_conversations(self, user_id: int) -> list[Conversation]:
         rows = self._query(
             "SELECT * FROM conversations WHERE user_id = ? ORDER BY updated_at DESC", (user_id,)

@@ -30,8 +30,10 @@ def test_restart_keeps_conversations_and_the_generated_admin_password(tmp_path: 
         with server.client(server.token("admin", password)) as http:
             conversations = http.get("/api/conversations").json()
         assert [c["session_id"] for c in conversations] == ["keep"]
-        for stored in (tmp_path / "data").iterdir():  # app.db, its WAL, the key
-            assert password.encode() not in stored.read_bytes()
+        stored = [path for path in (tmp_path / "data").rglob("*") if path.is_file()]
+        assert any(path.name == "app.db" for path in stored)
+        for path in stored:  # the database, its WAL, the key, the logs
+            assert password.encode() not in path.read_bytes()
     finally:
         server.stop()
 

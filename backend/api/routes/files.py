@@ -1,0 +1,110 @@
+"""Session workspaces: upload files, list them, download them."""
+
+from __future__ import annotations
+
+import mimetypes
+from typing import Annotated
+
+from fastapi import APIRouter, File, Form, UploadFile, status
+from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from backend.api.deps import CurrentUser, ServicesDep
+from backend.api.errors import ApiError
+from backend.core.services import Services
+from backend.models.common import SessionId
+from backend.models.tools import UploadedFile, WorkspaceFilePublic
+from backend.storage import User
+from backend.storage.workspaces import (
+    SUPPORTED_EXTENSIONS,
+    FileTooLarge,
+    NotARegularFile,
+    UnsafePath,
+    safe_filename,
+)
+
+router = APIRouter(prefix="/api", tags=["files"])
+
+_INLINE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+def _owned_session(services: Services, user: User, session_id: str) -> None:
+    if services.store.session_owner(session_id) != user.id:
+        raise ApiError(404, "Session not found.", code="session_not_found")
+
+
+@router.post("/upload", status_code=status.HTTP_201_CREATED)
+async def upload_file(
+    session_id: Annotated[SessionId, Form()],
+    file: Annotated[UploadFile, File()],
+    user: CurrentUser,
+    services: ServicesDep,
+) -> UploadedFile:
+    """Store a file in the session's workspace, under uploads/."""
+    name = file.filename or ""
+    try:
+        safe_filename(name)
+    except UnsafePath:
+        raise ApiError(
+            400, f"Invalid file name {name!r}: use a plain name.", code="bad_name"
+        ) from None
+    extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    if extension not in SUPPORTED_EXTENSIONS:
+        supported = ", ".join(sorted(SUPPORTED_EXTENSIONS))
+        raise ApiError(415, f"Unsupported file type '.{extension}'. Supported: {supported}.")
+    services.store.conversation_for_session(user.id, session_id, f"Session {session_id}")
+    limit_mb = services.settings.PYTHON_CODE_MAX_FILE_SIZE
+    try:
+        size = await run_in_threadpool(
+            services.workspaces.write_upload,
+            session_id,
+            name,
+            file.file,
+            int(limit_mb * 1024 * 1024),
+        )
+    except FileTooLarge:
+        raise ApiError(
+            413,
+            f"The file is larger than {limit_mb:g} MB (PYTHON_CODE_MAX_FILE_SIZE).",
+            code="file_too_large",
+        ) from None
+    except (UnsafePath, NotARegularFile, NotADirectoryError, OSError):
+        raise ApiError(
+            409, "The session's uploads folder is not usable.", code="bad_workspace"
+        ) from None
+    return UploadedFile(
+        name=name, path=f"uploads/{name}", size=size, extension=extension, session_id=session_id
+    )
+
+
+@router.get("/sessions/{session_id}/files")
+async def read_session_files(
+    session_id: SessionId, user: CurrentUser, services: ServicesDep
+) -> list[WorkspaceFilePublic]:
+    """Every file in the session's workspace."""
+    _owned_session(services, user, session_id)
+    files = await run_in_threadpool(services.workspaces.list_files, session_id)
+    return [WorkspaceFilePublic(path=f.path, size=f.size, modified=f.modified) for f in files]
+
+
+@router.get("/sessions/{session_id}/files/{path:path}")
+async def read_session_file(
+    session_id: SessionId, path: str, user: CurrentUser, services: ServicesDep
+) -> StreamingResponse:
+    """Download one workspace file; links and special files are refused."""
+    _owned_session(services, user, session_id)
+    try:
+        chunks = services.workspaces.read_chunks(session_id, path)
+    except UnsafePath:
+        raise ApiError(400, "Invalid file path.", code="bad_path") from None
+    except (NotARegularFile, FileNotFoundError):
+        raise ApiError(404, "File not found.", code="file_not_found") from None
+    media_type = mimetypes.guess_type(path)[0] or "application/octet-stream"
+    disposition = "inline" if media_type in _INLINE_TYPES else "attachment"
+    filename = path.rsplit("/", 1)[-1]
+    headers = {
+        "Content-Disposition": f'{disposition}; filename="{filename}"',
+        "X-Content-Type-Options": "nosniff",
+        "Content-Security-Policy": "sandbox",
+    }
+    return StreamingResponse(chunks, media_type=media_type, headers=headers)

@@ -1,0 +1,200 @@
+"""Per-session scratch workspaces: `DATA_DIR/scratch/<session_id>/`.
+
+Sandboxed code can write anything into its workspace: symlinks to server files,
+FIFOs, devices. So the server never follows a link there, opens only regular
+files, and walks paths one component at a time relative to the workspace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+SUBFOLDERS = ("uploads", "outputs", "variables")
+MAX_LISTED = 2_000
+
+# Extensions the tools understand (the seeds' list).
+SUPPORTED_EXTENSIONS = frozenset(
+    [
+        "txt",
+        "md",
+        "log",
+        "csv",
+        "tsv",
+        "json",
+        "jsonl",
+        "xml",
+        "yaml",
+        "yml",
+        "xlsx",
+        "xls",
+        "xlsm",
+        "docx",
+        "pdf",
+        "parquet",
+        "feather",
+        "h5",
+        "hdf5",
+        "nc",
+        "dat",
+        "png",
+        "jpg",
+        "jpeg",
+        "gif",
+        "bmp",
+        "tif",
+        "tiff",
+        "webp",
+        "zip",
+        "tar",
+        "gz",
+        "tgz",
+        "bz2",
+        "html",
+        "htm",
+        "sql",
+    ]
+)
+
+
+class UnsafePath(Exception):
+    """The name tries to leave the workspace, or is not a plain relative path."""
+
+
+class FileTooLarge(Exception):
+    """An upload is over PYTHON_CODE_MAX_FILE_SIZE."""
+
+
+class NotARegularFile(Exception):
+    """The path is a link, a FIFO, a device or a directory."""
+
+
+@dataclass(frozen=True)
+class WorkspaceFile:
+    path: str
+    size: int
+    modified: float
+
+
+def safe_relative(name: str) -> PurePosixPath:
+    """A relative path inside the workspace, or `UnsafePath`."""
+    if not name or "\x00" in name or "\\" in name:
+        raise UnsafePath(name)
+    path = PurePosixPath(name)
+    if path.is_absolute() or any(part in ("", ".", "..") for part in path.parts):
+        raise UnsafePath(name)
+    return path
+
+
+def safe_filename(name: str) -> str:
+    """An upload's base name, refused if it is anything but a plain file name."""
+    path = safe_relative(name)
+    if len(path.parts) != 1 or name.startswith("."):
+        raise UnsafePath(name)
+    return name
+
+
+class Workspaces:
+    def __init__(self, data_dir: Path) -> None:
+        self.root = data_dir / "scratch"
+
+    def path(self, session_id: str) -> Path:
+        return self.root / session_id
+
+    def ensure(self, session_id: str) -> Path:
+        workspace = self.path(session_id)
+        for folder in SUBFOLDERS:
+            (workspace / folder).mkdir(parents=True, exist_ok=True, mode=0o700)
+        return workspace
+
+    def _open(self, session_id: str, relative: str) -> int:
+        """A read-only fd for a regular file, refusing links at every component."""
+        parts = safe_relative(relative).parts
+        directory = os.open(self.path(session_id), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            for part in parts[:-1]:
+                inner = os.open(
+                    part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=directory
+                )
+                os.close(directory)
+                directory = inner
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
+            try:
+                fd = os.open(parts[-1], flags, dir_fd=directory)
+            except OSError as exc:  # ELOOP: it is a symlink
+                raise NotARegularFile(relative) from exc
+        except NotADirectoryError as exc:
+            raise NotARegularFile(relative) from exc
+        finally:
+            os.close(directory)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise NotARegularFile(relative)
+        return fd
+
+    def read_chunks(self, session_id: str, relative: str, size: int = 65536) -> Iterator[bytes]:
+        fd = self._open(session_id, relative)
+
+        def chunks() -> Iterator[bytes]:
+            with os.fdopen(fd, "rb") as handle:
+                while chunk := handle.read(size):
+                    yield chunk
+
+        return chunks()
+
+    def write_upload(self, session_id: str, name: str, source: BinaryIO, max_bytes: int) -> int:
+        """Copy `source` to uploads/<name> without following links; returns the size.
+
+        Raises `FileTooLarge` past `max_bytes`, leaving nothing behind.
+        """
+        filename = safe_filename(name)
+        workspace = self.ensure(session_id)
+        root = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            uploads = os.open("uploads", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root)
+        finally:
+            os.close(root)
+        draft = f".upload-{os.getpid()}-{id(source)}"
+        try:
+            fd = os.open(
+                draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=uploads
+            )
+            written = 0
+            with os.fdopen(fd, "wb") as handle:
+                while chunk := source.read(1024 * 1024):
+                    written += len(chunk)
+                    if written > max_bytes:
+                        raise FileTooLarge(name)
+                    handle.write(chunk)
+            os.replace(draft, filename, src_dir_fd=uploads, dst_dir_fd=uploads)
+            return written
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(draft, dir_fd=uploads)
+            raise
+        finally:
+            os.close(uploads)
+
+    def list_files(self, session_id: str) -> list[WorkspaceFile]:
+        root = self.path(session_id)
+        found: list[WorkspaceFile] = []
+        stack = [root]
+        while stack and len(found) < MAX_LISTED:
+            folder = stack.pop()
+            try:
+                entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    info = entry.stat(follow_symlinks=False)
+                    relative = Path(entry.path).relative_to(root).as_posix()
+                    found.append(WorkspaceFile(relative, info.st_size, info.st_mtime))
+        return sorted(found, key=lambda f: f.path)

@@ -1,0 +1,20 @@
+"""Stops sandbox workers that have been idle too long; their variables stay on disk."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from backend.tools.sandbox.pool import ExecutorPool
+
+logger = logging.getLogger(__name__)
+
+
+async def reap_idle_workers(pool: ExecutorPool, idle_seconds: float) -> None:
+    interval = max(min(idle_seconds / 4, 60.0), 0.5)
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await pool.reap_idle(idle_seconds)
+        except Exception:  # a failed sweep must not end the loop
+            logger.exception("Reaping idle sandbox workers failed")

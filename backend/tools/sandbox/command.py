@@ -1,0 +1,83 @@
+"""The one place that builds the sandbox command line.
+
+The sandbox sees a read-only Python runtime and system libraries, the worker's
+own two files, a private size-capped /tmp, and its session's workspace as the
+only writable place. It has new user, pid, ipc, uts, cgroup and network
+namespaces (no network at all, not even the host's loopback), no capabilities,
+a cleared environment (no server secret is visible), its own session (no
+terminal to inject into), and it cannot create further user namespaces.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+WORKER_DIR = Path(__file__).resolve().parent
+SANDBOX_WORKSPACE = "/workspace"
+SANDBOX_WORKER_DIR = "/opt/sandbox"
+TMP_SIZE_BYTES = 64 * 1024 * 1024
+
+_ENVIRONMENT = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": "/tmp",
+    "TMPDIR": "/tmp",
+    "LANG": "C.UTF-8",
+    "MPLBACKEND": "Agg",
+    "MPLCONFIGDIR": "/tmp/matplotlib",
+    # One thread per library: the process limit is shared, and runs are short.
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
+
+
+def python_runtime() -> list[Path]:
+    """Directories the interpreter needs: the venv and the installation it points at."""
+    roots = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+    return sorted(roots)
+
+
+def worker_command() -> list[str]:
+    """The worker, started in isolated mode: no cwd or user site on sys.path, no PYTHON* env."""
+    return [sys.executable, "-I", f"{SANDBOX_WORKER_DIR}/worker.py"]
+
+
+def bwrap_command(workspace: Path) -> list[str]:
+    bwrap = shutil.which("bwrap") or "bwrap"
+    command = [
+        bwrap,
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop", "ALL",
+        "--hostname", "sandbox",
+        "--clearenv",
+    ]  # fmt: skip
+    for name, value in _ENVIRONMENT.items():
+        command += ["--setenv", name, value]
+    command += [
+        "--ro-bind", "/usr", "/usr",
+        "--symlink", "usr/lib", "/lib",
+        "--symlink", "usr/lib64", "/lib64",
+        "--symlink", "usr/bin", "/bin",
+        "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
+        "--ro-bind-try", "/etc/localtime", "/etc/localtime",
+    ]  # fmt: skip
+    for root in python_runtime():
+        command += ["--ro-bind", str(root), str(root)]
+    command += [
+        "--ro-bind", str(WORKER_DIR), SANDBOX_WORKER_DIR,
+        "--proc", "/proc",
+        "--dev", "/dev",
+        "--size", str(TMP_SIZE_BYTES), "--tmpfs", "/tmp",
+        "--bind", str(workspace), SANDBOX_WORKSPACE,
+        "--chdir", SANDBOX_WORKSPACE,
+        "--",
+        *worker_command(),
+    ]  # fmt: skip
+    return command

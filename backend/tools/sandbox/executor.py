@@ -1,0 +1,187 @@
+"""Executors run code for one session; `native` keeps a warm sandboxed worker.
+
+The worker (see `worker.py`) holds the session's variables and forks per run, so
+a run costs a fork, and a failed run leaves the variables as they were. This
+side adds the outer guard: if the sandbox stops answering, the whole sandbox
+gets SIGKILL and the next run starts a fresh one from the persisted variables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+import time
+import uuid
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from backend.tools.sandbox.availability import SandboxStatus
+from backend.tools.sandbox.command import (
+    SANDBOX_WORKSPACE,
+    WORKER_DIR,
+    bwrap_command,
+)
+
+logger = logging.getLogger(__name__)
+
+_START_TIMEOUT = 120.0  # the first start imports pandas and matplotlib
+_OUTER_GRACE = 10.0  # past the run timeout, before we stop trusting the sandbox
+
+
+@dataclass
+class ExecutionResult:
+    success: bool
+    stdout: str = ""
+    stderr: str = ""
+    error: str | None = None
+    files: list[str] = field(default_factory=list)
+    figures: list[str] = field(default_factory=list)
+    variables: list[dict[str, Any]] = field(default_factory=list)
+    truncated: bool = False
+    execution_time: float = 0.0
+
+
+@dataclass(frozen=True)
+class ExecutorLimits:
+    timeout: float
+    max_memory_mb: int
+    max_file_mb: float
+    max_processes: int = 256
+
+
+class BasePythonExecutor(ABC):
+    """Runs code for one session, keeping its variables between runs."""
+
+    @abstractmethod
+    async def run(self, code: str, timeout: float | None = None) -> ExecutionResult:  # noqa: ASYNC109
+        """Run `code`; `timeout` (seconds) is capped by PYTHON_CODE_TIMEOUT."""
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+    async def __aenter__(self) -> BasePythonExecutor:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class SandboxedExecutor(BasePythonExecutor):
+    """The `native` mode: a warm worker per session, inside bubblewrap."""
+
+    def __init__(self, workspace: Path, limits: ExecutorLimits, sandbox: SandboxStatus) -> None:
+        if sandbox.mode == "unavailable":
+            raise RuntimeError(f"Code execution is off: {sandbox.detail}")
+        self.workspace = workspace
+        self.limits = limits
+        self.sandbox = sandbox
+        self.last_used = time.monotonic()
+        self.restored: list[str] = []
+        self._process: asyncio.subprocess.Process | None = None
+        self._lock = asyncio.Lock()
+
+    def _command(self) -> tuple[list[str], dict[str, str], str]:
+        if self.sandbox.isolated:
+            return bwrap_command(self.workspace), {}, str(self.workspace)
+        # SANDBOX=none, chosen explicitly: the same worker, without isolation.
+        environment = {"PATH": "/usr/bin:/bin", "HOME": str(self.workspace), "MPLBACKEND": "Agg"}
+        return (
+            [sys.executable, "-I", str(WORKER_DIR / "worker.py")],
+            environment,
+            str(self.workspace),
+        )
+
+    async def _start(self) -> asyncio.subprocess.Process:
+        command, environment, cwd = self._command()
+        process = await asyncio.create_subprocess_exec(
+            *command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            cwd=cwd,
+            env=environment,
+            start_new_session=True,
+            limit=16 * 1024 * 1024,
+        )
+        config = {
+            "workspace": SANDBOX_WORKSPACE if self.sandbox.isolated else str(self.workspace),
+            "isolated": self.sandbox.isolated,
+            "max_timeout": self.limits.timeout,
+            "max_memory_mb": self.limits.max_memory_mb,
+            "max_file_mb": self.limits.max_file_mb,
+            "max_processes": self.limits.max_processes,
+        }
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(json.dumps(config).encode() + b"\n")
+        await process.stdin.drain()
+        try:
+            hello = json.loads(await asyncio.wait_for(process.stdout.readline(), _START_TIMEOUT))
+        except (TimeoutError, ValueError):
+            self._kill(process)
+            raise RuntimeError("The sandbox did not start; see the server log.") from None
+        if not hello.get("ready"):
+            self._kill(process)
+            raise RuntimeError("The sandbox failed to start its Python worker.")
+        self.restored = hello.get("restored", [])
+        for problem in hello.get("problems", []):
+            logger.warning("Could not restore variable %s", problem)
+        return process
+
+    @staticmethod
+    def _kill(process: asyncio.subprocess.Process) -> None:
+        """SIGKILL the whole sandbox: bwrap's session, and with it the pid namespace."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+    async def run(self, code: str, timeout: float | None = None) -> ExecutionResult:  # noqa: ASYNC109
+        timeout = min(timeout or self.limits.timeout, self.limits.timeout)
+        async with self._lock:
+            self.last_used = time.monotonic()
+            if self._process is None or self._process.returncode is not None:
+                self._process = await self._start()
+            process = self._process
+            assert process.stdin is not None and process.stdout is not None
+            request = {"id": uuid.uuid4().hex[:12], "code": code, "timeout": timeout}
+            started = time.monotonic()
+            try:
+                process.stdin.write(json.dumps(request).encode() + b"\n")
+                await process.stdin.drain()
+                line = await asyncio.wait_for(process.stdout.readline(), timeout + _OUTER_GRACE)
+                response = json.loads(line)
+            except (TimeoutError, ValueError, ConnectionError):
+                self._kill(process)
+                await process.wait()
+                self._process = None
+                return ExecutionResult(
+                    success=False,
+                    error="RuntimeError: the sandbox stopped answering and was restarted; "
+                    "variables are as after the last successful run.",
+                    execution_time=time.monotonic() - started,
+                )
+            finally:
+                self.last_used = time.monotonic()
+        return ExecutionResult(
+            success=response["ok"],
+            stdout=response.get("stdout", ""),
+            stderr=response.get("stderr", ""),
+            error=response.get("error"),
+            files=response.get("files", []),
+            figures=response.get("figures", []),
+            variables=response.get("variables", []),
+            truncated=response.get("truncated", False),
+            execution_time=response.get("duration", time.monotonic() - started),
+        )
+
+    async def close(self) -> None:
+        async with self._lock:
+            if self._process is not None and self._process.returncode is None:
+                self._kill(self._process)
+                await self._process.wait()
+            self._process = None

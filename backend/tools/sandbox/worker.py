@@ -1,0 +1,370 @@
+"""The program that runs inside the bubblewrap sandbox; stdlib and data packages only.
+
+Three kinds of process, all inside the sandbox's own pid namespace:
+
+- The *keeper* (bwrap's direct child) owns the channel to the server: one JSON
+  line in on stdin, one JSON line out on stdout per request. It never runs user
+  code. If a run wedges its zygote, the keeper kills everything else and starts
+  a fresh zygote from the persisted variables.
+- The *zygote* holds the session's namespace, with numpy, pandas and matplotlib
+  already imported. It never runs user code either: each run is a fork.
+- The *run* executes the code. If it fails, raises, times out or crashes, the
+  zygote kills its process group and carries on, so the namespace is exactly as
+  before the run (rollback). If it succeeds, the run becomes the next zygote and
+  its parent exits, so state carries over like a notebook.
+
+The server never unpickles anything from here: results are JSON, and variables
+are persisted in safe formats by `variables.py`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import io
+import json
+import linecache
+import os
+import resource
+import select
+import signal
+import socket
+import sys
+import time
+import traceback
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import variables
+
+WORKSPACE = "/workspace"  # replaced by the config's "workspace" at start-up
+ISOLATED_PIDS = True  # only in a private pid namespace may we kill "everything else"
+OUTPUT_CAP = 1_000_000
+KEEPER_GRACE = 3.0  # seconds past the run timeout before the keeper steps in
+CELL = "<cell>"
+
+
+class Channel:
+    """Newline-delimited JSON over a socket, with deadlines."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buffer = b""
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.sock.sendall(json.dumps(message).encode() + b"\n")
+
+    def recv(self, deadline: float | None = None) -> dict[str, Any] | None:
+        while b"\n" not in self.buffer:
+            wait = None if deadline is None else max(deadline - time.monotonic(), 0)
+            if not select.select([self.sock], [], [], wait)[0]:
+                return None
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+
+def sweep(keep: set[int]) -> None:
+    """SIGKILL every process in the sandbox except `keep` (and pid 1, bwrap's init)."""
+    if not ISOLATED_PIDS:
+        return  # SANDBOX=none: /proc shows the host's processes
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) not in keep | {1}:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(name), signal.SIGKILL)
+
+
+# The run -------------------------------------------------------------------
+
+
+def apply_limits(config: dict[str, Any]) -> None:
+    """Hard limits for the run (and the zygotes it may become); they can only go down."""
+    megabyte = 1024 * 1024
+    limits = {
+        resource.RLIMIT_AS: config["max_memory_mb"] * megabyte,
+        resource.RLIMIT_CPU: int(config["max_timeout"]) + 2,
+        resource.RLIMIT_FSIZE: int(config["max_file_mb"] * megabyte),
+        resource.RLIMIT_NOFILE: 256,
+        resource.RLIMIT_NPROC: config["max_processes"],
+        resource.RLIMIT_CORE: 0,
+    }
+    for kind, value in limits.items():
+        _, hard = resource.getrlimit(kind)
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(kind, (value, value))
+
+
+def clean_traceback(exc: BaseException) -> str:
+    """The traceback the model needs: the cell's frames and the error, no sandbox internals."""
+    summary = traceback.TracebackException.from_exception(exc)
+    frames = [frame for frame in summary.stack if frame.filename == CELL]
+    summary.stack = traceback.StackSummary.from_list(frames)
+    return "".join(summary.format())
+
+
+def save_figures(run_id: str) -> list[str]:
+    import matplotlib.pyplot as plt
+
+    saved = []
+    for number in plt.get_fignums():
+        relative = f"outputs/plot_{run_id}_{number}.png"
+        plt.figure(number).savefig(os.path.join(WORKSPACE, relative), dpi=100)
+        saved.append(relative)
+    plt.close("all")
+    return saved
+
+
+def execute(
+    code: str, namespace: dict[str, Any], state: dict[str, Any], run_id: str
+) -> dict[str, Any]:
+    """Run the cell; on success save its figures and persist the variables it changed."""
+    linecache.cache[CELL] = (len(code), None, code.splitlines(True), CELL)
+    try:
+        exec(compile(code, CELL, "exec"), namespace)
+    except BaseException as exc:
+        return {"ok": False, "error": clean_traceback(exc)}
+    figures = save_figures(run_id)
+    saved = variables.persist(
+        namespace, state["fingerprints"], os.path.join(WORKSPACE, "variables")
+    )
+    return {"ok": True, "error": None, "figures": figures, "variables": saved}
+
+
+def run_child(
+    request: dict[str, Any],
+    chan: Channel,
+    namespace: dict[str, Any],
+    state: dict[str, Any],
+    pipes: dict[str, int],
+) -> None:
+    """In the forked run: execute, report, then either die or become the zygote."""
+    os.setpgid(0, 0)
+    os.dup2(pipes["out_w"], 1)
+    os.dup2(pipes["err_w"], 2)
+    for name in ("out_r", "err_r", "res_r", "go_w", "out_w", "err_w"):
+        os.close(pipes[name])
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=True)
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
+    apply_limits(state["config"])
+    outcome = execute(request["code"], namespace, state, request["id"])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 1)  # closes our ends of the output pipes: the zygote sees EOF
+    os.dup2(devnull, 2)
+    os.write(pipes["res_w"], json.dumps(outcome).encode())
+    os.close(pipes["res_w"])
+    if not outcome["ok"] or os.read(pipes["go_r"], 2) != b"go":
+        os._exit(0)
+    os.close(pipes["go_r"])
+    # Handed over: this process is now the zygote. Stop what the run left behind.
+    sweep({os.getpid(), state["keeper_pid"]})
+
+
+def drain(pipes: dict[str, int], deadline: float) -> tuple[bytes, bytes, bytes, bool, bool]:
+    """Read the run's stdout, stderr and result until EOF or the deadline."""
+    streams = {
+        pipes["out_r"]: bytearray(),
+        pipes["err_r"]: bytearray(),
+        pipes["res_r"]: bytearray(),
+    }
+    open_fds = set(streams)
+    truncated = timed_out = False
+    result_done_at: float | None = None
+    while open_fds:
+        now = time.monotonic()
+        if now >= deadline:
+            timed_out = True
+            break
+        if result_done_at is not None and now - result_done_at > 0.2:
+            break  # something the run spawned still holds stdout open; stop waiting
+        ready = select.select(list(open_fds), [], [], min(deadline - now, 0.05))[0]
+        for fd in ready:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                open_fds.discard(fd)
+                if fd == pipes["res_r"]:
+                    result_done_at = time.monotonic()
+                continue
+            buffer = streams[fd]
+            room = OUTPUT_CAP - len(buffer) if fd != pipes["res_r"] else len(chunk)
+            buffer += chunk[: max(room, 0)]
+            truncated = truncated or room < len(chunk)
+    out, err, res = (bytes(streams[pipes[k]]) for k in ("out_r", "err_r", "res_r"))
+    return out, err, res, truncated, timed_out
+
+
+def serve_run(
+    request: dict[str, Any], chan: Channel, namespace: dict[str, Any], state: dict[str, Any]
+) -> bool:
+    """Run one request in a fork. Returns True if this process must leave (handed over)."""
+    before = variables.snapshot_files(WORKSPACE)
+    pipes: dict[str, int] = {}
+    for reader, writer in (
+        ("out_r", "out_w"),
+        ("err_r", "err_w"),
+        ("res_r", "res_w"),
+        ("go_r", "go_w"),
+    ):
+        pipes[reader], pipes[writer] = os.pipe()
+    timeout = min(
+        float(request.get("timeout") or state["config"]["max_timeout"]),
+        state["config"]["max_timeout"],
+    )
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        run_child(request, chan, namespace, state, pipes)
+        return False  # we are the new zygote; the caller keeps serving
+    for name in ("out_w", "err_w", "res_w", "go_r"):
+        os.close(pipes[name])
+    out, err, res, truncated, timed_out = drain(pipes, started + timeout)
+    for name in ("out_r", "err_r", "res_r"):
+        os.close(pipes[name])
+    outcome = json.loads(res) if res and not timed_out else None
+    ok = bool(outcome and outcome["ok"])
+    response: dict[str, Any] = {
+        "id": request["id"],
+        "ok": ok,
+        "stdout": out.decode(errors="replace"),
+        "stderr": err.decode(errors="replace"),
+        "truncated": truncated,
+        "duration": time.monotonic() - started,
+    }
+    if ok:
+        assert outcome is not None
+        response.update(figures=outcome["figures"], variables=outcome["variables"])
+        response["files"] = variables.changed_files(before, variables.snapshot_files(WORKSPACE))
+        chan.send(response)
+        os.write(pipes["go_w"], b"go")
+        os.close(pipes["go_w"])
+        return True
+    os.close(pipes["go_w"])
+    _, status = _kill_run(pid, state["keeper_pid"])
+    if timed_out:
+        response["error"] = f"TimeoutError: the code ran longer than {timeout:g} s and was stopped."
+    elif outcome is not None:
+        response["error"] = outcome["error"]
+    else:
+        response["error"] = _describe_death(status)
+    response["files"] = variables.changed_files(before, variables.snapshot_files(WORKSPACE))
+    chan.send(response)
+    return False
+
+
+def _kill_run(pid: int, keeper_pid: int) -> tuple[int, int]:
+    """SIGKILL the run's process group, reap it, and stop anything it left behind."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    result = os.waitpid(pid, 0)
+    sweep({os.getpid(), keeper_pid})
+    return result
+
+
+def _describe_death(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        name = signal.Signals(os.WTERMSIG(status)).name
+        hint = {
+            "SIGSEGV": "the interpreter crashed (segmentation fault)",
+            "SIGKILL": "the process was killed, most likely for exceeding the memory limit",
+            "SIGXCPU": "the CPU time limit was exceeded",
+            "SIGXFSZ": "a file grew past the file size limit",
+        }.get(name, "the process died")
+        return f"RuntimeError: {hint} ({name}). Variables are as before this run."
+    return "RuntimeError: the code exited without a result. Variables are as before this run."
+
+
+# The zygote and the keeper ------------------------------------------------------
+
+
+def zygote(chan: Channel, config: dict[str, Any], keeper_pid: int) -> None:
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the keeper ignores it; we must reap runs
+    os.environ["MPLBACKEND"] = "Agg"
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+    import numpy  # noqa: F401
+    import pandas  # noqa: F401
+
+    for folder in ("uploads", "outputs", "variables"):
+        os.makedirs(os.path.join(WORKSPACE, folder), exist_ok=True)
+    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+    restored, problems = variables.restore(namespace, os.path.join(WORKSPACE, "variables"))
+    state = {
+        "config": config,
+        "keeper_pid": keeper_pid,
+        "fingerprints": variables.fingerprints(namespace),
+    }
+    chan.send({"ready": True, "restored": restored, "problems": problems})
+    while True:
+        request = chan.recv()
+        if request is None:
+            os._exit(0)
+        if serve_run(request, chan, namespace, state):
+            os._exit(0)  # the run took over as zygote
+
+
+def spawn_zygote(config: dict[str, Any]) -> Channel:
+    keeper_side, zygote_side = socket.socketpair()
+    keeper_pid = os.getpid()
+    if os.fork() == 0:
+        keeper_side.close()
+        try:
+            zygote(Channel(zygote_side), config, keeper_pid)
+        finally:
+            os._exit(1)
+    zygote_side.close()
+    return Channel(keeper_side)
+
+
+def keeper() -> None:
+    requests = os.fdopen(os.dup(0), "r")
+    responses = os.fdopen(os.dup(1), "w")
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    config = json.loads(requests.readline())
+    config["max_timeout"] = float(config["max_timeout"])
+    global WORKSPACE, ISOLATED_PIDS
+    WORKSPACE, ISOLATED_PIDS = config["workspace"], bool(config["isolated"])
+    os.chdir(WORKSPACE)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # zygotes come and go; never keep zombies
+
+    def start() -> tuple[Channel, dict[str, Any]]:
+        chan = spawn_zygote(config)
+        hello = chan.recv(time.monotonic() + 120) or {"ready": False}
+        return chan, hello
+
+    chan, hello = start()
+    responses.write(json.dumps(hello) + "\n")
+    responses.flush()
+    for line in requests:
+        request = json.loads(line)
+        chan.send(request)
+        response = chan.recv(time.monotonic() + config["max_timeout"] + KEEPER_GRACE)
+        if response is None:
+            sweep({os.getpid()})
+            chan.sock.close()
+            chan, hello = start()
+            response = {
+                "id": request["id"],
+                "ok": False,
+                "stdout": "",
+                "stderr": "",
+                "truncated": False,
+                "files": [],
+                "error": "RuntimeError: the run took down its interpreter; the session was "
+                "restarted with the variables of the last successful run "
+                f"({len(hello.get('restored', []))} restored).",
+            }
+        responses.write(json.dumps(response) + "\n")
+        responses.flush()
+
+
+if __name__ == "__main__":
+    keeper()
