@@ -1,0 +1,179 @@
+"""The warm sandboxed executor: state, rollback, persistence, plots, limits."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from backend.config import load_settings
+from backend.storage.workspaces import Workspaces
+from backend.tools.sandbox.availability import SandboxStatus, resolve_sandbox
+from backend.tools.sandbox.executor import ExecutorLimits, SandboxedExecutor
+from backend.tools.sandbox.pool import ExecutorPool
+
+LIMITS = ExecutorLimits(timeout=5, max_memory_mb=1024, max_file_mb=20)
+BWRAP = SandboxStatus("bwrap", "test")
+
+
+@pytest.fixture
+async def executor(tmp_path: Path) -> AsyncIterator[SandboxedExecutor]:
+    workspace = Workspaces(tmp_path).ensure("session")
+    async with SandboxedExecutor(workspace, LIMITS, BWRAP) as running:
+        yield running  # type: ignore[misc]
+
+
+def test_make_test_provides_a_working_bubblewrap() -> None:
+    assert resolve_sandbox("auto").mode == "bwrap"
+
+
+async def test_state_carries_over_like_a_notebook(executor: SandboxedExecutor) -> None:
+    assert (await executor.run("x = 41")).success
+    result = await executor.run("print(x + 1)")
+    assert (result.success, result.stdout) == (True, "42\n")
+
+
+@pytest.mark.parametrize(
+    ("hostile", "error_fragment"),
+    [
+        ("x = 0\nraise ValueError('boom')", "ValueError: boom"),
+        ("x = 0\nimport ctypes\nctypes.string_at(0)", "segmentation fault"),
+        ("x = 0\nblob = bytearray(4 * 1024**3)", "MemoryError"),
+        ("x = 0\nimport sys\nsys.exit(3)", "SystemExit"),
+        ("x = 0\nwhile True:\n    pass", "TimeoutError"),
+    ],
+)
+async def test_a_failed_run_leaves_the_variables_as_they_were(
+    executor: SandboxedExecutor, hostile: str, error_fragment: str
+) -> None:
+    await executor.run("x = 41\nitems = [1, 2]")
+    failed = await executor.run(hostile, timeout=2)
+    assert not failed.success
+    assert error_fragment in (failed.error or "")
+    after = await executor.run("items.append(3)\nprint(x, items)")
+    assert after.stdout == "41 [1, 2, 3]\n"
+
+
+async def test_the_traceback_is_the_cells_own(executor: SandboxedExecutor) -> None:
+    result = await executor.run("def f():\n    return 1 / 0\n\nf()")
+    assert result.error is not None
+    assert 'File "<cell>", line 4' in result.error and 'File "<cell>", line 2' in result.error
+    assert "ZeroDivisionError: division by zero" in result.error
+    assert "worker.py" not in result.error and "/opt/sandbox" not in result.error
+
+
+async def test_variables_persist_in_safe_formats_and_come_back(tmp_path: Path) -> None:
+    workspace = Workspaces(tmp_path).ensure("session")
+    code = (
+        "import numpy as np, pandas as pd\n"
+        "df = pd.DataFrame({'a': [1, 2, 3]})\n"
+        "arr = np.arange(4)\n"
+        "info = {'rows': 3, 'name': 'sales'}\n"
+        "it = iter([1, 2])\n"
+    )
+    async with SandboxedExecutor(workspace, LIMITS, BWRAP) as first:
+        result = await first.run(code)
+        assert {v["name"]: v["format"] for v in result.variables} == {
+            "df": "parquet",
+            "arr": "npy",
+            "info": "json",
+            "it": "memory",
+        }
+    catalog = json.loads((workspace / "variables" / "variables_metadata.json").read_text())
+    assert catalog["df"]["columns"] == ["a"] and catalog["arr"]["shape"] == [4]
+    assert not list((workspace / "variables").glob("*.pkl"))
+
+    async with SandboxedExecutor(workspace, LIMITS, BWRAP) as second:  # a restart
+        restored = await second.run("print(df.a.sum(), arr.sum(), info['name'])")
+        assert set(second.restored) == {"df", "arr", "info"}
+    assert restored.stdout == "6 6 sales\n"
+
+
+async def test_in_place_changes_and_deletions_reach_the_catalog(
+    executor: SandboxedExecutor,
+) -> None:
+    await executor.run("import numpy as np\narr = np.zeros(3)\ngone = 1")
+    changed = await executor.run("arr[0] = 5\ndel gone")
+    assert [v["name"] for v in changed.variables] == ["arr"]
+    catalog = json.loads((executor.workspace / "variables" / "variables_metadata.json").read_text())
+    assert set(catalog) == {"arr"}
+    unchanged = await executor.run("print(arr[0])")
+    assert unchanged.variables == [] and unchanged.stdout == "5.0\n"
+
+
+async def test_open_figures_become_pngs(executor: SandboxedExecutor) -> None:
+    result = await executor.run(
+        "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.figure()\nplt.bar([1], [2])"
+    )
+    pngs = [f for f in result.files if f.endswith(".png")]
+    assert len(pngs) == 2 and all(f.startswith("outputs/plot_") for f in pngs)
+    assert (executor.workspace / pngs[0]).read_bytes().startswith(b"\x89PNG")
+    again = await executor.run("import matplotlib.pyplot as plt\nprint(plt.get_fignums())")
+    assert again.stdout == "[]\n"
+
+
+async def test_files_lists_what_the_run_created(executor: SandboxedExecutor) -> None:
+    result = await executor.run("open('outputs/report.txt', 'w').write('done')")
+    assert result.files == ["outputs/report.txt"]
+
+
+async def test_output_is_capped_with_a_flag(executor: SandboxedExecutor) -> None:
+    result = await executor.run("for _ in range(30000):\n    print('x' * 100)")
+    assert result.success and result.truncated
+    assert len(result.stdout) == 1_000_000
+
+
+async def test_a_timeout_is_enforced_from_outside_the_run(executor: SandboxedExecutor) -> None:
+    started = time.monotonic()
+    result = await executor.run("import time\ntime.sleep(60)", timeout=1)
+    assert not result.success and "1 s" in (result.error or "")
+    assert time.monotonic() - started < 5
+
+
+async def test_a_run_that_kills_its_zygote_costs_a_restart_not_the_state(
+    executor: SandboxedExecutor,
+) -> None:
+    await executor.run("x = 7")
+    killed = await executor.run("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)")
+    assert not killed.success
+    assert (await executor.run("print(x)")).stdout == "7\n"
+
+
+async def test_without_bubblewrap_only_explicit_none_runs(tmp_path: Path) -> None:
+    workspace = Workspaces(tmp_path).ensure("session")
+    with pytest.raises(RuntimeError, match="Code execution is off"):
+        SandboxedExecutor(workspace, LIMITS, SandboxStatus("unavailable", "no bwrap"))
+    async with SandboxedExecutor(workspace, LIMITS, SandboxStatus("none", "off")) as bare:
+        result = await bare.run("import os\nprint(os.getcwd())")
+    assert result.stdout.strip() == str(workspace)
+
+
+def test_the_factory_refuses_unknown_and_missing_modes(tmp_path: Path) -> None:
+    workspaces = Workspaces(tmp_path)
+    settings = load_settings(DATA_DIR=tmp_path)
+    pool = ExecutorPool(settings, BWRAP, workspaces)
+    assert isinstance(pool.get_python_executor("s"), SandboxedExecutor)
+    assert pool.get_python_executor("s") is pool.get_python_executor("s")
+    interpreter = ExecutorPool(
+        settings.model_copy(update={"PYTHON_EXECUTOR_MODE": "openinterpreter"}), BWRAP, workspaces
+    )
+    with pytest.raises(ImportError, match="make openinterpreter"):
+        interpreter.get_python_executor("s")
+    unknown = ExecutorPool(
+        settings.model_copy(update={"PYTHON_EXECUTOR_MODE": "docker"}), BWRAP, workspaces
+    )
+    with pytest.raises(ValueError, match="native, openinterpreter"):
+        unknown.get_python_executor("s")
+
+
+async def test_idle_workers_are_reaped_and_come_back_with_their_variables(tmp_path: Path) -> None:
+    settings = load_settings(DATA_DIR=tmp_path, PYTHON_CODE_TIMEOUT=5)
+    pool = ExecutorPool(settings, BWRAP, Workspaces(tmp_path))
+    await pool.get_python_executor("s").run("x = 3")
+    assert await pool.reap_idle(idle_seconds=0) == 1
+    result = await pool.get_python_executor("s").run("print(x * 2)")
+    await pool.close_all()
+    assert result.stdout == "6\n"
