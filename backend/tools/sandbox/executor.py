@@ -20,7 +20,7 @@ import uuid
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from backend.tools.sandbox.availability import SandboxStatus
 from backend.tools.sandbox.command import (
@@ -66,7 +66,7 @@ class BasePythonExecutor(ABC):
     @abstractmethod
     async def close(self) -> None: ...
 
-    async def __aenter__(self) -> BasePythonExecutor:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

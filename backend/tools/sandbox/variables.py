@@ -63,14 +63,16 @@ def kind_of(value: Any) -> str | None:
 def fingerprint(value: Any) -> str:
     """Changes when the value changes, including in-place edits of arrays and frames."""
     import numpy as np
-    import pandas as pd
 
     kind = kind_of(value)
     digest = hashlib.blake2b(digest_size=16)
     try:
         if kind in ("dataframe", "series"):
-            digest.update(pd.util.hash_pandas_object(value, index=True).to_numpy().tobytes())
-            digest.update(repr((getattr(value, "columns", None), value.dtypes)).encode())
+            frame = value.to_frame() if kind == "series" else value
+            for name in frame.columns:
+                _hash_values(frame[name], digest)
+            _hash_values(frame.index, digest)
+            digest.update(repr((list(frame.columns), frame.dtypes.tolist())).encode())
         elif kind == "ndarray":
             digest.update(np.ascontiguousarray(value).tobytes())
             digest.update(repr((value.shape, value.dtype)).encode())
@@ -81,6 +83,20 @@ def fingerprint(value: Any) -> str:
     except (TypeError, ValueError):  # unhashable cells: treat as changed every run
         return f"unhashable:{id(value)}:{os.urandom(4).hex()}"
     return f"{kind}:{digest.hexdigest()}"
+
+
+def _hash_values(values: Any, digest: Any) -> None:
+    """Feed a column or index to `digest`: raw bytes when numeric, pandas' hash otherwise."""
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(values, pd.RangeIndex):
+        digest.update(repr((values.start, values.stop, values.step)).encode())
+        return
+    array = values.to_numpy()
+    if array.dtype.hasobject:
+        array = pd.util.hash_pandas_object(pd.Series(array), index=False).to_numpy()
+    digest.update(np.ascontiguousarray(array).tobytes())
 
 
 def fingerprints(namespace: dict[str, Any]) -> dict[str, str]:
@@ -159,7 +175,8 @@ def persist(
     os.makedirs(directory, exist_ok=True)
     catalog = read_catalog(directory)
     current = user_variables(namespace)
-    for name in [n for n in catalog if n not in current]:
+    removed = [n for n in catalog if n not in current]
+    for name in removed:
         _remove_files(catalog.pop(name), workspace)
         known.pop(name, None)
     changed = []
@@ -172,6 +189,8 @@ def persist(
             _remove_files(catalog[name], workspace)
         catalog[name] = _save(name, value, directory)
         changed.append(catalog[name])
+    if not changed and not removed:
+        return changed
     draft = os.path.join(directory, CATALOG + ".partial")
     with open(draft, "w") as handle:
         json.dump(catalog, handle, indent=1)
