@@ -18,6 +18,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from backend.core.agents.chat import run_chat
+from backend.core.audit import AuditLog
 from backend.core.events import AgentEvent
 from backend.core.llm import GenerationOptions, LLMBackend
 from backend.core.router import AgentType, RouteDecision, route_message
@@ -42,6 +43,8 @@ class Turn:
     answer: list[str] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
     finish_reason: str = "stop"
+    user: str = ""
+    prompt: list[BaseMessage] = field(default_factory=list)
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -60,9 +63,10 @@ class Turn:
 
 
 class ChatService:
-    def __init__(self, store: Store, llm: LLMBackend) -> None:
+    def __init__(self, store: Store, llm: LLMBackend, audit: AuditLog | None = None) -> None:
         self.store = store
         self.llm = llm
+        self.audit = audit
 
     async def open_turn(self, user: User, request: TurnRequest) -> Turn:
         model = await self.llm.resolve_model(request.model or self.llm.default_model)
@@ -76,7 +80,7 @@ class ChatService:
         if user_text:
             self.store.add_message(conversation.id, "user", user_text)
         decision = route_message(request.agent_type, user_text)
-        turn = Turn(conversation, decision, model)
+        turn = Turn(conversation, decision, model, user=user.username, prompt=messages)
         agent_events = run_chat(
             self.llm.chat_model(model), messages, self.llm.call_kwargs(request.options)
         )
@@ -134,4 +138,15 @@ class ChatService:
             answer = "".join(turn.answer)
             with contextlib.suppress(ConversationNotFound):  # deleted while we answered
                 self.store.add_message(turn.conversation.id, "assistant", answer, metadata)
+            if self.audit is not None:
+                self.audit.prompt(
+                    user=turn.user,
+                    session_id=turn.conversation.session_id,
+                    model=turn.model,
+                    agent_type=turn.decision.agent_type,
+                    prompt=[{"role": m.type, "content": str(m.text)} for m in turn.prompt],
+                    answer=answer,
+                    finish_reason=finish,
+                    error=error,
+                )
         yield AgentEvent("final", {"text": "".join(turn.answer)})

@@ -50,14 +50,15 @@ def build_services(settings: Settings) -> Services:
         store.close()
         raise
     workspaces = Workspaces(settings.DATA_DIR)
+    audit = AuditLog(settings.DATA_DIR)
     return Services(
         settings=settings,
         secret_key=secret_key,
         store=store,
         llm=llm,
-        chat=ChatService(store, llm),
+        chat=ChatService(store, llm, audit),
         sandbox=sandbox,
         workspaces=workspaces,
         executors=ExecutorPool(settings, sandbox, workspaces),
-        audit=AuditLog(settings.DATA_DIR),
+        audit=audit,
     )

@@ -110,6 +110,9 @@ class Workspaces:
         workspace = self.path(session_id)
         for folder in SUBFOLDERS:
             (workspace / folder).mkdir(parents=True, exist_ok=True, mode=0o700)
+        notepad = workspace / "notepad.json"
+        if not notepad.exists() and not notepad.is_symlink():
+            notepad.write_text('{"entries": []}\n')
         return workspace
 
     def _open(self, session_id: str, relative: str) -> int:

@@ -58,6 +58,14 @@ def test_session_continues_and_users_are_isolated(
         assert admin.delete(f"/api/conversations/{conversation_id}").status_code == 204
         assert admin.get("/api/conversations").json() == []
 
+    logged = (server.data_dir / "logs" / "prompts.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in logged]
+    assert [(r["user"], r["answer"]) for r in records] == [
+        ("admin", "Noted."),
+        ("admin", "Still here."),
+    ]
+    assert records[1]["prompt"][-1] == {"role": "human", "content": "second message"}
+
 
 def test_stored_history_reaches_the_model_when_the_client_sends_one_message(
     start_server: StartServer, tmp_path: Path
