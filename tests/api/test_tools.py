@@ -91,7 +91,7 @@ def test_uploads_are_checked(start_server: StartServer, tmp_path: Path) -> None:
         assert upload("tool.exe") == 415
         assert upload("big.csv", b"x" * (2 * 1024 * 1024)) == 413
         names = [f["path"] for f in http.get("/api/sessions/u/files").json()]
-    assert names == ["uploads/data.csv"]
+    assert names == ["notepad.json", "uploads/data.csv"]
 
 
 def test_variables_survive_a_server_restart(start_server: StartServer, tmp_path: Path) -> None:
