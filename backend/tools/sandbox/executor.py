@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from backend.tools.sandbox.availability import SandboxStatus
+from backend.tools.sandbox.cgroups import SandboxCgroup
 from backend.tools.sandbox.command import (
     SANDBOX_WORKSPACE,
     WORKER_DIR,
@@ -86,10 +87,22 @@ class SandboxedExecutor(BasePythonExecutor):
         self.restored: list[str] = []
         self._process: asyncio.subprocess.Process | None = None
         self._lock = asyncio.Lock()
+        # The whole sandbox's budget: the zygote, a run and whatever the run forks.
+        self.cgroup = SandboxCgroup(
+            f"{workspace.name}-{uuid.uuid4().hex[:8]}",
+            memory_bytes=(2 * limits.max_memory_mb + 256) * 1024 * 1024,
+            max_pids=128,
+        )
+        if sandbox.isolated and not self.cgroup.create():
+            logger.warning("cgroups are not writable here: sandboxes are bounded by rlimits only")
 
     def _command(self) -> tuple[list[str], dict[str, str], str]:
         if self.sandbox.isolated:
-            return bwrap_command(self.workspace), {}, str(self.workspace)
+            command = bwrap_command(self.workspace)
+            if self.cgroup.folders:  # join the cgroups first, then become bwrap (same pid)
+                joins = "; ".join(f'echo $$ > "{procs}"' for procs in self.cgroup.procs_files())
+                command = ["/bin/sh", "-c", f'{joins}; exec "$@"', "sandbox", *command]
+            return command, {}, str(self.workspace)
         # SANDBOX=none, chosen explicitly: the same worker, without isolation.
         environment = {"PATH": "/usr/bin:/bin", "HOME": str(self.workspace), "MPLBACKEND": "Agg"}
         return (
@@ -185,3 +198,8 @@ class SandboxedExecutor(BasePythonExecutor):
                 self._kill(self._process)
                 await self._process.wait()
             self._process = None
+            for _ in range(50):  # the pid namespace takes a moment to empty
+                self.cgroup.remove()
+                if not self.cgroup.folders:
+                    break
+                await asyncio.sleep(0.02)

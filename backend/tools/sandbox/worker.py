@@ -59,7 +59,10 @@ class Channel:
             wait = None if deadline is None else max(deadline - time.monotonic(), 0)
             if not select.select([self.sock], [], [], wait)[0]:
                 return None
-            chunk = self.sock.recv(65536)
+            try:
+                chunk = self.sock.recv(65536)
+            except ConnectionError:
+                return None
             if not chunk:
                 return None
             self.buffer += chunk
@@ -69,13 +72,33 @@ class Channel:
 
 
 def sweep(keep: set[int]) -> None:
-    """SIGKILL every process in the sandbox except `keep` (and pid 1, bwrap's init)."""
+    """SIGKILL every process in the sandbox except `keep` (and pid 1, bwrap's init).
+
+    Returns once they are dead: a process still dying could otherwise take a
+    token meant for a survivor (say, the handover byte on a pipe they share).
+    """
     if not ISOLATED_PIDS:
         return  # SANDBOX=none: /proc shows the host's processes
+    killed = []
     for name in os.listdir("/proc"):
         if name.isdigit() and int(name) not in keep | {1}:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(int(name), signal.SIGKILL)
+                killed.append(int(name))
+    deadline = time.monotonic() + 2.0
+    while killed and time.monotonic() < deadline:
+        killed = [pid for pid in killed if _alive(pid)]
+        if killed:
+            time.sleep(0.002)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            state = handle.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"Z", b"X")
 
 
 # The run -------------------------------------------------------------------
@@ -156,12 +179,15 @@ def run_child(
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 1)  # closes our ends of the output pipes: the zygote sees EOF
     os.dup2(devnull, 2)
+    outcome["pid"] = os.getpid()  # children the cell forked write here too; only ours counts
     os.write(pipes["res_w"], json.dumps(outcome).encode())
     os.close(pipes["res_w"])
     if not outcome["ok"] or os.read(pipes["go_r"], 2) != b"go":
         os._exit(0)
     os.close(pipes["go_r"])
     # Handed over: this process is now the zygote. Stop what the run left behind.
+    os.dup2(state["stderr_fd"], 2)
+    sys.stderr = sys.__stderr__
     sweep({os.getpid(), state["keeper_pid"]})
 
 
@@ -216,7 +242,7 @@ def serve_run(
         state["config"]["max_timeout"],
     )
     started = time.monotonic()
-    pid = os.fork()
+    pid = _fork_patiently()
     if pid == 0:
         run_child(request, chan, namespace, state, pipes)
         return False  # we are the new zygote; the caller keeps serving
@@ -225,7 +251,7 @@ def serve_run(
     out, err, res, truncated, timed_out = drain(pipes, started + timeout)
     for name in ("out_r", "err_r", "res_r"):
         os.close(pipes[name])
-    outcome = json.loads(res) if res and not timed_out else None
+    outcome = None if timed_out else _result_of(pid, res)
     ok = bool(outcome and outcome["ok"])
     response: dict[str, Any] = {
         "id": request["id"],
@@ -240,6 +266,8 @@ def serve_run(
         response.update(figures=outcome["figures"], variables=outcome["variables"])
         response["files"] = variables.changed_files(before, variables.snapshot_files(WORKSPACE))
         chan.send(response)
+        # Whatever the cell forked could read the handover token: stop it first.
+        sweep({os.getpid(), state["keeper_pid"], pid})
         os.write(pipes["go_w"], b"go")
         os.close(pipes["go_w"])
         return True
@@ -254,6 +282,19 @@ def serve_run(
     response["files"] = variables.changed_files(before, variables.snapshot_files(WORKSPACE))
     chan.send(response)
     return False
+
+
+def _result_of(pid: int, data: bytes) -> dict[str, Any] | None:
+    """The run's own result among whatever was written to the result pipe."""
+    decoder, text, position = json.JSONDecoder(), data.decode(errors="replace"), 0
+    while position < len(text):
+        try:
+            value, position = decoder.raw_decode(text, position)
+        except ValueError:
+            return None
+        if isinstance(value, dict) and value.get("pid") == pid:
+            return value
+    return None
 
 
 def _kill_run(pid: int, keeper_pid: int) -> tuple[int, int]:
@@ -298,6 +339,7 @@ def zygote(chan: Channel, config: dict[str, Any], keeper_pid: int) -> None:
     state = {
         "config": config,
         "keeper_pid": keeper_pid,
+        "stderr_fd": os.dup(2),
         "fingerprints": variables.fingerprints(namespace),
     }
     chan.send({"ready": True, "restored": restored, "problems": problems})
@@ -309,10 +351,20 @@ def zygote(chan: Channel, config: dict[str, Any], keeper_pid: int) -> None:
             os._exit(0)  # the run took over as zygote
 
 
+def _fork_patiently() -> int:
+    """fork(), waiting out a process limit that killed processes still hold."""
+    for _ in range(100):
+        try:
+            return os.fork()
+        except BlockingIOError:
+            time.sleep(0.05)
+    return os.fork()
+
+
 def spawn_zygote(config: dict[str, Any]) -> Channel:
     keeper_side, zygote_side = socket.socketpair()
     keeper_pid = os.getpid()
-    if os.fork() == 0:
+    if _fork_patiently() == 0:
         keeper_side.close()
         try:
             zygote(Channel(zygote_side), config, keeper_pid)

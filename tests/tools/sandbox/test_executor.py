@@ -177,3 +177,24 @@ async def test_idle_workers_are_reaped_and_come_back_with_their_variables(tmp_pa
     result = await pool.get_python_executor("s").run("print(x * 2)")
     await pool.close_all()
     assert result.stdout == "6\n"
+
+
+async def test_a_cell_that_forks_keeps_the_sessions_memory(executor: SandboxedExecutor) -> None:
+    """Copies of the run finish the cell too; only the run itself may take over."""
+    await executor.run("class Box:\n    pass\n\nbox = Box()\nbox.value = 9")
+    forked = await executor.run("import os\nfor _ in range(5):\n    os.fork()\nprint('done')")
+    assert forked.success and forked.stdout.count("done") == 32
+    after = await executor.run("print(box.value)")
+    assert (after.success, after.stdout) == (True, "9\n")
+
+
+async def test_a_whole_sandbox_has_one_process_budget(executor: SandboxedExecutor) -> None:
+    bomb = (
+        "import os\nforks = 0\nwhile True:\n    try:\n        os.fork()\n        forks += 1\n"
+        "    except OSError:\n        break\nprint('refused')"
+    )
+    result = await executor.run("x = 1")
+    result = await executor.run(bomb, timeout=5)
+    assert "refused" in result.stdout
+    assert executor.cgroup.folders, "make test runs as root, where the cgroup must exist"
+    assert (await executor.run("print(x)")).stdout == "1\n"
