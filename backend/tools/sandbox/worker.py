@@ -150,16 +150,19 @@ def execute(
         exec(compile(code, CELL, "exec"), namespace)
     except BaseException as exc:
         return {"ok": False, "error": clean_traceback(exc)}
-    figures = save_figures(run_id)
-    saved = variables.persist(
-        namespace, state["fingerprints"], os.path.join(WORKSPACE, "variables")
-    )
+    try:
+        figures = save_figures(run_id)
+        saved = variables.persist(
+            namespace, state["fingerprints"], os.path.join(WORKSPACE, "variables")
+        )
+    except Exception as exc:  # e.g. the workspace is full: the run cannot be kept
+        error = f"{type(exc).__name__}: the results could not be saved: {exc}"
+        return {"ok": False, "error": error}
     return {"ok": True, "error": None, "figures": figures, "variables": saved}
 
 
 def run_child(
     request: dict[str, Any],
-    chan: Channel,
     namespace: dict[str, Any],
     state: dict[str, Any],
     pipes: dict[str, int],
@@ -244,7 +247,7 @@ def serve_run(
     started = time.monotonic()
     pid = _fork_patiently()
     if pid == 0:
-        run_child(request, chan, namespace, state, pipes)
+        run_child(request, namespace, state, pipes)
         return False  # we are the new zygote; the caller keeps serving
     for name in ("out_w", "err_w", "res_w", "go_r"):
         os.close(pipes[name])
