@@ -107,12 +107,27 @@ class Workspaces:
         return self.root / session_id
 
     def ensure(self, session_id: str) -> Path:
+        """Create the workspace and its folders; never follows what the sandbox planted.
+
+        Sandboxed code can put a symlink (to any host file) wherever we are about to
+        create something, at any moment. So everything is created relative to the
+        workspace's own descriptor, with O_EXCL|O_NOFOLLOW, and an existing entry of
+        the wrong kind is left alone: reads of it fail cleanly later.
+        """
         workspace = self.path(session_id)
-        for folder in SUBFOLDERS:
-            (workspace / folder).mkdir(parents=True, exist_ok=True, mode=0o700)
-        notepad = workspace / "notepad.json"
-        if not notepad.exists() and not notepad.is_symlink():
-            notepad.write_text('{"entries": []}\n')
+        workspace.mkdir(parents=True, exist_ok=True, mode=0o700)
+        root = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            for folder in SUBFOLDERS:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(folder, 0o700, dir_fd=root)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+            with contextlib.suppress(FileExistsError):
+                fd = os.open("notepad.json", flags, 0o600, dir_fd=root)
+                with os.fdopen(fd, "w") as handle:
+                    handle.write('{"entries": []}\n')
+        finally:
+            os.close(root)
         return workspace
 
     def _open(self, session_id: str, relative: str) -> int:
@@ -194,6 +209,8 @@ class Workspaces:
             except OSError:
                 continue
             for entry in entries:
+                if len(found) >= MAX_LISTED:
+                    break
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(Path(entry.path))
                 elif entry.is_file(follow_symlinks=False):

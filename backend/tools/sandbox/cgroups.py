@@ -44,6 +44,20 @@ def _parents() -> dict[str, Path] | None:
     return None
 
 
+def remove_stale() -> int:
+    """Delete empty sandbox cgroups left by a server that was killed; returns how many."""
+    parents = _parents()
+    removed = 0
+    for parent in (parents or {}).values():
+        with contextlib.suppress(OSError):
+            for folder in parent.iterdir():
+                if folder.is_dir():
+                    with contextlib.suppress(OSError):
+                        folder.rmdir()  # fails, as it should, while processes remain
+                        removed += 1
+    return removed
+
+
 class SandboxCgroup:
     """One sandbox's cgroup(s); `procs_files()` are what a new process writes its pid to."""
 
@@ -54,6 +68,8 @@ class SandboxCgroup:
         self.folders: list[Path] = []
 
     def create(self) -> bool:
+        """Create (or re-create) the cgroups with their limits; False if impossible here."""
+        self.folders = []
         parents = _parents()
         if parents is None:
             return False

@@ -1,11 +1,12 @@
 """The one place that builds the sandbox command line.
 
 The sandbox sees a read-only Python runtime and system libraries, the worker's
-own two files, a private size-capped /tmp, and its session's workspace as the
-only writable place. It has new user, pid, ipc, uts, cgroup and network
-namespaces (no network at all, not even the host's loopback), no capabilities,
-a cleared environment (no server secret is visible), its own session (no
-terminal to inject into), and it cannot create further user namespaces.
+own two files, size-capped /tmp and /dev/shm, and its session's workspace as the
+only other writable place (the root and /dev are read-only). It has new user,
+pid, ipc, uts, cgroup and network namespaces (no network at all, not even the
+host's loopback), no capabilities, a cleared environment (no server secret is
+visible), its own session (no terminal to inject into), and it cannot create
+further user namespaces.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ WORKER_DIR = Path(__file__).resolve().parent
 SANDBOX_WORKSPACE = "/workspace"
 SANDBOX_WORKER_DIR = "/opt/sandbox"
 TMP_SIZE_BYTES = 64 * 1024 * 1024
+SHM_SIZE_BYTES = 16 * 1024 * 1024
 
 _ENVIRONMENT = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -51,6 +53,7 @@ def bwrap_command(workspace: Path) -> list[str]:
         bwrap,
         "--unshare-all",
         "--unshare-user",
+        "--as-pid-1",  # no bwrap init holding the server's pipes; the keeper is pid 1
         "--disable-userns",
         "--die-with-parent",
         "--new-session",
@@ -74,8 +77,11 @@ def bwrap_command(workspace: Path) -> list[str]:
         "--ro-bind", str(WORKER_DIR), SANDBOX_WORKER_DIR,
         "--proc", "/proc",
         "--dev", "/dev",
+        "--size", str(SHM_SIZE_BYTES), "--tmpfs", "/dev/shm",
+        "--remount-ro", "/dev",  # device nodes still work; no files can be added there
         "--size", str(TMP_SIZE_BYTES), "--tmpfs", "/tmp",
         "--bind", str(workspace), SANDBOX_WORKSPACE,
+        "--remount-ro", "/",  # bwrap's root is an unsized tmpfs: nothing may be written there
         "--chdir", SANDBOX_WORKSPACE,
         "--",
         *worker_command(),

@@ -57,6 +57,14 @@ class ExecutorLimits:
     max_processes: int = 256
 
 
+def _answers(response: Any, request: dict[str, Any]) -> bool:
+    return (
+        isinstance(response, dict)
+        and response.get("id") == request["id"]
+        and isinstance(response.get("ok"), bool)
+    )
+
+
 class BasePythonExecutor(ABC):
     """Runs code for one session, keeping its variables between runs."""
 
@@ -93,15 +101,16 @@ class SandboxedExecutor(BasePythonExecutor):
             memory_bytes=(2 * limits.max_memory_mb + 256) * 1024 * 1024,
             max_pids=128,
         )
-        if sandbox.isolated and not self.cgroup.create():
-            logger.warning("cgroups are not writable here: sandboxes are bounded by rlimits only")
 
     def _command(self) -> tuple[list[str], dict[str, str], str]:
         if self.sandbox.isolated:
             command = bwrap_command(self.workspace)
-            if self.cgroup.folders:  # join the cgroups first, then become bwrap (same pid)
-                joins = "; ".join(f'echo $$ > "{procs}"' for procs in self.cgroup.procs_files())
-                command = ["/bin/sh", "-c", f'{joins}; exec "$@"', "sandbox", *command]
+            # (Re)create the cgroups on every start: a restart must not lose its budget.
+            if self.cgroup.create():  # join them first, then become bwrap (same pid)
+                joins = " && ".join(f'echo $$ > "{procs}"' for procs in self.cgroup.procs_files())
+                command = ["/bin/sh", "-c", f'{joins} && exec "$@"', "sandbox", *command]
+            else:
+                logger.warning("cgroups are not writable here: sandboxes have rlimits only")
             return command, {}, str(self.workspace)
         # SANDBOX=none, chosen explicitly: the same worker, without isolation.
         environment = {"PATH": "/usr/bin:/bin", "HOME": str(self.workspace), "MPLBACKEND": "Agg"}
@@ -148,6 +157,11 @@ class SandboxedExecutor(BasePythonExecutor):
         return process
 
     @staticmethod
+    def _stale(process: asyncio.subprocess.Process) -> bool:
+        """A process whose pipes are gone: it died, or its transport failed."""
+        return process.returncode is not None or process.stdin is None or process.stdin.is_closing()
+
+    @staticmethod
     def _kill(process: asyncio.subprocess.Process) -> None:
         """SIGKILL the whole sandbox: bwrap's session, and with it the pid namespace."""
         with contextlib.suppress(ProcessLookupError):
@@ -157,9 +171,12 @@ class SandboxedExecutor(BasePythonExecutor):
         timeout = min(timeout or self.limits.timeout, self.limits.timeout)
         async with self._lock:
             self.last_used = time.monotonic()
-            if self._process is None or self._process.returncode is not None:
-                self._process = await self._start()
             process = self._process
+            if process is None or self._stale(process):
+                if process is not None:  # nothing was sent yet: safe to start over
+                    self._kill(process)
+                    await process.wait()
+                process = self._process = await self._start()
             assert process.stdin is not None and process.stdout is not None
             request = {"id": uuid.uuid4().hex[:12], "code": code, "timeout": timeout}
             started = time.monotonic()
@@ -168,7 +185,9 @@ class SandboxedExecutor(BasePythonExecutor):
                 await process.stdin.drain()
                 line = await asyncio.wait_for(process.stdout.readline(), timeout + _OUTER_GRACE)
                 response = json.loads(line)
-            except (TimeoutError, ValueError, ConnectionError):
+                if not _answers(response, request):
+                    raise ValueError("the sandbox answered out of turn")
+            except (TimeoutError, ValueError, ConnectionError, RuntimeError):
                 self._kill(process)
                 await process.wait()
                 self._process = None

@@ -10,6 +10,7 @@ import time
 from backend.config import Settings
 from backend.storage.workspaces import Workspaces
 from backend.tools.sandbox.availability import SandboxStatus
+from backend.tools.sandbox.cgroups import remove_stale
 from backend.tools.sandbox.executor import BasePythonExecutor, ExecutorLimits, SandboxedExecutor
 
 logger = logging.getLogger(__name__)
@@ -36,6 +37,8 @@ class ExecutorPool:
         self.sandbox = sandbox
         self.workspaces = workspaces
         self._executors: dict[str, BasePythonExecutor] = {}
+        if sandbox.isolated and (stale := remove_stale()):
+            logger.info("Removed %d cgroups left by an earlier server", stale)
 
     def limits(self) -> ExecutorLimits:
         return ExecutorLimits(

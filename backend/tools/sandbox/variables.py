@@ -12,12 +12,13 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import types
 from typing import Any
 
 CATALOG = "variables_metadata.json"
 MAX_JSON_ITEMS = 100_000
-MAX_FILES_SCANNED = 5_000
+MAX_FILES_SCANNED = 10_001
 
 
 def user_variables(namespace: dict[str, Any]) -> dict[str, Any]:
@@ -198,13 +199,24 @@ def persist(
     return changed
 
 
+def _open_regular(path: str) -> Any:
+    """Open a file the run may have tampered with: no links, no FIFOs, no devices."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{os.path.basename(path)} is not a regular file")
+    return os.fdopen(fd, "rb")
+
+
 def read_catalog(directory: str) -> dict[str, dict[str, Any]]:
     try:
-        with open(os.path.join(directory, CATALOG)) as handle:
+        with _open_regular(os.path.join(directory, CATALOG)) as handle:
             catalog = json.load(handle)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
-    return catalog if isinstance(catalog, dict) else {}
+    if not isinstance(catalog, dict):
+        return {}
+    return {k: v for k, v in catalog.items() if isinstance(k, str) and isinstance(v, dict)}
 
 
 def restore(namespace: dict[str, Any], directory: str) -> tuple[list[str], list[str]]:
@@ -218,17 +230,17 @@ def restore(namespace: dict[str, Any], directory: str) -> tuple[list[str], list[
             continue
         path = os.path.join(directory, os.path.basename(str(entry.get("file", ""))))
         try:
-            if entry["format"] == "parquet":
-                value: Any = pd.read_parquet(path)
-            elif entry["format"] == "series":
-                value = pd.read_parquet(path).iloc[:, 0]
-            elif entry["format"] == "npy":
-                value = np.load(path, allow_pickle=False)
-            elif entry["format"] == "json":
-                with open(path) as handle:
+            with _open_regular(path) as handle:
+                if entry["format"] == "parquet":
+                    value: Any = pd.read_parquet(handle)
+                elif entry["format"] == "series":
+                    value = pd.read_parquet(handle).iloc[:, 0]
+                elif entry["format"] == "npy":
+                    value = np.load(handle, allow_pickle=False)
+                elif entry["format"] == "json":
                     value = json.load(handle)
-            else:
-                continue
+                else:
+                    continue
         except Exception as exc:
             problems.append(f"{name}: {type(exc).__name__}: {exc}"[:300])
             continue
@@ -237,11 +249,11 @@ def restore(namespace: dict[str, Any], directory: str) -> tuple[list[str], list[
     return restored, problems
 
 
-def snapshot_files(root: str) -> dict[str, tuple[int, int]]:
-    """Workspace files (not following links) with their mtime and size, capped."""
+def snapshot_files(root: str, cap: int = MAX_FILES_SCANNED) -> dict[str, tuple[int, int]]:
+    """Workspace files (not following links) with their mtime and size, at most `cap`."""
     seen: dict[str, tuple[int, int]] = {}
     stack = [root]
-    while stack and len(seen) < MAX_FILES_SCANNED:
+    while stack and len(seen) < cap:
         folder = stack.pop()
         try:
             entries = list(os.scandir(folder))

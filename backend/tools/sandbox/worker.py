@@ -30,6 +30,7 @@ import select
 import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 from typing import Any
@@ -40,6 +41,9 @@ import variables
 WORKSPACE = "/workspace"  # replaced by the config's "workspace" at start-up
 ISOLATED_PIDS = True  # only in a private pid namespace may we kill "everything else"
 OUTPUT_CAP = 1_000_000
+MAX_WORKSPACE_FILES = 10_000
+DISK_FLOOR_BYTES = 1024**3  # stop a run that leaves the disk with less than this free
+DISK_FLOOR_INODES = 20_000
 KEEPER_GRACE = 3.0  # seconds past the run timeout before the keeper steps in
 CELL = "<cell>"
 
@@ -67,12 +71,15 @@ class Channel:
                 return None
             self.buffer += chunk
         line, _, self.buffer = self.buffer.partition(b"\n")
-        message: dict[str, Any] = json.loads(line)
+        try:
+            message: dict[str, Any] = json.loads(line)
+        except (ValueError, RecursionError):
+            return {"garbage": True}  # not from our code; the caller skips it
         return message
 
 
 def sweep(keep: set[int]) -> None:
-    """SIGKILL every process in the sandbox except `keep` (and pid 1, bwrap's init).
+    """SIGKILL every process in the sandbox except `keep` (and pid 1, the keeper).
 
     Returns once they are dead: a process still dying could otherwise take a
     token meant for a survivor (say, the handover byte on a pipe they share).
@@ -188,14 +195,28 @@ def run_child(
     if not outcome["ok"] or os.read(pipes["go_r"], 2) != b"go":
         os._exit(0)
     os.close(pipes["go_r"])
+    if threading.active_count() > 1 and os.fork() != 0:
+        os._exit(0)  # threads the cell started do not survive a fork: the child takes over
     # Handed over: this process is now the zygote. Stop what the run left behind.
     os.dup2(state["stderr_fd"], 2)
     sys.stderr = sys.__stderr__
     sweep({os.getpid(), state["keeper_pid"]})
 
 
+def disk_is_low() -> bool:
+    try:
+        disk = os.statvfs(WORKSPACE)
+    except OSError:
+        return False
+    return disk.f_bavail * disk.f_frsize < DISK_FLOOR_BYTES or 0 < disk.f_favail < DISK_FLOOR_INODES
+
+
+class DiskFull(Exception):
+    """The run was filling the disk the server lives on."""
+
+
 def drain(pipes: dict[str, int], deadline: float) -> tuple[bytes, bytes, bytes, bool, bool]:
-    """Read the run's stdout, stderr and result until EOF or the deadline."""
+    """Read the run's stdout, stderr and result until EOF, the deadline, or a full disk."""
     streams = {
         pipes["out_r"]: bytearray(),
         pipes["err_r"]: bytearray(),
@@ -204,11 +225,16 @@ def drain(pipes: dict[str, int], deadline: float) -> tuple[bytes, bytes, bytes, 
     open_fds = set(streams)
     truncated = timed_out = False
     result_done_at: float | None = None
+    next_disk_check = 0.0
     while open_fds:
         now = time.monotonic()
         if now >= deadline:
             timed_out = True
             break
+        if now >= next_disk_check:
+            next_disk_check = now + 0.25
+            if disk_is_low():
+                raise DiskFull
         if result_done_at is not None and now - result_done_at > 0.2:
             break  # something the run spawned still holds stdout open; stop waiting
         ready = select.select(list(open_fds), [], [], min(deadline - now, 0.05))[0]
@@ -251,11 +277,18 @@ def serve_run(
         return False  # we are the new zygote; the caller keeps serving
     for name in ("out_w", "err_w", "res_w", "go_r"):
         os.close(pipes[name])
-    out, err, res, truncated, timed_out = drain(pipes, started + timeout)
+    disk_full = False
+    try:
+        out, err, res, truncated, timed_out = drain(pipes, started + timeout)
+    except DiskFull:
+        out = err = res = b""
+        truncated, timed_out, disk_full = False, False, True
     for name in ("out_r", "err_r", "res_r"):
         os.close(pipes[name])
-    outcome = None if timed_out else _result_of(pid, res)
-    ok = bool(outcome and outcome["ok"])
+    outcome = None if timed_out or disk_full else _result_of(pid, res)
+    after = variables.snapshot_files(WORKSPACE, MAX_WORKSPACE_FILES + 1)
+    too_many_files = len(after) > MAX_WORKSPACE_FILES
+    ok = bool(outcome and outcome["ok"]) and not too_many_files
     response: dict[str, Any] = {
         "id": request["id"],
         "ok": ok,
@@ -267,7 +300,7 @@ def serve_run(
     if ok:
         assert outcome is not None
         response.update(figures=outcome["figures"], variables=outcome["variables"])
-        response["files"] = variables.changed_files(before, variables.snapshot_files(WORKSPACE))
+        response["files"] = variables.changed_files(before, after)
         chan.send(response)
         # Whatever the cell forked could read the handover token: stop it first.
         sweep({os.getpid(), state["keeper_pid"], pid})
@@ -276,13 +309,23 @@ def serve_run(
         return True
     os.close(pipes["go_w"])
     _, status = _kill_run(pid, state["keeper_pid"])
-    if timed_out:
+    if disk_full:
+        response["error"] = (
+            "OSError: the run was stopped because the disk was nearly full; "
+            "delete files from the workspace."
+        )
+    elif too_many_files:
+        response["error"] = (
+            f"OSError: the workspace holds more than {MAX_WORKSPACE_FILES} files, the limit; "
+            "the run was undone. Delete files (for example with shutil.rmtree) to continue."
+        )
+    elif timed_out:
         response["error"] = f"TimeoutError: the code ran longer than {timeout:g} s and was stopped."
     elif outcome is not None:
         response["error"] = outcome["error"]
     else:
         response["error"] = _describe_death(status)
-    response["files"] = variables.changed_files(before, variables.snapshot_files(WORKSPACE))
+    response["files"] = variables.changed_files(before, after)
     chan.send(response)
     return False
 
@@ -338,7 +381,10 @@ def zygote(chan: Channel, config: dict[str, Any], keeper_pid: int) -> None:
     for folder in ("uploads", "outputs", "variables"):
         os.makedirs(os.path.join(WORKSPACE, folder), exist_ok=True)
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
-    restored, problems = variables.restore(namespace, os.path.join(WORKSPACE, "variables"))
+    try:
+        restored, problems = variables.restore(namespace, os.path.join(WORKSPACE, "variables"))
+    except Exception as exc:  # a tampered catalog must never keep the session from starting
+        restored, problems = [], [f"catalog: {type(exc).__name__}: {exc}"[:300]]
     state = {
         "config": config,
         "keeper_pid": keeper_pid,
@@ -364,11 +410,13 @@ def _fork_patiently() -> int:
     return os.fork()
 
 
-def spawn_zygote(config: dict[str, Any]) -> Channel:
+def spawn_zygote(config: dict[str, Any], server_fds: tuple[int, ...]) -> Channel:
     keeper_side, zygote_side = socket.socketpair()
     keeper_pid = os.getpid()
     if _fork_patiently() == 0:
         keeper_side.close()
+        for fd in server_fds:  # runs must never reach the server's pipes
+            os.close(fd)
         try:
             zygote(Channel(zygote_side), config, keeper_pid)
         finally:
@@ -377,7 +425,24 @@ def spawn_zygote(config: dict[str, Any]) -> Channel:
     return Channel(keeper_side)
 
 
+def _answers(response: Any, request: dict[str, Any]) -> bool:
+    return (
+        isinstance(response, dict)
+        and response.get("id") == request["id"]
+        and isinstance(response.get("ok"), bool)
+    )
+
+
+def _undumpable() -> None:
+    """Keep other processes (runs) out of our /proc/<pid>/fd, where the server's pipes are."""
+    import ctypes
+
+    pr_set_dumpable = 4
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_dumpable, 0, 0, 0, 0)
+
+
 def keeper() -> None:
+    _undumpable()
     requests = os.fdopen(os.dup(0), "r")
     responses = os.fdopen(os.dup(1), "w")
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -390,8 +455,10 @@ def keeper() -> None:
     os.chdir(WORKSPACE)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # zygotes come and go; never keep zombies
 
+    server_fds = (requests.fileno(), responses.fileno())
+
     def start() -> tuple[Channel, dict[str, Any]]:
-        chan = spawn_zygote(config)
+        chan = spawn_zygote(config, server_fds)
         hello = chan.recv(time.monotonic() + 120) or {"ready": False}
         return chan, hello
 
@@ -401,7 +468,10 @@ def keeper() -> None:
     for line in requests:
         request = json.loads(line)
         chan.send(request)
-        response = chan.recv(time.monotonic() + config["max_timeout"] + KEEPER_GRACE)
+        deadline = time.monotonic() + config["max_timeout"] + KEEPER_GRACE
+        response = chan.recv(deadline)
+        while response is not None and not _answers(response, request):
+            response = chan.recv(deadline)  # a run may write into the channel: skip forgeries
         if response is None:
             sweep({os.getpid()})
             chan.sock.close()
