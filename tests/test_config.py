@@ -47,9 +47,8 @@ def test_invalid_value_names_the_variable(
     assert "\n" not in message
 
 
-def test_server_refuses_to_start_with_a_one_line_error() -> None:
-    env = {**os.environ, "PORT": "abc", "DATA_DIR": "/nonexistent/never-created"}
-    result = subprocess.run(
+def start_backend(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, "run_backend.py"],
         cwd=ROOT,
         env=env,
@@ -57,6 +56,11 @@ def test_server_refuses_to_start_with_a_one_line_error() -> None:
         text=True,
         timeout=60,
     )
+
+
+def test_server_refuses_to_start_with_a_one_line_error() -> None:
+    env = {**os.environ, "PORT": "abc", "DATA_DIR": "/nonexistent/never-created"}
+    result = start_backend(env)
     assert result.returncode == 2
     assert result.stderr.startswith("error: Invalid configuration: PORT:")
     assert len(result.stderr.strip().splitlines()) == 1
@@ -66,13 +70,6 @@ def test_server_refuses_to_start_with_a_one_line_error() -> None:
 def test_explicit_backend_without_its_settings_stops_start_up(tmp_path: os.PathLike[str]) -> None:
     env = {**os.environ, "LLM_BACKEND": "openai", "DATA_DIR": str(tmp_path), "PORT": "1"}
     env.pop("OPENAI_BASE_URL", None)
-    result = subprocess.run(
-        [sys.executable, "run_backend.py"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = start_backend(env)
     assert result.returncode == 2
     assert "OPENAI_BASE_URL: required when LLM_BACKEND=openai" in result.stderr

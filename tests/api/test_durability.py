@@ -11,9 +11,14 @@ from tests.conftest import write_replies
 from tests.support.live_server import LiveServer
 
 
+def scripted_server(tmp_path: Path, replies: list[object], **env: str) -> LiveServer:
+    """A server on the scripted model, with its data in tmp_path/data."""
+    path = write_replies(tmp_path / "replies.json", replies)
+    return LiveServer(tmp_path / "data", LLM_BACKEND="scripted", SCRIPTED_REPLIES=path, **env)
+
+
 def test_restart_keeps_conversations_and_the_generated_admin_password(tmp_path: Path) -> None:
-    replies = write_replies(tmp_path / "replies.json", [{"content": "Stored.", "repeat": True}])
-    server = LiveServer(tmp_path / "data", LLM_BACKEND="scripted", SCRIPTED_REPLIES=replies)
+    server = scripted_server(tmp_path, [{"content": "Stored.", "repeat": True}])
     server.start()
     try:
         printed = re.findall(r"ADMIN_PASSWORD=(\S+)", server.log())
@@ -39,13 +44,7 @@ def test_restart_keeps_conversations_and_the_generated_admin_password(tmp_path: 
 
 
 def test_changing_admin_password_ends_old_sessions(tmp_path: Path) -> None:
-    replies = write_replies(tmp_path / "replies.json", [])
-    server = LiveServer(
-        tmp_path / "data",
-        LLM_BACKEND="scripted",
-        SCRIPTED_REPLIES=replies,
-        ADMIN_PASSWORD="old-pass-1",
-    )
+    server = scripted_server(tmp_path, [], ADMIN_PASSWORD="old-pass-1")
     server.start()
     old_token = server.token()
     server.stop()
@@ -65,13 +64,8 @@ def test_changing_admin_password_ends_old_sessions(tmp_path: Path) -> None:
 
 
 def test_acknowledged_message_survives_kill_9(tmp_path: Path) -> None:
-    replies = write_replies(tmp_path / "replies.json", [{"content": "Durable.", "repeat": True}])
-    server = LiveServer(
-        tmp_path / "data",
-        LLM_BACKEND="scripted",
-        SCRIPTED_REPLIES=replies,
-        ADMIN_PASSWORD="pw-12345678",
-    )
+    replies = [{"content": "Durable.", "repeat": True}]
+    server = scripted_server(tmp_path, replies, ADMIN_PASSWORD="pw-12345678")
     server.start()
     with server.client() as http:
         response = http.post("/api/chat", json={"message": "do not lose this", "session_id": "k9"})
@@ -92,13 +86,7 @@ def test_acknowledged_message_survives_kill_9(tmp_path: Path) -> None:
 
 
 def test_health_reports_backend_model_and_sandbox(tmp_path: Path) -> None:
-    replies = write_replies(tmp_path / "replies.json", [])
-    server = LiveServer(
-        tmp_path / "data",
-        LLM_BACKEND="scripted",
-        SCRIPTED_REPLIES=replies,
-        ADMIN_PASSWORD="pw-12345678",
-    )
+    server = scripted_server(tmp_path, [], ADMIN_PASSWORD="pw-12345678")
     server.start()
     try:
         health = httpx.get(f"{server.url}/health").json()
@@ -116,14 +104,7 @@ def test_health_reports_backend_model_and_sandbox(tmp_path: Path) -> None:
 
 
 def test_health_warns_when_the_sandbox_is_switched_off(tmp_path: Path) -> None:
-    replies = write_replies(tmp_path / "replies.json", [])
-    server = LiveServer(
-        tmp_path / "data",
-        LLM_BACKEND="scripted",
-        SCRIPTED_REPLIES=replies,
-        ADMIN_PASSWORD="pw-12345678",
-        SANDBOX="none",
-    )
+    server = scripted_server(tmp_path, [], ADMIN_PASSWORD="pw-12345678", SANDBOX="none")
     server.start()
     try:
         sandbox = httpx.get(f"{server.url}/health").json()["sandbox"]

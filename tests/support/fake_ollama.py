@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
+
+from tests.support.threaded_server import ThreadedServer
 
 
 def create_app(models: list[str], reply: str) -> Starlette:
@@ -38,21 +37,7 @@ def create_app(models: list[str], reply: str) -> Starlette:
     return Starlette(routes=[Route("/api/tags", tags), Route("/api/chat", chat, methods=["POST"])])
 
 
-class FakeOllama:
+class FakeOllama(ThreadedServer):
     def __init__(self, port: int, models: list[str], reply: str = "Hello from Ollama.") -> None:
-        config = uvicorn.Config(
-            create_app(models, reply), host="127.0.0.1", port=port, log_level="warning"
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.url = f"http://127.0.0.1:{port}"
-
-    def __enter__(self) -> FakeOllama:
-        self.thread.start()
-        while not self.server.started:
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+        super().__init__(create_app(models, reply), port)
+        self.url = self.base_url

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import threading
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -20,6 +19,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
+
+from tests.support.threaded_server import ThreadedServer
 
 MODEL = "fake-upstream"
 
@@ -106,26 +107,12 @@ def create_app(tokens: int = 20, delay: float = 0.005) -> Starlette:
     )
 
 
-class FakeUpstreamThread:
-    """Serve the fake upstream from a background thread of this process."""
+class FakeUpstreamThread(ThreadedServer):
+    """The fake upstream, served from a background thread of this process."""
 
     def __init__(self, port: int, tokens: int = 20, delay: float = 0.005) -> None:
-        config = uvicorn.Config(
-            create_app(tokens, delay), host="127.0.0.1", port=port, log_level="warning"
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.url = f"http://127.0.0.1:{port}/v1"
-
-    def __enter__(self) -> FakeUpstreamThread:
-        self.thread.start()
-        while not self.server.started:
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+        super().__init__(create_app(tokens, delay), port)
+        self.url = f"{self.base_url}/v1"
 
 
 def main() -> None:

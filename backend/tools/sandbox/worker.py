@@ -23,19 +23,18 @@ import builtins
 import contextlib
 import io
 import json
-import linecache
 import os
-import resource
 import select
 import signal
 import socket
 import sys
 import threading
 import time
-import traceback
 from typing import Any
 
+# Our own read-only modules, beside this file (-I keeps the workspace off sys.path).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cell
 import variables
 
 WORKSPACE = "/workspace"  # replaced by the config's "workspace" at start-up
@@ -45,7 +44,6 @@ MAX_WORKSPACE_FILES = 10_000
 DISK_FLOOR_BYTES = 1024**3  # stop a run that leaves the disk with less than this free
 DISK_FLOOR_INODES = 20_000
 KEEPER_GRACE = 3.0  # seconds past the run timeout before the keeper steps in
-CELL = "<cell>"
 
 
 class Channel:
@@ -108,64 +106,7 @@ def _alive(pid: int) -> bool:
     return state not in (b"Z", b"X")
 
 
-# The run -------------------------------------------------------------------
-
-
-def apply_limits(config: dict[str, Any]) -> None:
-    """Hard limits for the run (and the zygotes it may become); they can only go down."""
-    megabyte = 1024 * 1024
-    limits = {
-        resource.RLIMIT_AS: config["max_memory_mb"] * megabyte,
-        resource.RLIMIT_CPU: int(config["max_timeout"]) + 2,
-        resource.RLIMIT_FSIZE: int(config["max_file_mb"] * megabyte),
-        resource.RLIMIT_NOFILE: 256,
-        resource.RLIMIT_NPROC: config["max_processes"],
-        resource.RLIMIT_CORE: 0,
-    }
-    for kind, value in limits.items():
-        _, hard = resource.getrlimit(kind)
-        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-        resource.setrlimit(kind, (value, value))
-
-
-def clean_traceback(exc: BaseException) -> str:
-    """The traceback the model needs: the cell's frames and the error, no sandbox internals."""
-    summary = traceback.TracebackException.from_exception(exc)
-    frames = [frame for frame in summary.stack if frame.filename == CELL]
-    summary.stack = traceback.StackSummary.from_list(frames)
-    return "".join(summary.format())
-
-
-def save_figures(run_id: str) -> list[str]:
-    import matplotlib.pyplot as plt
-
-    saved = []
-    for number in plt.get_fignums():
-        relative = f"outputs/plot_{run_id}_{number}.png"
-        plt.figure(number).savefig(os.path.join(WORKSPACE, relative), dpi=100)
-        saved.append(relative)
-    plt.close("all")
-    return saved
-
-
-def execute(
-    code: str, namespace: dict[str, Any], state: dict[str, Any], run_id: str
-) -> dict[str, Any]:
-    """Run the cell; on success save its figures and persist the variables it changed."""
-    linecache.cache[CELL] = (len(code), None, code.splitlines(True), CELL)
-    try:
-        exec(compile(code, CELL, "exec"), namespace)
-    except BaseException as exc:
-        return {"ok": False, "error": clean_traceback(exc)}
-    try:
-        figures = save_figures(run_id)
-        saved = variables.persist(
-            namespace, state["fingerprints"], os.path.join(WORKSPACE, "variables")
-        )
-    except Exception as exc:  # e.g. the workspace is full: the run cannot be kept
-        error = f"{type(exc).__name__}: the results could not be saved: {exc}"
-        return {"ok": False, "error": error}
-    return {"ok": True, "error": None, "figures": figures, "variables": saved}
+# The run, seen from the zygote -------------------------------------------------
 
 
 def run_child(
@@ -182,8 +123,8 @@ def run_child(
         os.close(pipes[name])
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=True)
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
-    apply_limits(state["config"])
-    outcome = execute(request["code"], namespace, state, request["id"])
+    cell.apply_limits(state["config"])
+    outcome = cell.execute(request["code"], namespace, state, request["id"], WORKSPACE)
     sys.stdout.flush()
     sys.stderr.flush()
     devnull = os.open(os.devnull, os.O_RDWR)

@@ -1,0 +1,73 @@
+"""Running one cell inside a forked run: limits, the cell itself, its results.
+
+Part of the in-sandbox program (see `worker.py`); stdlib and data packages only.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import resource
+import traceback
+from typing import Any
+
+import variables
+
+CELL = "<cell>"
+
+
+def apply_limits(config: dict[str, Any]) -> None:
+    """Hard limits for the run (and the zygotes it may become); they can only go down."""
+    megabyte = 1024 * 1024
+    limits = {
+        resource.RLIMIT_AS: config["max_memory_mb"] * megabyte,
+        resource.RLIMIT_CPU: int(config["max_timeout"]) + 2,
+        resource.RLIMIT_FSIZE: int(config["max_file_mb"] * megabyte),
+        resource.RLIMIT_NOFILE: 256,
+        resource.RLIMIT_NPROC: config["max_processes"],
+        resource.RLIMIT_CORE: 0,
+    }
+    for kind, value in limits.items():
+        _, hard = resource.getrlimit(kind)
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(kind, (value, value))
+
+
+def clean_traceback(exc: BaseException) -> str:
+    """The traceback the model needs: the cell's frames and the error, no sandbox internals."""
+    summary = traceback.TracebackException.from_exception(exc)
+    frames = [frame for frame in summary.stack if frame.filename == CELL]
+    summary.stack = traceback.StackSummary.from_list(frames)
+    return "".join(summary.format())
+
+
+def save_figures(workspace: str, run_id: str) -> list[str]:
+    import matplotlib.pyplot as plt
+
+    saved = []
+    for number in plt.get_fignums():
+        relative = f"outputs/plot_{run_id}_{number}.png"
+        plt.figure(number).savefig(os.path.join(workspace, relative), dpi=100)
+        saved.append(relative)
+    plt.close("all")
+    return saved
+
+
+def execute(
+    code: str, namespace: dict[str, Any], state: dict[str, Any], run_id: str, workspace: str
+) -> dict[str, Any]:
+    """Run the cell; on success save its figures and persist the variables it changed."""
+    linecache.cache[CELL] = (len(code), None, code.splitlines(True), CELL)
+    try:
+        exec(compile(code, CELL, "exec"), namespace)
+    except BaseException as exc:
+        return {"ok": False, "error": clean_traceback(exc)}
+    try:
+        figures = save_figures(workspace, run_id)
+        saved = variables.persist(
+            namespace, state["fingerprints"], os.path.join(workspace, "variables")
+        )
+    except Exception as exc:  # e.g. the workspace is full: the run cannot be kept
+        error = f"{type(exc).__name__}: the results could not be saved: {exc}"
+        return {"ok": False, "error": error}
+    return {"ok": True, "error": None, "figures": figures, "variables": saved}
