@@ -64,6 +64,9 @@ def bwrap_command(workspace: Path) -> list[str]:
     for name, value in _ENVIRONMENT.items():
         command += ["--setenv", name, value]
     command += [
+        # The private /tmp goes first: a runtime or workspace that lives under the
+        # host's /tmp is bound on top of it afterwards instead of being hidden by it.
+        "--size", str(TMP_SIZE_BYTES), "--tmpfs", "/tmp",
         "--ro-bind", "/usr", "/usr",
         "--symlink", "usr/lib", "/lib",
         "--symlink", "usr/lib64", "/lib64",
@@ -79,7 +82,6 @@ def bwrap_command(workspace: Path) -> list[str]:
         "--dev", "/dev",
         "--size", str(SHM_SIZE_BYTES), "--tmpfs", "/dev/shm",
         "--remount-ro", "/dev",  # device nodes still work; no files can be added there
-        "--size", str(TMP_SIZE_BYTES), "--tmpfs", "/tmp",
         "--bind", str(workspace), SANDBOX_WORKSPACE,
         "--remount-ro", "/",  # bwrap's root is an unsized tmpfs: nothing may be written there
         "--chdir", SANDBOX_WORKSPACE,
