@@ -59,13 +59,17 @@ def execute(
     """Run the cell; on success save its figures and persist the variables it changed."""
     linecache.cache[CELL] = (len(code), None, code.splitlines(True), CELL)
     try:
-        exec(compile(code, CELL, "exec"), namespace)
+        compiled = compile(code, CELL, "exec")
+        exec(compiled, namespace)
     except BaseException as exc:
         return {"ok": False, "error": clean_traceback(exc)}
     try:
         figures = save_figures(workspace, run_id)
         saved = variables.persist(
-            namespace, state["fingerprints"], os.path.join(workspace, "variables")
+            namespace,
+            state["fingerprints"],
+            os.path.join(workspace, "variables"),
+            only=variables.names_to_check(compiled, namespace),
         )
     except Exception as exc:  # e.g. the workspace is full: the run cannot be kept
         error = f"{type(exc).__name__}: the results could not be saved: {exc}"

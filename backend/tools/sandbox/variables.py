@@ -168,10 +168,47 @@ def _remove_files(entry: dict[str, Any], workspace: str) -> None:
             os.unlink(os.path.join(workspace, entry["file"]))
 
 
+# Names through which a cell can reach variables it does not name.
+_REFLECTIVE = frozenset({"globals", "vars", "locals", "exec", "eval", "getattr", "setattr"})
+
+
+def names_to_check(code: types.CodeType, namespace: dict[str, Any]) -> set[str] | None:
+    """The variables a cell could have changed, or None when it could have changed any.
+
+    A cell changes what it names, and the same objects under other names (aliases).
+    When it names a function or class it defined, a container we cannot see into, or
+    a reflective builtin, anything may have changed, and everything is checked.
+    """
+    referenced: set[str] = set()
+    stack = [code]
+    while stack:
+        current = stack.pop()
+        referenced.update(current.co_names)
+        stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+    if referenced & _REFLECTIVE:
+        return None
+    data = user_variables(namespace)
+    for name in referenced:
+        value = namespace.get(name)
+        if isinstance(value, types.FunctionType | type):
+            return None
+        if name in data and kind_of(value) is None:
+            return None  # an opaque object may hold references to anything
+    touched = {id(data[name]) for name in referenced if name in data}
+    return {name for name, value in data.items() if name in referenced or id(value) in touched}
+
+
 def persist(
-    namespace: dict[str, Any], known: dict[str, str], directory: str
+    namespace: dict[str, Any],
+    known: dict[str, str],
+    directory: str,
+    only: set[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Save the variables whose fingerprint changed; update `known` and the catalog."""
+    """Save the variables whose fingerprint changed; update `known` and the catalog.
+
+    `only` limits the check to those names (see `names_to_check`); new names are
+    always checked.
+    """
     workspace = os.path.dirname(directory)
     os.makedirs(directory, exist_ok=True)
     catalog = read_catalog(directory)
@@ -182,6 +219,8 @@ def persist(
         known.pop(name, None)
     changed = []
     for name, value in current.items():
+        if only is not None and name not in only and name in known and name in catalog:
+            continue
         mark = fingerprint(value)
         if known.get(name) == mark and name in catalog:
             continue

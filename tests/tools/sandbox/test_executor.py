@@ -198,3 +198,24 @@ async def test_a_whole_sandbox_has_one_process_budget(executor: SandboxedExecuto
     assert "refused" in result.stdout
     assert executor.cgroup.folders, "make test runs as root, where the cgroup must exist"
     assert (await executor.run("print(x)")).stdout == "1\n"
+
+
+@pytest.mark.parametrize(
+    ("setup", "mutation"),
+    [
+        ("alias = frame", "alias.loc[0, 'v'] = 5"),
+        ("def change():\n    frame.loc[0, 'v'] = 5", "change()"),
+        ("holder = {'f': frame, 'note': object()}", "holder['f'].loc[0, 'v'] = 5"),
+        ("pass", "globals()['frame'].loc[0, 'v'] = 5"),
+    ],
+    ids=["alias", "function", "container", "globals"],
+)
+async def test_changes_through_other_names_are_persisted(
+    executor: SandboxedExecutor, setup: str, mutation: str
+) -> None:
+    """Only the variables a cell names are re-checked, unless it could reach others."""
+    await executor.run(f"import pandas as pd\nframe = pd.DataFrame({{'v': [1, 2]}})\n{setup}")
+    changed = await executor.run(mutation)
+    assert "frame" in [v["name"] for v in changed.variables]
+    untouched = await executor.run("print(1)")
+    assert untouched.variables == []
