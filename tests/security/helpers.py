@@ -23,11 +23,13 @@ __all__ = [
     "Secrets",
     "assert_healthy",
     "assert_no_secrets",
+    "assert_x_kept",
     "client",
     "close_clients",
     "everything",
     "new_session",
     "run",
+    "set_x",
     "stdout",
     "workspace",
 ]
@@ -133,3 +135,14 @@ def assert_healthy(server: LiveServer) -> None:
     result = run(server, "print(1+1)", new_session("health"))
     assert result["success"], result
     assert stdout(result).strip() == "2", result
+
+
+def set_x(server: LiveServer, sid: str) -> None:
+    result = run(server, "x = 41\nprint('SET')", sid)
+    assert "SET" in stdout(result), result
+
+
+def assert_x_kept(server: LiveServer, sid: str) -> None:
+    result = run(server, "print(x)", sid)
+    assert result["success"], result
+    assert stdout(result).strip() == "41", result

@@ -13,8 +13,10 @@ from tests.security.helpers import (
     SLACK,
     Secrets,
     assert_no_secrets,
+    assert_x_kept,
     everything,
     run,
+    set_x,
     stdout,
     workspace,
 )
@@ -30,17 +32,6 @@ def host_canary() -> Iterator[subprocess.Popen[bytes]]:
     finally:
         process.kill()
         process.wait()
-
-
-def set_x(server: LiveServer, sid: str) -> None:
-    result = run(server, "x = 41\nprint('SET')", sid)
-    assert "SET" in stdout(result), result
-
-
-def assert_x_kept(server: LiveServer, sid: str) -> None:
-    result = run(server, "print(x)", sid)
-    assert result["success"], result
-    assert stdout(result).strip() == "41", result
 
 
 FORK_BOMBS = {

@@ -4,22 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.security.helpers import SLACK, everything, run, stdout
+from tests.security.helpers import SLACK, assert_x_kept, everything, run, set_x, stdout
 from tests.support.live_server import LiveServer
 
 OUTPUT_LIMIT = 1_200_000
 TRUNCATION_NOTICE = "[output truncated at 1 MB]"
-
-
-def set_x(server: LiveServer, sid: str) -> None:
-    result = run(server, "x = 41\nprint('SET')", sid)
-    assert "SET" in stdout(result), result
-
-
-def assert_x_kept(server: LiveServer, sid: str) -> None:
-    result = run(server, "print(x)", sid)
-    assert result["success"], result
-    assert stdout(result).strip() == "41", result
 
 
 MEMORY_BOMBS = {
