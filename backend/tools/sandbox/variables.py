@@ -18,7 +18,8 @@ from typing import Any
 
 CATALOG = "variables_metadata.json"
 MAX_JSON_ITEMS = 100_000
-MAX_FILES_SCANNED = 10_001
+MAX_WORKSPACE_FILES = 10_000
+MAX_FILES_SCANNED = MAX_WORKSPACE_FILES + 1  # one past the limit shows it was crossed
 
 
 def user_variables(namespace: dict[str, Any]) -> dict[str, Any]:

@@ -40,7 +40,6 @@ import variables
 WORKSPACE = "/workspace"  # replaced by the config's "workspace" at start-up
 ISOLATED_PIDS = True  # only in a private pid namespace may we kill "everything else"
 OUTPUT_CAP = 1_000_000
-MAX_WORKSPACE_FILES = 10_000
 DISK_FLOOR_BYTES = 1024**3  # stop a run that leaves the disk with less than this free
 DISK_FLOOR_INODES = 20_000
 KEEPER_GRACE = 3.0  # seconds past the run timeout before the keeper steps in
@@ -227,8 +226,8 @@ def serve_run(
     for name in ("out_r", "err_r", "res_r"):
         os.close(pipes[name])
     outcome = None if timed_out or disk_full else _result_of(pid, res)
-    after = variables.snapshot_files(WORKSPACE, MAX_WORKSPACE_FILES + 1)
-    too_many_files = len(after) > MAX_WORKSPACE_FILES
+    after = variables.snapshot_files(WORKSPACE)
+    too_many_files = len(after) > variables.MAX_WORKSPACE_FILES
     ok = bool(outcome and outcome["ok"]) and not too_many_files
     response: dict[str, Any] = {
         "id": request["id"],
@@ -257,8 +256,9 @@ def serve_run(
         )
     elif too_many_files:
         response["error"] = (
-            f"OSError: the workspace holds more than {MAX_WORKSPACE_FILES} files, the limit; "
-            "the run was undone. Delete files (for example with shutil.rmtree) to continue."
+            f"OSError: the workspace holds more than {variables.MAX_WORKSPACE_FILES} files, "
+            "the limit; the run was undone. Delete files (for example with shutil.rmtree) "
+            "to continue."
         )
     elif timed_out:
         response["error"] = f"TimeoutError: the code ran longer than {timeout:g} s and was stopped."
