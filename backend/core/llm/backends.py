@@ -54,6 +54,10 @@ class LLMBackend(ABC):
         }
         return {key: value for key, value in given.items() if value is not None}
 
+    def structured_kwargs(self, schema: dict[str, Any]) -> dict[str, Any] | None:
+        """Call arguments that constrain a reply to `schema`, or None if unsupported."""
+        return None
+
     async def resolve_model(self, requested: str) -> str:
         """Return the model to use, or raise `LLMError` (404) naming the fix."""
         models = await self.list_models()
@@ -141,6 +145,9 @@ class OllamaBackend(LLMBackend):
         # ChatOllama sends either these options or its own defaults, never a mix.
         ollama_options = {key: value for key, value in given.items() if value is not None}
         return {"options": ollama_options} if ollama_options else {}
+
+    def structured_kwargs(self, schema: dict[str, Any]) -> dict[str, Any] | None:
+        return {"format": schema}
 
     def explain(self, exc: Exception) -> LLMError:
         from ollama import ResponseError
@@ -236,6 +243,10 @@ class EmbeddedBackend(LLMBackend):
         )
         super().__init__(self._model.model_name, reason)
         self._model.load()
+
+    def structured_kwargs(self, schema: dict[str, Any]) -> dict[str, Any] | None:
+        # Decoding follows a llama.cpp grammar built from the schema.
+        return {"response_format": {"type": "json_object", "schema": schema}}
 
     async def list_models(self) -> list[str]:
         return [self.default_model]

@@ -1,0 +1,1 @@
+"""The python_coder tool: turn a question about the session's data into checked, executed code."""

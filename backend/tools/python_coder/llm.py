@@ -1,0 +1,142 @@
+"""The coder's view of the LLM: plain or JSON replies, counted and logged.
+
+Every stage (select, generate, review, fix, answer, the TDD steps) calls the
+model through `CoderLLM`, so each prompt and reply reaches the prompt log with
+its stage, and a run can report how many calls and tokens it took. Structured
+replies use the backend's JSON-schema-constrained decoding where it has one
+(llama.cpp grammars, Ollama's `format`); otherwise the JSON is dug out of the
+text, which is what small models need anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel, ValidationError
+
+from backend.core.audit import AuditLog
+from backend.core.llm import LLMBackend
+
+T = TypeVar("T", bound=BaseModel)
+
+_JSON_FENCE = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
+
+
+class StructuredReplyError(Exception):
+    """The model's reply is not JSON matching the schema."""
+
+
+@dataclass
+class LLMUsage:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class CoderLLM:
+    backend: LLMBackend
+    model: BaseChatModel
+    model_name: str
+    audit: AuditLog | None = None
+    user: str = ""
+    session_id: str = ""
+    call_kwargs: dict[str, Any] = field(default_factory=dict)
+    usage: LLMUsage = field(default_factory=LLMUsage)
+
+    @classmethod
+    def for_backend(
+        cls,
+        backend: LLMBackend,
+        model_name: str,
+        audit: AuditLog | None = None,
+        *,
+        user: str = "",
+        session_id: str = "",
+    ) -> CoderLLM:
+        return cls(
+            backend=backend,
+            model=backend.chat_model(model_name),
+            model_name=model_name,
+            audit=audit,
+            user=user,
+            session_id=session_id,
+        )
+
+    async def text(self, stage: str, system: str, prompt: str) -> str:
+        """One plain reply to `prompt`."""
+        return await self._call(stage, _messages(system, prompt), {})
+
+    async def json(self, stage: str, system: str, prompt: str, schema: type[T]) -> T:
+        """A reply parsed into `schema`; raises `StructuredReplyError` if it is not one."""
+        constrained = self.backend.structured_kwargs(schema.model_json_schema()) or {}
+        reply = await self._call(stage, _messages(system, prompt), constrained)
+        return parse_json_reply(reply, schema)
+
+    async def _call(self, stage: str, messages: list[BaseMessage], extra: dict[str, Any]) -> str:
+        error: str | None = None
+        reply = ""
+        try:
+            message = await self.model.ainvoke(messages, **self.call_kwargs, **extra)
+            reply = str(message.text)
+            usage = getattr(message, "usage_metadata", None) or {}
+            self.usage.prompt_tokens += int(usage.get("input_tokens", 0))
+            self.usage.completion_tokens += int(usage.get("output_tokens", 0))
+            return reply
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            raise self.backend.explain(exc) from exc
+        finally:
+            self.usage.calls += 1
+            if self.audit is not None:
+                self.audit.prompt(
+                    user=self.user,
+                    session_id=self.session_id,
+                    model=self.model_name,
+                    agent_type="python_coder",
+                    stage=stage,
+                    prompt=[{"role": m.type, "content": str(m.content)} for m in messages],
+                    answer=reply,
+                    error=error,
+                )
+
+
+def _messages(system: str, prompt: str) -> list[BaseMessage]:
+    return [SystemMessage(system), HumanMessage(prompt)] if system else [HumanMessage(prompt)]
+
+
+def parse_json_reply(reply: str, schema: type[T]) -> T:
+    """The first JSON object in `reply` that validates as `schema`."""
+    for candidate in _json_candidates(reply):
+        try:
+            return schema.model_validate(candidate)
+        except ValidationError:
+            continue
+    raise StructuredReplyError(f"the reply is not a JSON object matching {schema.__name__}")
+
+
+def _json_candidates(reply: str) -> list[Any]:
+    texts = [*_JSON_FENCE.findall(reply), reply]
+    found: list[Any] = []
+    decoder = json.JSONDecoder()
+    for text in texts:
+        for start, char in enumerate(text):
+            if char not in "{[":
+                continue
+            try:
+                value, _ = decoder.raw_decode(text, start)
+            except ValueError:
+                continue
+            found.append(value)
+            if len(found) >= 8:
+                return found
+    return found
