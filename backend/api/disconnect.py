@@ -18,6 +18,7 @@ class ClientGone(Exception):
 async def unless_disconnected(request: Request, work: Awaitable[T]) -> T:
     """Await `work`, cancelling it if the client disconnects first."""
     results: list[T] = []
+    errors: list[Exception] = []
     async with anyio.create_task_group() as group:
 
         async def watch() -> None:
@@ -26,8 +27,13 @@ async def unless_disconnected(request: Request, work: Awaitable[T]) -> T:
             group.cancel_scope.cancel()
 
         group.start_soon(watch)
-        results.append(await work)
+        try:
+            results.append(await work)
+        except Exception as exc:  # raised as itself, not wrapped in an ExceptionGroup
+            errors.append(exc)
         group.cancel_scope.cancel()
+    if errors:
+        raise errors[0]
     if not results:
         raise ClientGone
     return results[0]

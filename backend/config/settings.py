@@ -64,6 +64,7 @@ class Settings(BaseSettings):
     PYTHON_CODE_MAX_ITERATIONS: int = Field(default=3, ge=0)
     PYTHON_CODE_MAX_RETRIES: int = Field(default=5, ge=1)
     PYTHON_CODE_MAX_FILE_SIZE: float = Field(default=50, gt=0)
+    PYTHON_CODE_MAX_FILES_TO_SELECT: int = Field(default=5, ge=1)  # more: the LLM picks
     PYTHON_EXECUTOR_MODE: ExecutorMode = "native"
     SANDBOX: SandboxMode = "auto"
     SANDBOX_IDLE_SECONDS: float = Field(default=900, gt=0)  # reap workers idle this long

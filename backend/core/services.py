@@ -17,6 +17,8 @@ from backend.core.llm import LLMBackend, create_llm_backend
 from backend.core.security import load_or_create_secret_key
 from backend.storage import Store, open_store
 from backend.storage.workspaces import Workspaces
+from backend.tools.python_coder.catalog import WorkspaceCatalog
+from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.sandbox import SandboxStatus, resolve_sandbox
 from backend.tools.sandbox.pool import ExecutorPool
 
@@ -32,6 +34,8 @@ class Services:
     workspaces: Workspaces
     executors: ExecutorPool
     audit: AuditLog
+    catalog: WorkspaceCatalog
+    coder: PythonCoder
 
     async def close(self) -> None:
         await self.executors.close_all()
@@ -51,6 +55,7 @@ def build_services(settings: Settings) -> Services:
         raise
     workspaces = Workspaces(settings.DATA_DIR)
     audit = AuditLog(settings.DATA_DIR)
+    catalog = WorkspaceCatalog(workspaces)
     return Services(
         settings=settings,
         secret_key=secret_key,
@@ -61,4 +66,6 @@ def build_services(settings: Settings) -> Services:
         workspaces=workspaces,
         executors=ExecutorPool(settings, sandbox, workspaces),
         audit=audit,
+        catalog=catalog,
+        coder=PythonCoder(settings, workspaces, catalog, audit),
     )

@@ -8,14 +8,16 @@ files, and walks paths one component at a time relative to the workspace.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-SUBFOLDERS = ("uploads", "outputs", "variables")
+SUBFOLDERS = ("uploads", "outputs", "variables", "scripts")
 MAX_LISTED = 2_000
 
 # Extensions the tools understand (the seeds' list).
@@ -155,6 +157,10 @@ class Workspaces:
             raise NotARegularFile(relative)
         return fd
 
+    def open_file(self, session_id: str, relative: str) -> BinaryIO:
+        """A read-only binary handle on a regular file; no link is ever followed."""
+        return os.fdopen(self._open(session_id, relative), "rb")
+
     def read_chunks(self, session_id: str, relative: str, size: int = 65536) -> Iterator[bytes]:
         fd = self._open(session_id, relative)
 
@@ -197,6 +203,52 @@ class Workspaces:
             raise
         finally:
             os.close(uploads)
+
+    def read_json(self, session_id: str, relative: str, max_bytes: int) -> Any:
+        """A workspace JSON file's value, or None if it is missing, too big or not JSON."""
+        try:
+            fd = self._open(session_id, relative)
+        except (OSError, UnsafePath, NotARegularFile):
+            return None
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            return None
+        try:
+            return json.loads(data)
+        except (ValueError, RecursionError):
+            return None
+
+    def write_file(self, session_id: str, relative: str, data: bytes) -> None:
+        """Atomically replace `relative` (its folders are created), never following links."""
+        parts = safe_relative(relative).parts
+        directory = os.open(self.ensure(session_id), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            for part in parts[:-1]:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o700, dir_fd=directory)
+                inner = os.open(
+                    part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=directory
+                )
+                os.close(directory)
+                directory = inner
+            draft = f".write-{uuid.uuid4().hex}"
+            fd = os.open(
+                draft,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                0o600,
+                dir_fd=directory,
+            )
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                os.replace(draft, parts[-1], src_dir_fd=directory, dst_dir_fd=directory)
+            except BaseException:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(draft, dir_fd=directory)
+                raise
+        finally:
+            os.close(directory)
 
     def list_files(self, session_id: str) -> list[WorkspaceFile]:
         root = self.path(session_id)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import httpx
 import openai
 
-from tests.conftest import StartServer
+from tests.conftest import StartServer, write_replies
 from tests.support.fake_ollama import FakeOllama
 from tests.support.fake_openai import FakeUpstreamThread
 from tests.support.live_server import free_port
@@ -132,3 +133,13 @@ def test_ollama_missing_model_says_how_to_pull_it(start_server: StartServer) -> 
         )
     assert completion.choices[0].message.content == "Hello from Ollama. "
     assert completion.model == "llama3.2:latest"
+
+
+def test_a_model_failing_mid_turn_is_a_clear_error_not_a_500(
+    start_server: StartServer, tmp_path: Path
+) -> None:
+    server = start_server(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", []))
+    with server.client() as http:
+        response = http.post("/api/chat", json={"message": "hello"})
+    assert response.status_code == 503
+    assert "no reply left" in response.json()["detail"]

@@ -98,4 +98,5 @@ class LiveServer:
 
     def client(self, token: str | None = None, **kwargs: Any) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token or self.token()}"}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=60, **kwargs)
+        kwargs.setdefault("timeout", 60)
+        return httpx.Client(base_url=self.url, headers=headers, **kwargs)

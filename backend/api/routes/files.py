@@ -5,7 +5,7 @@ from __future__ import annotations
 import mimetypes
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, UploadFile, status
+from fastapi import APIRouter, File, Form, Query, UploadFile, status
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -13,7 +13,7 @@ from backend.api.deps import CurrentUser, ServicesDep
 from backend.api.errors import ApiError
 from backend.core.services import Services
 from backend.models.common import SessionId
-from backend.models.tools import UploadedFile, WorkspaceFilePublic
+from backend.models.tools import FileInfoPublic, UploadedFile, WorkspaceFilePublic
 from backend.storage import User
 from backend.storage.workspaces import (
     SUPPORTED_EXTENSIONS,
@@ -22,6 +22,8 @@ from backend.storage.workspaces import (
     UnsafePath,
     safe_filename,
 )
+from backend.tools.python_coder.catalog import FileNotInWorkspace
+from backend.tools.python_coder.files import UnsupportedFileType
 
 router = APIRouter(prefix="/api", tags=["files"])
 
@@ -75,6 +77,35 @@ async def upload_file(
     return UploadedFile(
         name=name, path=f"uploads/{name}", size=size, extension=extension, session_id=session_id
     )
+
+
+@router.get("/files")
+async def read_data_files(
+    session_id: Annotated[SessionId, Query()], user: CurrentUser, services: ServicesDep
+) -> list[FileInfoPublic]:
+    """The session's uploaded data files with their metadata (seed 002's get_available_files)."""
+    _owned_session(services, user, session_id)
+    return [FileInfoPublic(**f.to_dict()) for f in await services.catalog.data_files(session_id)]
+
+
+@router.get("/files/info")
+async def read_file_info(
+    session_id: Annotated[SessionId, Query()],
+    name: Annotated[str, Query(min_length=1, max_length=1000)],
+    user: CurrentUser,
+    services: ServicesDep,
+) -> FileInfoPublic:
+    """One file's metadata, read without loading the whole file (seed 002's get_file_info)."""
+    _owned_session(services, user, session_id)
+    try:
+        metadata = await services.catalog.info(session_id, name)
+    except UnsafePath:
+        raise ApiError(400, "Invalid file path.", code="bad_path") from None
+    except (FileNotInWorkspace, NotARegularFile):
+        raise ApiError(404, f"File not found: {name}", code="file_not_found") from None
+    except UnsupportedFileType as exc:
+        raise ApiError(415, str(exc), code="unsupported_file_type") from None
+    return FileInfoPublic(**metadata.to_dict())
 
 
 @router.get("/sessions/{session_id}/files")

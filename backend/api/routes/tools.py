@@ -1,51 +1,158 @@
-"""Tools over HTTP: run code in the session's sandbox, as the agents' tool does."""
+"""Tools over HTTP: `python_coder` in its three modes, as the agents call it.
+
+- `code`: run the given code in the session's sandbox (variables persist).
+- `generate`: answer `query` with generated, verified and executed code.
+- `tdd`: build functions test-first for `query`.
+"""
 
 from __future__ import annotations
 
 import time
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
 
 from backend.api.deps import CurrentUser, ServicesDep
+from backend.api.disconnect import ClientGone, unless_disconnected
 from backend.api.errors import ApiError
-from backend.models.tools import PythonCoderRequest, ToolData, ToolMetadata, ToolResponse
+from backend.core.services import Services
+from backend.models.tools import (
+    CoderResponse,
+    PythonCoderRequest,
+    TDDResponse,
+    ToolData,
+    ToolMetadata,
+    ToolResponse,
+)
+from backend.storage import User
+from backend.storage.workspaces import NotARegularFile, UnsafePath
+from backend.tools.python_coder.catalog import FileNotInWorkspace
+from backend.tools.python_coder.files import UnsupportedFileType, loader_code
+from backend.tools.python_coder.llm import CoderLLM
+from backend.tools.python_coder.request import CoderRequest
+from backend.tools.python_coder.tdd import solve_tdd
 from backend.tools.sandbox.ast_check import check_code
-from backend.tools.sandbox.executor import ExecutionResult
+from backend.tools.sandbox.executor import BasePythonExecutor, ExecutionResult
 
 router = APIRouter(prefix="/api/tools", tags=["tools"])
 
 _TRUNCATION_NOTICE = "\n[output truncated at 1 MB]"
+_HISTORY = 10
 
 
-def _answer(result: ExecutionResult) -> str:
-    if not result.success:
-        return f"The code failed:\n{result.error}"
-    output = result.stdout.strip()
-    summary = output[:2000] + ("…" if len(output) > 2000 else "") or "The code ran without output."
-    if result.files:
-        summary += "\nFiles: " + ", ".join(result.files)
-    return summary
-
-
-@router.post("/python_coder")
+@router.post("/python_coder", response_model=None)
 async def run_python_coder(
-    body: PythonCoderRequest, user: CurrentUser, services: ServicesDep
-) -> ToolResponse:
-    """Run the given code in the session's sandbox; variables persist between calls."""
+    body: PythonCoderRequest, user: CurrentUser, services: ServicesDep, http: Request
+) -> ToolResponse | CoderResponse | TDDResponse | Response:
+    """Run code, or answer a question with generated code, in the session's sandbox."""
+    if body.mode == "code":
+        return await _run_code(body, user, services)
+    if services.store.session_owner(body.session_id) != user.id:
+        raise ApiError(
+            404,
+            f"Session '{body.session_id}' not found: upload a file to it or chat in it first.",
+            code="session_not_found",
+        )
+    model = await services.llm.resolve_model(body.model or services.llm.default_model)
+    llm = CoderLLM.for_backend(
+        services.llm, model, services.audit, user=user.username, session_id=body.session_id
+    )
+    executor = _executor(services, body.session_id)
+    try:
+        if body.mode == "tdd":
+            return await unless_disconnected(http, _run_tdd(body, services, llm, executor))
+        return await unless_disconnected(http, _run_generate(body, user, services, llm, executor))
+    except ClientGone:
+        return Response(status_code=499)
+
+
+def _executor(services: Services, session_id: str) -> BasePythonExecutor:
+    try:
+        return services.executors.get_python_executor(session_id)
+    except (ImportError, RuntimeError) as exc:
+        raise ApiError(503, str(exc), code="executor_unavailable") from None
+
+
+async def _run_generate(
+    body: PythonCoderRequest,
+    user: User,
+    services: Services,
+    llm: CoderLLM,
+    executor: BasePythonExecutor,
+) -> CoderResponse:
+    conversation = services.store.conversation_for_session(user.id, body.session_id, "")
+    history = [
+        (message.role, message.content)
+        for message in services.store.list_messages(conversation.id)[-_HISTORY:]
+    ]
+    request = CoderRequest(
+        session_id=body.session_id,
+        query=body.query or "",
+        files=body.files,
+        file_paths=body.file_paths,
+        history=history,
+    )
+    try:
+        result = await services.coder.run(request, llm, executor)
+    except FileNotInWorkspace as exc:
+        raise ApiError(
+            404, f"File not found in the session: {exc}", code="file_not_found"
+        ) from None
+    except UnsupportedFileType as exc:
+        raise ApiError(415, str(exc), code="unsupported_file_type") from None
+    except (UnsafePath, NotARegularFile) as exc:
+        raise ApiError(400, f"Invalid file path: {exc}", code="bad_path") from None
+    workspace = services.workspaces.path(body.session_id)
+    services.audit.tool_run(
+        tool="python_coder",
+        mode="generate",
+        user=user.username,
+        session_id=body.session_id,
+        query=body.query,
+        code=result.code,
+        success=result.success,
+        error=result.error,
+        files=result.files,
+        iterations=result.iterations,
+        attempts=len(result.execution_history),
+        llm_calls=result.llm_calls,
+        execution_time=result.execution_time,
+    )
+    return CoderResponse(
+        **result.model_dump(), session_id=body.session_id, workspace=str(workspace)
+    )
+
+
+async def _run_tdd(
+    body: PythonCoderRequest, services: Services, llm: CoderLLM, executor: BasePythonExecutor
+) -> TDDResponse:
+    settings = services.settings
+    solution = await solve_tdd(
+        body.query or "",
+        llm,
+        executor,
+        settings.DATA_DIR / "tdd_cache",
+        max_iterations=settings.PYTHON_CODE_MAX_ITERATIONS,
+        settings_key={"prefilter": settings.AST_PREFILTER, "timeout": settings.PYTHON_CODE_TIMEOUT},
+    )
+    return TDDResponse.from_solution(solution)
+
+
+async def _run_code(body: PythonCoderRequest, user: User, services: Services) -> ToolResponse:
     started = time.monotonic()
+    code = body.code or ""
     services.store.conversation_for_session(user.id, body.session_id, f"Session {body.session_id}")
     workspace = services.workspaces.ensure(body.session_id)
-    problems = check_code(body.code) if services.settings.AST_PREFILTER else []
+    problems = check_code(code) if services.settings.AST_PREFILTER else []
     if problems:
         result = ExecutionResult(
             success=False, error="The code was not run:\n" + "\n".join(problems)
         )
     else:
-        try:
-            executor = services.executors.get_python_executor(body.session_id)
-            result = await executor.run(body.code, body.timeout)
-        except (ImportError, RuntimeError) as exc:
-            raise ApiError(503, str(exc), code="executor_unavailable") from None
+        executor = _executor(services, body.session_id)
+        result = await _load_files(body, services, executor)
+        if result.success:
+            result = await executor.run(code, body.timeout)
     stdout = result.stdout + (_TRUNCATION_NOTICE if result.truncated else "")
     response = ToolResponse(
         success=result.success,
@@ -70,10 +177,46 @@ async def run_python_coder(
         mode="code",
         user=user.username,
         session_id=body.session_id,
-        code=body.code,
+        code=code,
         success=result.success,
         error=result.error,
         files=result.files,
         execution_time=response.metadata.execution_time,
     )
     return response
+
+
+async def _load_files(
+    body: PythonCoderRequest, services: Services, executor: BasePythonExecutor
+) -> ExecutionResult:
+    """Load `file_paths` into their variables before the code runs."""
+    if not body.file_paths:
+        return ExecutionResult(success=True)
+    mapping, files = {}, []
+    for name, variable in body.file_paths.items():
+        try:
+            metadata = await services.catalog.info(body.session_id, name)
+        except FileNotInWorkspace:
+            raise ApiError(
+                404, f"File not found in the session: {name}", code="file_not_found"
+            ) from None
+        except UnsupportedFileType as exc:
+            raise ApiError(415, str(exc), code="unsupported_file_type") from None
+        except (UnsafePath, NotARegularFile):
+            raise ApiError(400, f"Invalid file path: {name}", code="bad_path") from None
+        mapping[metadata.name] = variable
+        files.append(metadata)
+    loaded = await executor.run(loader_code(mapping, files), body.timeout)
+    if not loaded.success:
+        loaded.error = f"Loading file_paths failed:\n{loaded.error}"
+    return loaded
+
+
+def _answer(result: ExecutionResult) -> str:
+    if not result.success:
+        return f"The code failed:\n{result.error}"
+    output = result.stdout.strip()
+    summary = output[:2000] + ("…" if len(output) > 2000 else "") or "The code ran without output."
+    if result.files:
+        summary += "\nFiles: " + ", ".join(result.files)
+    return summary

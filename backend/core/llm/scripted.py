@@ -1,11 +1,11 @@
 """A chat model that replays scripted replies, for tests that need exact answers.
 
 Replies come from a list or a JSON file: strings, or objects
-`{"content": str, "when": str, "repeat": bool, "token_delay": seconds}`. Each call
-takes the first unused reply whose `when` occurs in the last user message (no
-`when` matches anything); a reply is used up unless `repeat` is true. Streaming
-splits a reply into word tokens, paced by `token_delay`, so tests can disconnect
-mid-stream.
+`{"content": str, "when": str | [str], "repeat": bool, "token_delay": seconds}`.
+Each call takes the first unused reply whose `when` occurs in the last user
+message (a list: all of them; no `when` matches anything); a reply is used up
+unless `repeat` is true. Streaming splits a reply into word tokens, paced by
+`token_delay`, so tests can disconnect mid-stream.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class ScriptedChatModel(BaseChatModel):
         with self._lock:
             for index in range(len(self.replies)):
                 reply = self.replies[index]
-                if index in self._used or reply.get("when", "") not in last_user:
+                if index in self._used or not _matches(reply.get("when", ""), last_user):
                     continue
                 if not reply.get("repeat"):
                     self._used.add(index)
@@ -102,6 +102,10 @@ class ScriptedChatModel(BaseChatModel):
             await asyncio.sleep(reply.get("token_delay", 0))
             yield ChatGenerationChunk(message=AIMessageChunk(content=token))
         yield _final_chunk(messages, reply)
+
+
+def _matches(when: str | list[str], text: str) -> bool:
+    return all(part in text for part in ([when] if isinstance(when, str) else when))
 
 
 def _usage(messages: list[BaseMessage], reply: dict[str, Any]) -> Any:

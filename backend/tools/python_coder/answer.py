@@ -1,0 +1,92 @@
+"""Write the final markdown answer, and never state a number the run did not print.
+
+The model drafts the answer from the run's output. Every number in the draft
+must appear in that output (or in the question), allowing only for rounding:
+"3.14" is grounded by "3.14159", "3.15" is not. A draft with an invented
+number, or with none of the printed ones, is dropped for an answer built
+straight from the output.
+"""
+
+from __future__ import annotations
+
+import re
+
+from backend.tools.python_coder import prompts
+from backend.tools.python_coder.llm import CoderLLM
+
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_LIST_MARKER = re.compile(r"^\s*\d+[.)]\s", re.MULTILINE)
+_LINK = re.compile(r"!?\[[^\]]*\]\([^)]*\)|`[^`]*`")
+_IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")
+_MAX_OUTPUT_IN_ANSWER = 3000
+
+
+def _values(text: str) -> list[tuple[float, int]]:
+    """Each number in `text` with its count of decimals."""
+    found = []
+    for match in _NUMBER.findall(text):
+        plain = match.replace(",", "")
+        try:
+            value = float(plain)
+        except ValueError:
+            continue
+        mantissa = plain.split("e")[0].split("E")[0]
+        decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+        found.append((value, decimals))
+    return found
+
+
+def ungrounded_numbers(answer: str, output: str, query: str = "") -> list[str]:
+    """Numbers in `answer` that no number in `output` or `query` rounds to."""
+    checked = _LINK.sub(" ", _LIST_MARKER.sub(" ", answer))
+    sources = [value for value, _ in _values(output + "\n" + query)]
+    missing = []
+    for value, decimals in _values(checked):
+        tolerance = 0.5 * 10.0**-decimals + 1e-9 * abs(value)
+        if not any(abs(value - source) <= tolerance for source in sources):
+            missing.append(f"{value:g}")
+    return missing
+
+
+def _drops_the_result(draft: str, output: str) -> bool:
+    """The run printed numbers, and the draft states none of them."""
+    return bool(_values(output)) and not _values(_LINK.sub(" ", _LIST_MARKER.sub(" ", draft)))
+
+
+def plots(files: list[str]) -> list[str]:
+    return [name for name in files if name.lower().endswith(_IMAGE_EXTENSIONS)]
+
+
+def output_answer(output: str, files: list[str]) -> str:
+    """An answer made only of what the run printed and the files it wrote."""
+    text = output.strip()
+    if len(text) > _MAX_OUTPUT_IN_ANSWER:
+        text = text[:_MAX_OUTPUT_IN_ANSWER] + "\n…"
+    parts = ["**Result**", f"```text\n{text or '(no printed output)'}\n```"]
+    images = plots(files)
+    if images:
+        parts.append("**Plots**\n" + "\n".join(f"![{p.rsplit('/', 1)[-1]}]({p})" for p in images))
+    others = [name for name in files if name not in images]
+    if others:
+        parts.append("**Files**\n" + "\n".join(f"- `{name}`" for name in others))
+    parts.append(
+        "**Next steps**\n- Ask for a chart of this result.\n"
+        "- Ask to break the result down by another column."
+    )
+    return "\n\n".join(parts)
+
+
+def _with_missing_plots(draft: str, files: list[str]) -> str:
+    missing = [name for name in plots(files) if name not in draft]
+    if not missing:
+        return draft
+    links = "\n".join(f"![{p.rsplit('/', 1)[-1]}]({p})" for p in missing)
+    return f"{draft.rstrip()}\n\n**Plots**\n{links}"
+
+
+async def write_answer(query: str, output: str, files: list[str], llm: CoderLLM) -> str:
+    """The model's markdown answer if every number in it is grounded, else `output_answer`."""
+    draft = (await llm.text("answer", prompts.SYSTEM, prompts.answer(query, output, files))).strip()
+    if not draft or ungrounded_numbers(draft, output, query) or _drops_the_result(draft, output):
+        return output_answer(output, files)
+    return _with_missing_plots(draft, files)

@@ -1,0 +1,98 @@
+"""The session's data files and their metadata, cached by size and modification time.
+
+Metadata extraction reads only the start (or the footer) of each file, but a
+session with twenty files is asked about on every question, so results are
+kept per (session, path, size, mtime). Files are opened through `Workspaces`,
+which never follows a link the sandbox planted.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from starlette.concurrency import run_in_threadpool
+
+from backend.storage.workspaces import (
+    SUPPORTED_EXTENSIONS,
+    NotARegularFile,
+    WorkspaceFile,
+    Workspaces,
+    safe_relative,
+)
+from backend.tools.python_coder.files import (
+    FileMetadata,
+    UnsupportedFileType,
+    extract_file_metadata,
+)
+
+DATA_FOLDER = "uploads/"
+_CACHED = 1024
+
+_Key = tuple[str, str, int, float]
+
+
+class FileNotInWorkspace(LookupError):
+    """No such file in the session's workspace."""
+
+
+class WorkspaceCatalog:
+    def __init__(self, workspaces: Workspaces) -> None:
+        self.workspaces = workspaces
+        self._cache: OrderedDict[_Key, FileMetadata] = OrderedDict()
+
+    async def data_files(self, session_id: str) -> list[FileMetadata]:
+        """Metadata of every supported file under uploads/, in name order."""
+        return await run_in_threadpool(self._data_files, session_id)
+
+    async def info(self, session_id: str, name: str) -> FileMetadata:
+        """One file's metadata; `name` may omit the uploads/ prefix.
+
+        Raises `FileNotInWorkspace`, `UnsupportedFileType` or `UnsafePath`.
+        """
+        return await run_in_threadpool(self._info, session_id, name)
+
+    def resolve(self, session_id: str, name: str) -> WorkspaceFile:
+        safe_relative(name)
+        listed = {f.path: f for f in self.workspaces.list_files(session_id)}
+        for candidate in (name, DATA_FOLDER + name):
+            if candidate in listed:
+                return listed[candidate]
+        raise FileNotInWorkspace(name)
+
+    def _data_files(self, session_id: str) -> list[FileMetadata]:
+        found = []
+        for entry in self.workspaces.list_files(session_id):
+            if (
+                entry.path.startswith(DATA_FOLDER)
+                and _extension(entry.path) in SUPPORTED_EXTENSIONS
+            ):
+                try:
+                    found.append(self._metadata(session_id, entry))
+                except (OSError, NotARegularFile):  # replaced by the sandbox since the listing
+                    continue
+        return found
+
+    def _info(self, session_id: str, name: str) -> FileMetadata:
+        found = self.resolve(session_id, name)
+        extension = _extension(found.path)
+        if extension not in SUPPORTED_EXTENSIONS:
+            raise UnsupportedFileType(found.path, extension)
+        return self._metadata(session_id, found)
+
+    def _metadata(self, session_id: str, found: WorkspaceFile) -> FileMetadata:
+        key = (session_id, found.path, found.size, found.modified)
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            return cached
+        with self.workspaces.open_file(session_id, found.path) as handle:
+            metadata = extract_file_metadata(found.path, handle, found.size)
+        self._cache[key] = metadata
+        if len(self._cache) > _CACHED:
+            self._cache.popitem(last=False)
+        return metadata
+
+
+def _extension(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[-1].lower() if "." in name else ""

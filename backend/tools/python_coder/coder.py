@@ -1,0 +1,175 @@
+"""The python_coder pipeline: files → generate → verify → execute with fixes → answer.
+
+`PythonCoder.run` is the one entry point, for the HTTP tool and for the agents.
+Each stage lives in its own module; this one only wires them together and
+assembles the audit trail. Progress goes to an optional callback as
+("code" | "execution", data) pairs, so callers can stream the steps.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+
+from backend.config import Settings
+from backend.core.audit import AuditLog
+from backend.core.llm import LLMError
+from backend.storage.workspaces import Workspaces
+from backend.tools.python_coder import notepad, prompts
+from backend.tools.python_coder.answer import output_answer, write_answer
+from backend.tools.python_coder.catalog import WorkspaceCatalog
+from backend.tools.python_coder.execution import execute_with_fixes
+from backend.tools.python_coder.extraction import extract_code
+from backend.tools.python_coder.files import describe_for_prompt, loader_code
+from backend.tools.python_coder.llm import CoderLLM
+from backend.tools.python_coder.prompts import CodingContext
+from backend.tools.python_coder.request import CoderRequest
+from backend.tools.python_coder.result import CoderResult, ExecutionAttempt
+from backend.tools.python_coder.selection import choose_files
+from backend.tools.python_coder.verification import verify
+from backend.tools.sandbox.executor import BasePythonExecutor
+
+Progress = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+class PythonCoder:
+    def __init__(
+        self,
+        settings: Settings,
+        workspaces: Workspaces,
+        catalog: WorkspaceCatalog,
+        audit: AuditLog | None = None,
+    ) -> None:
+        self.settings = settings
+        self.workspaces = workspaces
+        self.catalog = catalog
+        self.audit = audit
+
+    async def run(
+        self,
+        request: CoderRequest,
+        llm: CoderLLM,
+        executor: BasePythonExecutor,
+        progress: Progress | None = None,
+    ) -> CoderResult:
+        started = time.monotonic()
+        result = CoderResult(success=False)
+        try:
+            await self._run(request, llm, executor, progress, result)
+        finally:
+            result.execution_time = time.monotonic() - started
+            result.llm_calls = llm.usage.calls
+            result.tokens = llm.usage.total_tokens
+        return result
+
+    async def _run(
+        self,
+        request: CoderRequest,
+        llm: CoderLLM,
+        executor: BasePythonExecutor,
+        progress: Progress | None,
+        result: CoderResult,
+    ) -> None:
+        settings = self.settings
+        chosen = await choose_files(
+            request, self.catalog, llm, limit=settings.PYTHON_CODE_MAX_FILES_TO_SELECT
+        )
+        result.selected_files = chosen.selected
+        before = await run_in_threadpool(
+            notepad.read_variables, self.workspaces, request.session_id
+        )
+        context = CodingContext(
+            query=request.query,
+            history=request.history,
+            plan=request.plan,
+            react=request.react,
+            metadata=describe_for_prompt(chosen.files, chosen.mapping),
+            variables=notepad.describe_variables(before),
+            notepad=notepad.describe_entries(
+                await run_in_threadpool(notepad.read_entries, self.workspaces, request.session_id)
+            ),
+        )
+        preamble = loader_code(chosen.mapping, chosen.files)
+        if preamble:
+            loaded = await executor.run(preamble)
+            if not loaded.success:
+                result.error = f"Loading the data files failed:\n{loaded.error}"
+                result.answer = result.error
+                return
+
+        reply = await llm.text("generate", prompts.SYSTEM, prompts.generate(context))
+        verified = await verify(
+            extract_code(reply),
+            context,
+            llm,
+            max_iterations=settings.PYTHON_CODE_MAX_ITERATIONS,
+            prefilter=settings.AST_PREFILTER,
+        )
+        result.verification_history = verified.rounds
+        result.modifications = list(verified.modifications)
+        result.review_skipped = verified.review_skipped
+        result.iterations = len(verified.rounds)
+
+        async def on_attempt(attempt: ExecutionAttempt) -> None:
+            if progress is not None:
+                await progress("code", {"attempt": attempt.attempt, "code": attempt.code})
+                await progress(
+                    "execution",
+                    {
+                        "attempt": attempt.attempt,
+                        "success": attempt.success,
+                        "stdout": attempt.stdout,
+                        "error": attempt.error,
+                        "files": attempt.files,
+                    },
+                )
+
+        executed = await execute_with_fixes(
+            verified.code,
+            context,
+            llm,
+            executor,
+            max_attempts=settings.PYTHON_CODE_MAX_RETRIES,
+            prefilter=settings.AST_PREFILTER,
+            on_attempt=on_attempt,
+        )
+        result.modifications.extend(executed.modifications)
+        result.execution_history = executed.attempts
+        result.code = (preamble + "\n" if preamble else "") + executed.code
+        last = executed.attempts[-1]
+        result.output = last.stdout
+        result.files = sorted({name for a in executed.attempts for name in a.files})
+        if executed.result is not None:
+            result.variables = executed.result.variables
+        if not executed.success:
+            result.error = (
+                f"The code still failed after {len(executed.attempts)} attempts. "
+                f"Last error:\n{last.error}"
+            )
+            result.answer = result.error
+            return
+        result.success = True
+        try:
+            result.answer = await write_answer(request.query, last.stdout, result.files, llm)
+        except LLMError:  # the run succeeded; its output is the answer
+            result.answer = output_answer(last.stdout, result.files)
+        created = [str(v.get("name")) for v in result.variables if v.get("name") not in before]
+        result.notepad_entry = await run_in_threadpool(
+            lambda: notepad.record_task(
+                self.workspaces,
+                request.session_id,
+                task=request.query,
+                summary=_summary(last.stdout),
+                code=result.code,
+                variables=created,
+            )
+        )
+
+
+def _summary(output: str) -> str:
+    lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
+    text = " | ".join(lines[:3])
+    return text[:300] + ("…" if len(text) > 300 else "")

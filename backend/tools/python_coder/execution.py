@@ -1,0 +1,97 @@
+"""Run the code in the session sandbox; on failure, have the model fix it and retry.
+
+Each attempt is kept: the code, what it printed, the error. A run that succeeds
+but prints nothing and makes no file counts as a failure too, because there is
+nothing to answer from. Static problems in a fix are caught before they reach
+the sandbox and go back to the model like any other error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from backend.tools.python_coder import prompts
+from backend.tools.python_coder.extraction import extract_code
+from backend.tools.python_coder.llm import CoderLLM
+from backend.tools.python_coder.prompts import CodingContext
+from backend.tools.python_coder.result import ExecutionAttempt, Modification
+from backend.tools.python_coder.verification import static_problems
+from backend.tools.sandbox.executor import BasePythonExecutor, ExecutionResult
+
+NO_OUTPUT = "The code ran but printed nothing. print() the answer."
+_TRUNCATION_NOTICE = "\n[output truncated at 1 MB]"
+
+OnAttempt = Callable[[ExecutionAttempt], Awaitable[None]]
+
+
+@dataclass
+class Executed:
+    code: str
+    attempts: list[ExecutionAttempt] = field(default_factory=list)
+    modifications: list[Modification] = field(default_factory=list)
+    result: ExecutionResult | None = None
+
+    @property
+    def success(self) -> bool:
+        return bool(self.attempts) and self.attempts[-1].success
+
+
+async def execute_with_fixes(
+    code: str,
+    context: CodingContext,
+    llm: CoderLLM,
+    executor: BasePythonExecutor,
+    *,
+    max_attempts: int,
+    prefilter: bool = True,
+    on_attempt: OnAttempt | None = None,
+) -> Executed:
+    """Run `code`, fixing it from each error, at most `max_attempts` times."""
+    executed = Executed(code)
+    for attempt in range(1, max_attempts + 1):
+        record = await _attempt(attempt, executed, executor, prefilter)
+        executed.attempts.append(record)
+        if on_attempt is not None:
+            await on_attempt(record)
+        if record.success or attempt == max_attempts:
+            break
+        error = record.error or NO_OUTPUT
+        reply = await llm.text(
+            "fix", prompts.SYSTEM, prompts.fix(context, executed.code, error, attempt)
+        )
+        executed.code = extract_code(reply) or executed.code
+        executed.modifications.append(
+            Modification(stage="fix", iteration=attempt, reason=error[-500:], code=executed.code)
+        )
+    return executed
+
+
+async def _attempt(
+    attempt: int,
+    executed: Executed,
+    executor: BasePythonExecutor,
+    prefilter: bool,
+) -> ExecutionAttempt:
+    problems = static_problems(executed.code, prefilter)
+    if problems:
+        return ExecutionAttempt(
+            attempt=attempt,
+            code=executed.code,
+            success=False,
+            error="The code was not run:\n" + "\n".join(problems),
+        )
+    result = await executor.run(executed.code)
+    executed.result = result
+    stdout = result.stdout + (_TRUNCATION_NOTICE if result.truncated else "")
+    success = result.success and bool(stdout.strip() or result.files)
+    error = result.error if not result.success else (None if success else NO_OUTPUT)
+    return ExecutionAttempt(
+        attempt=attempt,
+        code=executed.code,
+        success=success,
+        stdout=stdout,
+        error=error,
+        files=result.files,
+        execution_time=result.execution_time,
+    )

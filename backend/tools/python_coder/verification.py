@@ -1,0 +1,119 @@
+"""Check generated code before it runs: static checks, then an LLM review.
+
+The static checks (syntax, the sandbox's AST pre-filter) cost nothing and give
+the model exact messages. The review asks one question only: does this code
+answer the question? It is skipped where it cannot help, and the result says
+why, so nobody mistakes a skipped review for an approval.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from backend.tools.python_coder import prompts
+from backend.tools.python_coder.extraction import extract_code
+from backend.tools.python_coder.llm import CoderLLM, StructuredReplyError
+from backend.tools.python_coder.prompts import CodingContext
+from backend.tools.python_coder.result import Modification, Review, VerificationRound
+from backend.tools.sandbox.ast_check import check_code
+
+# Models this small approve whatever they are shown, so their review only costs time.
+RUBBER_STAMP_BACKENDS = frozenset({"embedded"})
+_TRIVIAL_STATEMENTS = 3
+
+
+def static_problems(code: str, prefilter: bool = True) -> list[str]:
+    """Syntax errors and pre-filter findings, as messages the model can act on."""
+    if not code.strip():
+        return ["The reply contained no Python code; reply with code in a ```python block."]
+    try:
+        compile(code, "<cell>", "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return [f"line {exc.lineno}: syntax error: {exc.msg}"]
+    except ValueError as exc:  # null bytes
+        return [f"syntax error: {exc}"]
+    return check_code(code) if prefilter else []
+
+
+def review_skip_reason(backend_name: str, code: str, max_iterations: int) -> str | None:
+    """Why an LLM review would not help here, or None if it should run."""
+    if max_iterations <= 0:
+        return "PYTHON_CODE_MAX_ITERATIONS is 0"
+    if backend_name in RUBBER_STAMP_BACKENDS:
+        return (
+            f"the {backend_name} model is too small to review code (it approves anything); "
+            "execution errors drive the fixes instead"
+        )
+    try:
+        statements = len(ast.parse(code).body)
+    except SyntaxError:
+        return None
+    if statements <= _TRIVIAL_STATEMENTS:
+        return f"the code is trivial ({statements} statements)"
+    return None
+
+
+@dataclass
+class Verified:
+    code: str
+    rounds: list[VerificationRound] = field(default_factory=list)
+    modifications: list[Modification] = field(default_factory=list)
+    review_skipped: str | None = None
+
+
+async def verify(
+    code: str,
+    context: CodingContext,
+    llm: CoderLLM,
+    *,
+    max_iterations: int,
+    prefilter: bool = True,
+) -> Verified:
+    """Up to `max_iterations` check-and-modify rounds; returns the code to run."""
+    verified = Verified(code)
+    rounds = max(max_iterations, 1)  # the static check always runs once
+    for iteration in range(1, rounds + 1):
+        problems = static_problems(verified.code, prefilter)
+        review: Review | None = None
+        if not problems:
+            skip = review_skip_reason(llm.backend.name, verified.code, max_iterations)
+            if skip is not None:
+                verified.review_skipped = skip
+                verified.rounds.append(VerificationRound(iteration=iteration, approved=True))
+                return verified
+            review = await _review(context, verified.code, llm)
+            if review.answers_question:
+                verified.rounds.append(
+                    VerificationRound(iteration=iteration, review=review, approved=True)
+                )
+                return verified
+        verified.rounds.append(
+            VerificationRound(
+                iteration=iteration, static_problems=problems, review=review, approved=False
+            )
+        )
+        if iteration >= max_iterations:
+            break  # execution and its fixes take it from here
+        reasons = problems or (review.problems if review else []) or ["It does not answer INPUT."]
+        reply = await llm.text(
+            "modify", prompts.SYSTEM, prompts.modify(context, verified.code, reasons)
+        )
+        verified.code = extract_code(reply) or verified.code
+        verified.modifications.append(
+            Modification(
+                stage="static" if problems else "review",
+                iteration=iteration,
+                reason="; ".join(reasons),
+                code=verified.code,
+            )
+        )
+    return verified
+
+
+async def _review(context: CodingContext, code: str, llm: CoderLLM) -> Review:
+    try:
+        return await llm.json("review", prompts.SYSTEM, prompts.review(context, code), Review)
+    except StructuredReplyError:
+        # An unreadable verdict is no verdict; execution still checks the code.
+        return Review(answers_question=True, problems=["the review reply was not valid JSON"])

@@ -1,0 +1,28 @@
+"""The answer states only numbers the run printed."""
+
+from __future__ import annotations
+
+from backend.tools.python_coder.answer import output_answer, ungrounded_numbers
+
+OUTPUT = "mean price: 20.123456\nrows: 1,204\nshare: 0.25\n"
+
+
+def test_rounded_numbers_from_the_output_are_grounded() -> None:
+    answer = "- The mean price is **20.12** over 1,204 rows (1204 in total); share 0.25, 20."
+    assert ungrounded_numbers(answer, OUTPUT) == []
+
+
+def test_invented_and_misrounded_numbers_are_caught() -> None:
+    assert ungrounded_numbers("The mean is 20.13 and the max is 99.", OUTPUT) == ["20.13", "99"]
+
+
+def test_list_markers_links_and_the_question_do_not_count() -> None:
+    answer = "1. Top 5 regions\n2. See ![plot_1](outputs/plot_3.png) and `df2`"
+    assert ungrounded_numbers(answer, OUTPUT, query="show the top 5 regions") == []
+
+
+def test_the_output_answer_lists_plots_and_other_files() -> None:
+    answer = output_answer("total: 60\n", ["outputs/plot_a_1.png", "outputs/report.csv"])
+    assert "```text\ntotal: 60\n```" in answer
+    assert "![plot_a_1.png](outputs/plot_a_1.png)" in answer
+    assert "- `outputs/report.csv`" in answer and "**Next steps**" in answer
