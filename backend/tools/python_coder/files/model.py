@@ -1,0 +1,110 @@
+"""What we know about one workspace file: `FileMetadata`, its kinds and errors.
+
+Metadata goes into prompts and API replies, so everything in it is plain JSON:
+`jsonable` turns the cells of sample rows (numpy scalars, timestamps, NaN) into
+JSON values.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, BinaryIO, Literal
+
+import numpy as np
+from pandas import isna
+from pandas.api.types import is_scalar
+
+FileKind = Literal["tabular", "document", "image", "archive", "data", "text"]
+
+MAX_CELL_CHARS = 80
+
+
+class UnsupportedFileType(Exception):
+    """The file's extension is not one the tools understand."""
+
+    def __init__(self, name: str, extension: str) -> None:
+        shown = f".{extension}" if extension else "no extension"
+        super().__init__(f"{name}: files with {shown} are not supported")
+        self.name = name
+        self.extension = extension
+
+
+@dataclass
+class FileMetadata:
+    """One file's description; `details` holds the kind-specific facts.
+
+    Conventions in `details`: tabular files have `columns` (a list of
+    `{"name", "dtype"}`), `rows` (an int or None), `rows_estimated` and
+    `sample_rows` (lists of JSON values); spreadsheets add `sheets`, JSON adds
+    `keys`, documents `text`, archives `entries`.
+    """
+
+    name: str
+    extension: str
+    size: int
+    kind: FileKind
+    summary: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def column_names(self) -> list[str]:
+        return [str(column["name"]) for column in self.details.get("columns", [])]
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-safe stand-in for one cell: missing values become None, long text is cut."""
+    if is_scalar(value) and isna(value):
+        return None
+    if isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, str):
+        text = str(value)
+        return text if len(text) <= MAX_CELL_CHARS else text[: MAX_CELL_CHARS - 1] + "…"
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, np.generic) and not isinstance(value, np.datetime64):
+        return jsonable(value.item())
+    return jsonable(str(value))
+
+
+def human_size(size: int) -> str:
+    amount = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if amount < 1024 or unit == "GB":
+            return f"{amount:.0f} {unit}" if unit == "B" else f"{amount:.1f} {unit}"
+        amount /= 1024
+    return f"{amount:.1f} GB"
+
+
+@dataclass(frozen=True)
+class Source:
+    """An open file to describe: every format reader takes one."""
+
+    name: str
+    handle: BinaryIO
+    size: int
+    extension: str
+
+    def describe(
+        self, kind: FileKind, summary: str, details: dict[str, Any] | None = None
+    ) -> FileMetadata:
+        return FileMetadata(self.name, self.extension, self.size, kind, summary, details or {})
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        self.handle.seek(offset)
+        return self.handle.read(length)
+
+
+def estimate_count(size: int, sample_bytes: int, sample_count: int) -> int:
+    """How many rows/lines a file of `size` holds if it continues like its sample."""
+    if sample_bytes <= 0 or sample_count <= 0:
+        return 0
+    return round(size * sample_count / sample_bytes)

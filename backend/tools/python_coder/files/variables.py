@@ -1,0 +1,140 @@
+"""Which variable each data file is loaded into, and the code that loads them.
+
+Mappings go from workspace-relative path to variable name, as in the API's
+`file_paths` ({"uploads/a.csv": "sales"}). Tabular files get `df1`, `df2`, …
+unless the user named them. `loader_code` writes the Python that runs inside
+the sandbox (whose working directory is the workspace) before the user's or
+the model's code; paths and options enter it only through `repr`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from backend.storage.workspaces import UnsafePath, safe_relative
+from backend.tools.python_coder.files.metadata import file_extension
+from backend.tools.python_coder.files.model import FileMetadata
+
+MAX_MAPPED = 100
+# Names the generated code and typical analysis code rely on.
+RESERVED_NAMES = frozenset({"pd", "np", "plt", "sns", "px", "os", "sys", "json", "math", "re"})
+_DELIMITED = ("csv", "tsv", "txt", "dat")
+_DEFAULT_SEP = {"tsv": "\t"}
+_SNIFFER = """\
+def _sniffed_sep(path):
+    with open(path, encoding="latin-1", newline="") as handle:
+        head = handle.read(65536)
+    try:
+        return _csv.Sniffer().sniff(head, delimiters=",;\\t|").delimiter
+    except _csv.Error:
+        return ","
+"""
+
+
+class InvalidFileMapping(ValueError):
+    """A `file_paths` entry has an unsafe path or an unusable variable name."""
+
+
+def assign_dataframe_names(
+    files: Sequence[FileMetadata], taken: Collection[str] = ()
+) -> dict[str, str]:
+    """`df1`, `df2`, … for the readable tabular files, in order, skipping `taken` names."""
+    mapping: dict[str, str] = {}
+    number = 0
+    for metadata in files:
+        if metadata.kind != "tabular" or metadata.error or metadata.name in mapping:
+            continue
+        number += 1
+        while f"df{number}" in taken:
+            number += 1
+        mapping[metadata.name] = f"df{number}"
+    return mapping
+
+
+def _check_entry(path: str, variable: str) -> None:
+    """What the generated code needs: a workspace path and an identifier."""
+    try:
+        safe_relative(path)
+    except UnsafePath:
+        raise InvalidFileMapping(f"{path!r} is not a path inside the workspace") from None
+    if not variable.isidentifier() or keyword.iskeyword(variable):
+        raise InvalidFileMapping(f"{variable!r} (for {path!r}) is not a Python variable name")
+
+
+def validate_file_paths(file_paths: dict[str, str]) -> dict[str, str]:
+    """A user's path -> variable mapping, checked; raises `InvalidFileMapping`.
+
+    Besides safe paths and identifiers, names must not start with `_`, hide a
+    builtin or a usual module alias (`pd`, `np`, …), or be used twice.
+    """
+    if len(file_paths) > MAX_MAPPED:
+        raise InvalidFileMapping(f"at most {MAX_MAPPED} files can be mapped to variables")
+    seen: dict[str, str] = {}
+    for path, variable in file_paths.items():
+        _check_entry(path, variable)
+        if variable.startswith("_") or variable in RESERVED_NAMES or hasattr(builtins, variable):
+            raise InvalidFileMapping(
+                f"{variable!r} (for {path!r}) is a name Python or analysis code already uses"
+            )
+        if variable in seen:
+            raise InvalidFileMapping(f"{seen[variable]!r} and {path!r} both map to {variable!r}")
+        seen[variable] = path
+    return dict(file_paths)
+
+
+def _call(function: str, path: str, options: dict[str, Any]) -> str:
+    arguments = [repr(path), *(f"{key}={value!r}" for key, value in options.items())]
+    return f"_pd.{function}({', '.join(arguments)})"
+
+
+def _load_expression(path: str, metadata: FileMetadata | None) -> str | None:
+    """The pandas call that loads `path`, or None when it is not a table."""
+    extension = file_extension(path)
+    if extension in _DELIMITED:
+        options = dict(metadata.details.get("read_options", {})) if metadata else {}
+        if not options:
+            sep = _DEFAULT_SEP.get(extension)
+            return _call("read_csv", path, {"sep": sep}) if sep else None
+        return _call("read_csv", path, options)
+    if extension in ("xlsx", "xlsm", "xls"):
+        return _call("read_excel", path, {"sheet_name": 0})
+    if extension == "parquet":
+        return _call("read_parquet", path, {})
+    if extension == "feather":
+        return _call("read_feather", path, {})
+    if extension == "json":
+        return _call("read_json", path, {})
+    if extension == "jsonl":
+        return _call("read_json", path, {"lines": True})
+    return None
+
+
+def loader_code(mapping: dict[str, str], files: Sequence[FileMetadata] = ()) -> str:
+    """Python source loading each mapped file into its variable ("" for no mapping).
+
+    With the files' metadata, delimited text is read with the sniffed separator,
+    encoding and header; without it, the separator is sniffed in the sandbox.
+    A file that is not a table (a PDF, an image, an archive) gets its path as a
+    string, so the code can still open it. Raises `InvalidFileMapping` for an
+    unsafe path or a variable that is not an identifier.
+    """
+    if not mapping:
+        return ""
+    known = {metadata.name: metadata for metadata in files}
+    lines: list[str] = []
+    sniffing = False
+    for path, variable in mapping.items():
+        _check_entry(path, variable)
+        expression = _load_expression(path, known.get(path))
+        if expression is None and file_extension(path) in _DELIMITED:
+            expression, sniffing = f"_pd.read_csv({path!r}, sep=_sniffed_sep({path!r}))", True
+        lines.append(f"{variable} = {expression or repr(path)}")
+    header = ["import pandas as _pd"]
+    footer = ["del _pd"]
+    if sniffing:
+        header = ["import csv as _csv", *header, "", _SNIFFER]
+        footer = ["del _pd, _csv, _sniffed_sep"]
+    return "\n".join([*header, *lines, *footer]) + "\n"
