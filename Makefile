@@ -5,6 +5,9 @@ SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
+# The optional open-interpreter worker lives in its own venv: its pins clash with FastAPI's.
+OI_VENV := .venv-openinterpreter
+OI_PY := $(OI_VENV)/bin/python
 DEBIAN_PACKAGES := bubblewrap
 
 # llama.cpp is compiled for a portable x86-64-v3 baseline: a native build enables
@@ -13,14 +16,14 @@ DEBIAN_PACKAGES := bubblewrap
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
 	-DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
 
-.PHONY: run test install install-dev system-deps lint typecheck
+.PHONY: run test install install-dev system-deps lint typecheck openinterpreter
 
 run: install system-deps
 	@trap 'kill $$frontend 2>/dev/null' EXIT; \
 	$(PY) run_frontend.py & frontend=$$!; \
 	$(PY) run_backend.py
 
-test: install-dev system-deps lint typecheck
+test: install-dev system-deps openinterpreter lint typecheck
 	$(VENV)/bin/pytest
 
 lint: install-dev
@@ -32,6 +35,7 @@ typecheck: install-dev
 
 install: $(VENV)/.installed-runtime
 install-dev: $(VENV)/.installed-dev
+openinterpreter: $(OI_VENV)/.installed
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +48,14 @@ $(VENV)/.installed-runtime: requirements.txt | $(PY)
 $(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(PY)
 	$(PY) -m pip install -r requirements-dev.txt
 	touch $@ $(VENV)/.installed-runtime
+
+$(OI_PY):
+	$(PYTHON) -m venv $(OI_VENV)
+	$(OI_PY) -m pip install --quiet --upgrade pip
+
+$(OI_VENV)/.installed: requirements-openinterpreter.txt | $(OI_PY)
+	$(OI_PY) -m pip install -r requirements-openinterpreter.txt
+	touch $@
 
 system-deps:
 	@missing=""; for pkg in $(DEBIAN_PACKAGES); do \

@@ -25,12 +25,15 @@ from backend.tools.python_coder.execution import execute_with_fixes
 from backend.tools.python_coder.extraction import extract_code
 from backend.tools.python_coder.files import describe_for_prompt, loader_code
 from backend.tools.python_coder.llm import CoderLLM
+from backend.tools.python_coder.openinterpreter.bridge import run_openinterpreter
 from backend.tools.python_coder.prompts import CodingContext
 from backend.tools.python_coder.request import CoderRequest
 from backend.tools.python_coder.result import CoderResult, ExecutionAttempt
 from backend.tools.python_coder.selection import choose_files
 from backend.tools.python_coder.verification import verify
 from backend.tools.sandbox.executor import BasePythonExecutor
+
+_OPENINTERPRETER_ATTEMPTS = 3  # the seed's retry count
 
 Progress = Callable[[str, dict[str, Any]], Awaitable[None]]
 
@@ -100,6 +103,11 @@ class PythonCoder:
                 result.answer = result.error
                 return
 
+        if settings.PYTHON_EXECUTOR_MODE == "openinterpreter":
+            await self._run_openinterpreter(
+                request, context, llm, executor, preamble, before, result
+            )
+            return
         reply = await llm.text("generate", prompts.SYSTEM, prompts.generate(context))
         verified = await verify(
             extract_code(reply),
@@ -151,22 +159,79 @@ class PythonCoder:
             )
             result.answer = result.error
             return
+        await self._finish(request, llm, before, result)
+
+    async def _finish(
+        self,
+        request: CoderRequest,
+        llm: CoderLLM,
+        before: dict[str, Any],
+        result: CoderResult,
+    ) -> None:
+        """A successful run: write the answer and the notepad entry."""
         result.success = True
         try:
-            result.answer = await write_answer(request.query, last.stdout, result.files, llm)
+            result.answer = await write_answer(request.query, result.output, result.files, llm)
         except LLMError:  # the run succeeded; its output is the answer
-            result.answer = output_answer(last.stdout, result.files)
+            result.answer = output_answer(result.output, result.files)
         created = [str(v.get("name")) for v in result.variables if v.get("name") not in before]
         result.notepad_entry = await run_in_threadpool(
             lambda: notepad.record_task(
                 self.workspaces,
                 request.session_id,
                 task=request.query,
-                summary=_summary(last.stdout),
+                summary=_summary(result.output),
                 code=result.code,
                 variables=created,
             )
         )
+
+    async def _run_openinterpreter(
+        self,
+        request: CoderRequest,
+        context: CodingContext,
+        llm: CoderLLM,
+        executor: BasePythonExecutor,
+        preamble: str,
+        before: dict[str, Any],
+        result: CoderResult,
+    ) -> None:
+        """PYTHON_EXECUTOR_MODE=openinterpreter: its loop writes the code, our sandbox runs it."""
+        ran = await run_openinterpreter(
+            request.query,
+            "\n\n".join(
+                part
+                for part in (
+                    context.metadata,
+                    context.variables and "Variables:\n" + context.variables,
+                )
+                if part
+            ),
+            llm,
+            executor,
+            max_attempts=_OPENINTERPRETER_ATTEMPTS,
+            timeout=self.settings.PYTHON_CODE_TIMEOUT * (_OPENINTERPRETER_ATTEMPTS + 1)
+            + self.settings.LLM_REQUEST_TIMEOUT,
+        )
+        result.execution_history = [
+            ExecutionAttempt(
+                attempt=number,
+                code=attempt.code,
+                success=attempt.error is None,
+                stdout=attempt.output,
+                error=attempt.error,
+            )
+            for number, attempt in enumerate(ran.attempts, start=1)
+        ]
+        result.code = (preamble + "\n" if preamble else "") + ran.code
+        result.output = ran.output
+        result.files = ran.files
+        result.review_skipped = "open-interpreter runs its own loop without a review"
+        if not ran.success:
+            result.error = ran.error or "open-interpreter did not produce working code"
+            result.answer = result.error
+            return
+        await self._finish(request, llm, before, result)
 
 
 def _summary(output: str) -> str:

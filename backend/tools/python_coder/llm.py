@@ -76,6 +76,10 @@ class CoderLLM:
         """One plain reply to `prompt`."""
         return await self._call(stage, _messages(system, prompt), {})
 
+    async def chat(self, stage: str, messages: list[BaseMessage]) -> str:
+        """One plain reply to a whole conversation."""
+        return await self._call(stage, messages, {})
+
     async def json(self, stage: str, system: str, prompt: str, schema: type[T]) -> T:
         """A reply parsed into `schema`; raises `StructuredReplyError` if it is not one."""
         constrained = self.backend.structured_kwargs(schema.model_json_schema()) or {}

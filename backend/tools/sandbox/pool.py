@@ -9,6 +9,7 @@ import time
 
 from backend.config import Settings
 from backend.storage.workspaces import Workspaces
+from backend.tools.python_coder.openinterpreter.install import worker_python
 from backend.tools.sandbox.availability import SandboxStatus
 from backend.tools.sandbox.cgroups import remove_stale
 from backend.tools.sandbox.executor import BasePythonExecutor, ExecutorLimits, SandboxedExecutor
@@ -54,10 +55,8 @@ class ExecutorPool:
         if mode not in EXECUTOR_MODES:
             raise ValueError(f"PYTHON_EXECUTOR_MODE must be one of {', '.join(EXECUTOR_MODES)}")
         if mode == "openinterpreter":
-            raise ImportError(
-                "PYTHON_EXECUTOR_MODE=openinterpreter needs the optional open-interpreter "
-                "worker, which is not installed: run `make openinterpreter`"
-            )
+            # Its code runs in this same sandbox; only the optional worker must be there.
+            worker_python()  # raises ImportError naming `make openinterpreter`
         executor = self._executors.get(session_id)
         if executor is None:
             workspace = self.workspaces.ensure(session_id)

@@ -11,6 +11,7 @@ import pytest
 
 from backend.config import load_settings
 from backend.storage.workspaces import Workspaces
+from backend.tools.python_coder.openinterpreter import install
 from backend.tools.sandbox.availability import SandboxStatus, resolve_sandbox
 from backend.tools.sandbox.executor import ExecutorLimits, SandboxedExecutor
 from backend.tools.sandbox.pool import ExecutorPool
@@ -151,7 +152,10 @@ async def test_without_bubblewrap_only_explicit_none_runs(tmp_path: Path) -> Non
     assert result.stdout.strip() == str(workspace)
 
 
-def test_the_factory_refuses_unknown_and_missing_modes(tmp_path: Path) -> None:
+def test_the_factory_refuses_unknown_and_missing_modes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(install, "DEFAULT_VENV", tmp_path / "no-openinterpreter-venv")
     workspaces = Workspaces(tmp_path)
     settings = load_settings(DATA_DIR=tmp_path)
     pool = ExecutorPool(settings, BWRAP, workspaces)
