@@ -37,3 +37,22 @@ def test_openai_sdk_chats_with_the_embedded_model(start_server: StartServer) -> 
         if chunk.choices and chunk.choices[0].delta.content
     ]
     assert len(pieces) >= 3
+
+
+def test_the_embedded_model_answers_a_question_about_a_csv(start_server: StartServer) -> None:
+    server = start_server(LLM_BACKEND="embedded")
+    rows = "\n".join(f"{region},{price}" for region, price in [("north", 12.5), ("south", 30)] * 5)
+    with server.client(timeout=300) as http:
+        upload = http.post(
+            "/api/upload",
+            data={"session_id": "e2e"},
+            files={"file": ("sales.csv", f"region,price\n{rows}\n".encode())},
+        )
+        assert upload.status_code == 201
+        result = http.post(
+            "/api/tools/python_coder",
+            json={"session_id": "e2e", "query": "what is the mean of column price in sales.csv?"},
+        ).json()
+    assert result["success"], result
+    assert "21.25" in result["output"] and "21.25" in result["answer"]
+    assert result["llm_calls"] >= 1

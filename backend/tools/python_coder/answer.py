@@ -17,6 +17,8 @@ from backend.tools.python_coder.llm import CoderLLM
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _LIST_MARKER = re.compile(r"^\s*\d+[.)]\s", re.MULTILINE)
 _LINK = re.compile(r"!?\[[^\]]*\]\([^)]*\)|`[^`]*`")
+# A prompt section header, or the prompt's instructions, repeated back.
+_ECHO = re.compile(r"^\s*(## (INPUT|OUTPUT|FILES)\b|\[stage:|Write the answer in markdown)")
 _IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")
 _MAX_OUTPUT_IN_ANSWER = 3000
 
@@ -84,9 +86,20 @@ def _with_missing_plots(draft: str, files: list[str]) -> str:
     return f"{draft.rstrip()}\n\n**Plots**\n{links}"
 
 
+def _without_echo(draft: str) -> str:
+    """The draft up to where a small model starts repeating the prompt."""
+    kept = []
+    for line in draft.splitlines():
+        if _ECHO.match(line):
+            break
+        kept.append(line)
+    return "\n".join(kept).strip()
+
+
 async def write_answer(query: str, output: str, files: list[str], llm: CoderLLM) -> str:
     """The model's markdown answer if every number in it is grounded, else `output_answer`."""
-    draft = (await llm.text("answer", prompts.SYSTEM, prompts.answer(query, output, files))).strip()
+    reply = await llm.text("answer", prompts.SYSTEM, prompts.answer(query, output, files))
+    draft = _without_echo(reply)
     if not draft or ungrounded_numbers(draft, output, query) or _drops_the_result(draft, output):
         return output_answer(output, files)
     return _with_missing_plots(draft, files)

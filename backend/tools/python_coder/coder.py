@@ -19,6 +19,7 @@ from backend.core.audit import AuditLog
 from backend.core.llm import LLMError
 from backend.storage.workspaces import Workspaces
 from backend.tools.python_coder import notepad, prompts
+from backend.tools.python_coder.analysis_spec import plan_analysis, render_code
 from backend.tools.python_coder.answer import output_answer, write_answer
 from backend.tools.python_coder.catalog import WorkspaceCatalog
 from backend.tools.python_coder.execution import execute_with_fixes
@@ -29,7 +30,7 @@ from backend.tools.python_coder.openinterpreter.bridge import run_openinterprete
 from backend.tools.python_coder.prompts import CodingContext
 from backend.tools.python_coder.request import CoderRequest
 from backend.tools.python_coder.result import CoderResult, ExecutionAttempt
-from backend.tools.python_coder.selection import choose_files
+from backend.tools.python_coder.selection import ChosenFiles, choose_files
 from backend.tools.python_coder.verification import verify
 from backend.tools.sandbox.executor import BasePythonExecutor
 
@@ -108,9 +109,12 @@ class PythonCoder:
                 request, context, llm, executor, preamble, before, result
             )
             return
-        reply = await llm.text("generate", prompts.SYSTEM, prompts.generate(context))
+        code = await self._spec_first(request, chosen, llm, result)
+        if code is None:
+            reply = await llm.text("generate", prompts.SYSTEM, prompts.generate(context))
+            code = extract_code(reply)
         verified = await verify(
-            extract_code(reply),
+            code,
             context,
             llm,
             max_iterations=settings.PYTHON_CODE_MAX_ITERATIONS,
@@ -160,6 +164,18 @@ class PythonCoder:
             result.answer = result.error
             return
         await self._finish(request, llm, before, result)
+
+    async def _spec_first(
+        self, request: CoderRequest, chosen: ChosenFiles, llm: CoderLLM, result: CoderResult
+    ) -> str | None:
+        """Small models fill a spec and the code is rendered from it; None: write freely."""
+        if not llm.small_model:
+            return None
+        spec = await plan_analysis(request.query, chosen.files, chosen.mapping, llm)
+        if spec is None:
+            return None
+        result.analysis_spec = spec.to_dict()
+        return render_code(spec)
 
     async def _finish(
         self,

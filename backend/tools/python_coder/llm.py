@@ -20,9 +20,17 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ValidationError
 
 from backend.core.audit import AuditLog
-from backend.core.llm import LLMBackend
+from backend.core.llm import GenerationOptions, LLMBackend
 
 T = TypeVar("T", bound=BaseModel)
+
+# Backends whose model is too small to review or write free-form code reliably.
+SMALL_MODEL_BACKENDS = frozenset({"embedded"})
+# Replies longer than this are a model rambling, not code: cap them per stage.
+_MAX_TOKENS = {"review": 256, "select_files": 300, "answer": 500, "analysis_spec": 60}
+_DEFAULT_MAX_TOKENS = 1024
+_SMALL_MODEL_MAX_TOKENS = 400
+_SMALL_MODEL_ANSWER_TOKENS = 120  # past a sentence or two it repeats the prompt
 
 _JSON_FENCE = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
 
@@ -72,17 +80,33 @@ class CoderLLM:
             session_id=session_id,
         )
 
-    async def text(self, stage: str, system: str, prompt: str) -> str:
+    @property
+    def small_model(self) -> bool:
+        return self.backend.name in SMALL_MODEL_BACKENDS
+
+    def _limits(self, stage: str, max_tokens: int | None) -> dict[str, Any]:
+        limit = max_tokens or _MAX_TOKENS.get(stage, _DEFAULT_MAX_TOKENS)
+        if self.small_model:
+            cap = _SMALL_MODEL_ANSWER_TOKENS if stage == "answer" else _SMALL_MODEL_MAX_TOKENS
+            limit = min(limit, cap)
+        return self.backend.call_kwargs(GenerationOptions(max_tokens=limit))
+
+    async def text(
+        self, stage: str, system: str, prompt: str, max_tokens: int | None = None
+    ) -> str:
         """One plain reply to `prompt`."""
-        return await self._call(stage, _messages(system, prompt), {})
+        return await self._call(stage, _messages(system, prompt), self._limits(stage, max_tokens))
 
     async def chat(self, stage: str, messages: list[BaseMessage]) -> str:
         """One plain reply to a whole conversation."""
         return await self._call(stage, messages, {})
 
-    async def json(self, stage: str, system: str, prompt: str, schema: type[T]) -> T:
+    async def json(
+        self, stage: str, system: str, prompt: str, schema: type[T], max_tokens: int | None = None
+    ) -> T:
         """A reply parsed into `schema`; raises `StructuredReplyError` if it is not one."""
         constrained = self.backend.structured_kwargs(schema.model_json_schema()) or {}
+        constrained.update(self._limits(stage, max_tokens))
         reply = await self._call(stage, _messages(system, prompt), constrained)
         return parse_json_reply(reply, schema)
 

@@ -60,6 +60,7 @@ class CoderResult(BaseModel):
     answer: str = ""
     selected_files: list[SelectedFile] = Field(default_factory=list)
     review_skipped: str | None = None
+    analysis_spec: dict[str, Any] | None = None  # spec-first generation (small models)
     variables: list[dict[str, Any]] = Field(default_factory=list)
     notepad_entry: dict[str, Any] | None = None
     llm_calls: int = 0

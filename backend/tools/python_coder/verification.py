@@ -18,8 +18,6 @@ from backend.tools.python_coder.prompts import CodingContext
 from backend.tools.python_coder.result import Modification, Review, VerificationRound
 from backend.tools.sandbox.ast_check import check_code
 
-# Models this small approve whatever they are shown, so their review only costs time.
-RUBBER_STAMP_BACKENDS = frozenset({"embedded"})
 _TRIVIAL_STATEMENTS = 3
 
 
@@ -36,13 +34,13 @@ def static_problems(code: str, prefilter: bool = True) -> list[str]:
     return check_code(code) if prefilter else []
 
 
-def review_skip_reason(backend_name: str, code: str, max_iterations: int) -> str | None:
+def review_skip_reason(llm: CoderLLM, code: str, max_iterations: int) -> str | None:
     """Why an LLM review would not help here, or None if it should run."""
     if max_iterations <= 0:
         return "PYTHON_CODE_MAX_ITERATIONS is 0"
-    if backend_name in RUBBER_STAMP_BACKENDS:
+    if llm.small_model:  # it approves whatever it is shown
         return (
-            f"the {backend_name} model is too small to review code (it approves anything); "
+            f"the {llm.backend.name} model is too small to review code (it approves anything); "
             "execution errors drive the fixes instead"
         )
     try:
@@ -77,7 +75,7 @@ async def verify(
         problems = static_problems(verified.code, prefilter)
         review: Review | None = None
         if not problems:
-            skip = review_skip_reason(llm.backend.name, verified.code, max_iterations)
+            skip = review_skip_reason(llm, verified.code, max_iterations)
             if skip is not None:
                 verified.review_skipped = skip
                 verified.rounds.append(VerificationRound(iteration=iteration, approved=True))

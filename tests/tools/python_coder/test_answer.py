@@ -26,3 +26,11 @@ def test_the_output_answer_lists_plots_and_other_files() -> None:
     assert "```text\ntotal: 60\n```" in answer
     assert "![plot_a_1.png](outputs/plot_a_1.png)" in answer
     assert "- `outputs/report.csv`" in answer and "**Next steps**" in answer
+
+
+def test_a_small_model_echoing_the_prompt_keeps_only_its_answer() -> None:
+    from backend.tools.python_coder.answer import _without_echo
+
+    draft = "The mean price is 19.5.\n\n## INPUT\nWhat is the mean?\n**Output**\n19.5"
+    assert _without_echo(draft) == "The mean price is 19.5."
+    assert _without_echo("[stage: answer]\n## INPUT\nx") == ""

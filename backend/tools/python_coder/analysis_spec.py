@@ -1,0 +1,207 @@
+"""Spec-first generation for models too small to write code freely.
+
+A 135M model copies examples and invents columns when asked for code, but it
+can fill a small form whose choices are fixed by a JSON-schema grammar. So for
+small models the question becomes an `AnalysisSpec` (operation, column,
+group-by, frame): what the question's own words settle (a column it names, an
+operation word such as "average") is taken from them; the model fills only
+the rest, choosing among the real column names; the code is rendered from the
+spec. A question the form cannot express returns None and goes to free-form
+generation. The result records which fields came from where.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, create_model
+
+from backend.tools.python_coder.files import FileMetadata
+from backend.tools.python_coder.llm import CoderLLM, StructuredReplyError
+
+# Earlier entries win: "how many unique regions" is nunique, not count.
+_OPERATION_WORDS: list[tuple[str, tuple[str, ...]]] = [
+    ("nunique", ("distinct", "unique")),
+    ("correlation", ("correlation", "correlate", "correlated", "corr")),
+    ("median", ("median",)),
+    ("std", ("standard deviation", "std", "stdev")),
+    ("mean", ("mean", "average", "avg")),
+    ("sum", ("sum", "total")),
+    ("max", ("maximum", "max", "highest", "largest", "biggest")),
+    ("min", ("minimum", "min", "lowest", "smallest")),
+    ("count", ("how many", "number of", "count")),
+    ("describe", ("describe", "summary", "summarize", "statistics")),
+]
+OPERATIONS = [name for name, _ in _OPERATION_WORDS]
+_NUMERIC_OPERATIONS = {"mean", "sum", "max", "min", "median", "std", "correlation"}
+_GROUP_CUES = ("per", "by", "for each", "in each", "for every", "grouped by")
+_NONE = "none"
+
+
+@dataclass
+class AnalysisSpec:
+    frame: str
+    operation: str
+    column: str = ""
+    other_column: str = ""  # correlation's second column
+    group_by: str = ""
+    sources: dict[str, str] = field(default_factory=dict)  # field -> "question" | "model"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "frame": self.frame,
+            "operation": self.operation,
+            "column": self.column,
+            "other_column": self.other_column,
+            "group_by": self.group_by,
+            "sources": self.sources,
+        }
+
+
+def _mentions(text: str, phrase: str) -> int:
+    """Where `phrase` occurs in `text` as whole words, or -1."""
+    pattern = r"(?<![a-z0-9_])" + re.escape(phrase.lower()) + r"(?![a-z0-9_])"
+    match = re.search(pattern, text)
+    return match.start() if match else -1
+
+
+def _operation(question: str) -> str | None:
+    for name, words in _OPERATION_WORDS:
+        if any(_mentions(question, word) >= 0 for word in words):
+            return name
+    return None
+
+
+def _columns_named(question: str, columns: list[str]) -> list[str]:
+    """Columns the question names, in the order it names them."""
+    found = []
+    for column in columns:
+        spoken = column.lower().replace("_", " ")
+        position = max(_mentions(question, column.lower()), _mentions(question, spoken))
+        if position >= 0:
+            found.append((position, column))
+    return [column for _, column in sorted(found)]
+
+
+def _group_column(question: str, named: list[str]) -> str:
+    for column in named:
+        for cue in _GROUP_CUES:
+            for spelling in (column.lower(), column.lower().replace("_", " ")):
+                if _mentions(question, f"{cue} {spelling}") >= 0:
+                    return column
+    return ""
+
+
+def _dtypes(metadata: FileMetadata) -> dict[str, str]:
+    return {str(c["name"]): str(c.get("dtype", "")) for c in metadata.details.get("columns", [])}
+
+
+def _is_numeric(dtype: str) -> bool:
+    return dtype.startswith(("int", "float", "uint", "Int", "Float", "UInt"))
+
+
+async def plan_analysis(
+    question: str, files: list[FileMetadata], mapping: dict[str, str], llm: CoderLLM
+) -> AnalysisSpec | None:
+    """The spec for `question`, or None when the form cannot express it."""
+    frames = [(mapping[f.name], _dtypes(f)) for f in files if f.name in mapping and _dtypes(f)]
+    if not frames:
+        return None
+    text = question.lower()
+    frame, dtypes = frames[0]
+    named = _columns_named(text, list(dtypes))
+    for candidate, candidate_dtypes in frames[1:]:  # the first frame that has a named column
+        if named:
+            break
+        frame, dtypes = candidate, candidate_dtypes
+        named = _columns_named(text, list(dtypes))
+    if not named:
+        frame, dtypes = frames[0]
+    sources: dict[str, str] = {}
+    operation = _operation(text)
+    if operation is not None:
+        sources["operation"] = "question"
+    group_by = _group_column(text, named)
+    if group_by:
+        sources["group_by"] = "question"
+    targets = [column for column in named if column != group_by]
+    if targets:
+        sources["column"] = "question"
+    if operation is None or (not targets and operation not in ("count", "describe")):
+        filled = await _ask_model(question, frame, list(dtypes), llm)
+        if filled is None:
+            return None
+        operation = operation or filled["operation"]
+        sources.setdefault("operation", "model")
+        if not targets and filled["column"] != _NONE:
+            targets = [filled["column"]]
+            sources["column"] = "model"
+    if operation == "other":
+        return None
+    spec = AnalysisSpec(
+        frame=frame,
+        operation=operation,
+        column=targets[0] if targets else "",
+        other_column=targets[1] if len(targets) > 1 else "",
+        group_by=group_by,
+        sources=sources,
+    )
+    return spec if _valid(spec, dtypes) else None
+
+
+def _valid(spec: AnalysisSpec, dtypes: dict[str, str]) -> bool:
+    if spec.operation in _NUMERIC_OPERATIONS:
+        columns = (
+            [spec.column, spec.other_column] if spec.operation == "correlation" else [spec.column]
+        )
+        return all(column and _is_numeric(dtypes.get(column, "")) for column in columns)
+    return True
+
+
+async def _ask_model(
+    question: str, frame: str, columns: list[str], llm: CoderLLM
+) -> dict[str, str] | None:
+    schema: type[BaseModel] = create_model(
+        "AnalysisChoice",
+        operation=(_literal([*OPERATIONS, "other"]), ...),
+        column=(_literal([*columns, _NONE]), ...),
+    )
+    prompt = (
+        "[stage: analysis_spec]\n"
+        f"## INPUT\n{question}\n"
+        f"## METADATA\n{frame} has the columns: {', '.join(columns)}\n"
+        "## TASK\nWhich operation and which column answer INPUT? "
+        "Use operation 'other' if none fits. Reply with JSON."
+    )
+    try:
+        choice = await llm.json("analysis_spec", "", prompt, schema, max_tokens=60)
+    except StructuredReplyError:
+        return None
+    return {"operation": str(choice.operation), "column": str(choice.column)}  # type: ignore[attr-defined]
+
+
+def _literal(values: list[str]) -> Any:
+    return Literal[tuple(values)]
+
+
+def render_code(spec: AnalysisSpec) -> str:
+    """The Python that computes `spec`, printing a labelled result."""
+    frame, column, group = spec.frame, spec.column, spec.group_by
+    label = f"{spec.operation} of {column}" if column else spec.operation
+    if spec.operation == "correlation":
+        expression = f"{frame}[{column!r}].corr({frame}[{spec.other_column!r}])"
+        label = f"correlation of {column} and {spec.other_column}"
+    elif spec.operation == "describe":
+        expression = f"{frame}[{column!r}].describe()" if column else f"{frame}.describe()"
+    elif spec.operation == "count" and not column:
+        expression = f"{frame}.groupby({group!r}).size()" if group else f"len({frame})"
+        label = f"rows per {group}" if group else "rows"
+    else:
+        method = {"count": "count", "nunique": "nunique"}.get(spec.operation, spec.operation)
+        source = f"{frame}.groupby({group!r})[{column!r}]" if group else f"{frame}[{column!r}]"
+        expression = f"{source}.{method}()"
+        if group:
+            label += f" per {group}"
+    return f"result = {expression}\nprint({label + ':'!r})\nprint(result)\n"
