@@ -126,3 +126,13 @@ class TDDResponse(TDDSolution):
                 + f".\n\n```python\n{solution.code}\n```"
             )
         return cls(**solution.model_dump(), success=solution.all_tests_passed, answer=answer)
+
+
+class ExtractRequest(BaseModel):
+    session_id: SessionId
+    name: str = Field(min_length=1, max_length=1000)
+
+
+class ExtractedArchive(BaseModel):
+    folder: str
+    files: list[str]

@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 
 SUBFOLDERS = ("uploads", "outputs", "variables", "scripts")
 MAX_LISTED = 2_000
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 
 # Extensions the tools understand (the seeds' list).
 SUPPORTED_EXTENSIONS = frozenset(
@@ -219,36 +220,53 @@ class Workspaces:
         except (ValueError, RecursionError):
             return None
 
+    def _parent(self, session_id: str, parts: tuple[str, ...], *, create: bool) -> int:
+        """An open descriptor of the folder holding `parts[-1]`, walked without links."""
+        directory = os.open(self.ensure(session_id), _DIRECTORY_FLAGS)
+        try:
+            for part in parts[:-1]:
+                if create:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, 0o700, dir_fd=directory)
+                inner = os.open(part, _DIRECTORY_FLAGS, dir_fd=directory)
+                os.close(directory)
+                directory = inner
+        except BaseException:
+            os.close(directory)
+            raise
+        return directory
+
+    def new_folder(self, session_id: str, relative: str) -> int:
+        """Create the folder `relative` (its parent must exist); returns its open descriptor.
+
+        Raises `FileExistsError` if anything is already there.
+        """
+        parts = safe_relative(relative).parts
+        parent = self._parent(session_id, parts, create=False)
+        try:
+            os.mkdir(parts[-1], 0o700, dir_fd=parent)
+            return os.open(parts[-1], _DIRECTORY_FLAGS, dir_fd=parent)
+        finally:
+            os.close(parent)
+
     def write_file(self, session_id: str, relative: str, data: bytes) -> None:
         """Atomically replace `relative` (its folders are created), never following links."""
         parts = safe_relative(relative).parts
-        directory = os.open(self.ensure(session_id), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        parent = self._parent(session_id, parts, create=True)
+        draft = f".write-{uuid.uuid4().hex}"
         try:
-            for part in parts[:-1]:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, 0o700, dir_fd=directory)
-                inner = os.open(
-                    part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=directory
-                )
-                os.close(directory)
-                directory = inner
-            draft = f".write-{uuid.uuid4().hex}"
-            fd = os.open(
-                draft,
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                0o600,
-                dir_fd=directory,
-            )
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+            fd = os.open(draft, flags, 0o600, dir_fd=parent)
             try:
                 with os.fdopen(fd, "wb") as handle:
                     handle.write(data)
-                os.replace(draft, parts[-1], src_dir_fd=directory, dst_dir_fd=directory)
+                os.replace(draft, parts[-1], src_dir_fd=parent, dst_dir_fd=parent)
             except BaseException:
                 with contextlib.suppress(FileNotFoundError):
-                    os.unlink(draft, dir_fd=directory)
+                    os.unlink(draft, dir_fd=parent)
                 raise
         finally:
-            os.close(directory)
+            os.close(parent)
 
     def list_files(self, session_id: str) -> list[WorkspaceFile]:
         root = self.path(session_id)

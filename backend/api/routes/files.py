@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import mimetypes
+import os
 from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Query, UploadFile, status
@@ -13,7 +15,13 @@ from backend.api.deps import CurrentUser, ServicesDep
 from backend.api.errors import ApiError
 from backend.core.services import Services
 from backend.models.common import SessionId
-from backend.models.tools import FileInfoPublic, UploadedFile, WorkspaceFilePublic
+from backend.models.tools import (
+    ExtractedArchive,
+    ExtractRequest,
+    FileInfoPublic,
+    UploadedFile,
+    WorkspaceFilePublic,
+)
 from backend.storage import User
 from backend.storage.workspaces import (
     SUPPORTED_EXTENSIONS,
@@ -23,7 +31,7 @@ from backend.storage.workspaces import (
     safe_filename,
 )
 from backend.tools.python_coder.catalog import FileNotInWorkspace
-from backend.tools.python_coder.files import UnsupportedFileType
+from backend.tools.python_coder.files import UnsafeArchive, UnsupportedFileType, safe_extract_at
 
 router = APIRouter(prefix="/api", tags=["files"])
 
@@ -106,6 +114,64 @@ async def read_file_info(
     except UnsupportedFileType as exc:
         raise ApiError(415, str(exc), code="unsupported_file_type") from None
     return FileInfoPublic(**metadata.to_dict())
+
+
+@router.post("/files/extract", status_code=status.HTTP_201_CREATED)
+async def extract_archive(
+    body: ExtractRequest, user: CurrentUser, services: ServicesDep
+) -> ExtractedArchive:
+    """Unpack an uploaded archive into a new folder beside it, refusing anything unsafe."""
+    _owned_session(services, user, body.session_id)
+    try:
+        found = services.catalog.resolve(body.session_id, body.name)
+    except UnsafePath:
+        raise ApiError(400, "Invalid file path.", code="bad_path") from None
+    except FileNotInWorkspace:
+        raise ApiError(404, f"File not found: {body.name}", code="file_not_found") from None
+    folder = _archive_folder(found.path)
+    if folder is None:
+        raise ApiError(415, f"{found.path} is not a zip, tar, gz or bz2 archive.")
+    try:
+        files = await run_in_threadpool(_extract, services, body.session_id, found.path, folder)
+    except FileExistsError:
+        raise ApiError(409, f"{folder} already exists.", code="exists") from None
+    except UnsafeArchive as exc:
+        raise ApiError(400, str(exc), code="unsafe_archive") from None
+    except (NotARegularFile, OSError):
+        raise ApiError(
+            409, "The session's uploads folder is not usable.", code="bad_workspace"
+        ) from None
+    return ExtractedArchive(folder=folder, files=[f"{folder}/{name}" for name in files])
+
+
+def _archive_folder(path: str) -> str | None:
+    """uploads/data.tar.gz -> uploads/data; None if `path` is not an archive."""
+    for suffix in (".tar.gz", ".tar.bz2", ".tgz", ".zip", ".tar", ".gz", ".bz2"):
+        if path.lower().endswith(suffix) and len(path) > len(suffix):
+            return path[: -len(suffix)].rstrip(".") or None
+    return None
+
+
+def _extract(services: Services, session_id: str, archive: str, folder: str) -> list[str]:
+    workspaces = services.workspaces
+    with workspaces.open_file(session_id, archive) as source:
+        root = workspaces.new_folder(session_id, folder)
+        try:
+            return safe_extract_at(source, archive, root)
+        except BaseException:
+            _remove_empty(root, folder.rsplit("/", 1)[-1])  # so a retry is not refused
+            raise
+        finally:
+            os.close(root)
+
+
+def _remove_empty(folder: int, name: str) -> None:
+    with contextlib.suppress(OSError):
+        parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=folder)
+        try:
+            os.rmdir(name, dir_fd=parent)
+        finally:
+            os.close(parent)
 
 
 @router.get("/sessions/{session_id}/files")

@@ -7,7 +7,9 @@ tests do not depend on their order.
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -323,3 +325,41 @@ def test_files_are_listed_with_metadata(http: httpx.Client, tmp_path: Path) -> N
     params = {"session_id": "listing", "name": "missing.csv"}
     assert http.get("/api/files/info", params=params).status_code == 404
     assert http.get("/api/files", params={"session_id": "nobody"}).status_code == 404
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_archives_unpack_safely_into_a_new_folder(http: httpx.Client) -> None:
+    upload(http, "zips", "bundle.zip", _zip({"a/sales.csv": SALES, "notes.txt": b"hi"}))
+    body = {"session_id": "zips", "name": "bundle.zip"}
+    extracted = http.post("/api/files/extract", json=body)
+    assert extracted.status_code == 201, extracted.text
+    assert extracted.json() == {
+        "folder": "uploads/bundle",
+        "files": ["uploads/bundle/a/sales.csv", "uploads/bundle/notes.txt"],
+    }
+    info = http.get("/api/files/info", params={"session_id": "zips", "name": "bundle/a/sales.csv"})
+    assert info.json()["kind"] == "tabular"
+    assert http.post("/api/files/extract", json=body).status_code == 409  # never overwrites
+
+    upload(http, "zips", "evil.zip", _zip({"../../escape.txt": b"x"}))
+    evil = http.post("/api/files/extract", json={"session_id": "zips", "name": "evil.zip"})
+    assert evil.status_code == 400 and "evil.zip" in evil.json()["detail"]
+    upload(http, "zips", "bomb.zip", _zip({"zeros.csv": b"0" * 50_000_000}))
+    bomb = http.post("/api/files/extract", json={"session_id": "zips", "name": "bomb.zip"})
+    assert bomb.status_code == 400 and "zip bomb" in bomb.json()["detail"]
+    listed = [f["path"] for f in http.get("/api/sessions/zips/files").json()]
+    assert not any(p.startswith(("uploads/evil/", "uploads/bomb/")) for p in listed)
+    # A refused archive leaves no folder behind, so a retry is refused for the same reason.
+    assert (
+        http.post("/api/files/extract", json={"session_id": "zips", "name": "evil.zip"}).status_code
+        == 400
+    )
+    not_archive = http.post("/api/files/extract", json={"session_id": "zips", "name": "notes.txt"})
+    assert not_archive.status_code in (404, 415)

@@ -8,7 +8,7 @@ METADATA block for prompts, and safe archive extraction.
 from __future__ import annotations
 
 from backend.tools.python_coder.files.archive_checks import ArchiveLimits, UnsafeArchive
-from backend.tools.python_coder.files.archives import safe_extract
+from backend.tools.python_coder.files.archives import safe_extract, safe_extract_at
 from backend.tools.python_coder.files.metadata import extract_file_metadata
 from backend.tools.python_coder.files.model import FileKind, FileMetadata, UnsupportedFileType
 from backend.tools.python_coder.files.prompt import describe_for_prompt
@@ -33,5 +33,6 @@ __all__ = [
     "loader_code",
     "rank_files",
     "safe_extract",
+    "safe_extract_at",
     "validate_file_paths",
 ]

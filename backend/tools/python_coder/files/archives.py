@@ -241,18 +241,25 @@ def safe_extract(
     except OSError:
         raise UnsafeArchive(f"{archive_name}: the destination is not a plain folder") from None
     try:
-        if os.listdir(root):
-            raise UnsafeArchive(f"{archive_name}: the destination folder is not empty")
-        writer = _Writer(root, limits, archive_name)
-        try:
-            for member in _members(source, archive_name, limits):
-                writer.add(member)
-        except UnsafeArchive:
-            writer.remove_all()
-            raise
-        except _DAMAGED as exc:
-            writer.remove_all()
-            raise UnsafeArchive(f"{archive_name} could not be unpacked: {exc}") from exc
-        return writer.files
+        return safe_extract_at(source, archive_name, root, limits)
     finally:
         os.close(root)
+
+
+def safe_extract_at(
+    source: BinaryIO, archive_name: str, root: int, limits: ArchiveLimits = EXTRACT_LIMITS
+) -> list[str]:
+    """`safe_extract` into the empty directory open as the descriptor `root`."""
+    if os.listdir(root):
+        raise UnsafeArchive(f"{archive_name}: the destination folder is not empty")
+    writer = _Writer(root, limits, archive_name)
+    try:
+        for member in _members(source, archive_name, limits):
+            writer.add(member)
+    except UnsafeArchive:
+        writer.remove_all()
+        raise
+    except _DAMAGED as exc:
+        writer.remove_all()
+        raise UnsafeArchive(f"{archive_name} could not be unpacked: {exc}") from exc
+    return writer.files
