@@ -12,7 +12,7 @@ import json
 import os
 import stat
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
@@ -178,30 +178,10 @@ class Workspaces:
         Raises `FileTooLarge` past `max_bytes`, leaving nothing behind.
         """
         filename = safe_filename(name)
-        workspace = self.ensure(session_id)
-        root = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        uploads = self._parent(session_id, ("uploads", filename), create=False)
         try:
-            uploads = os.open("uploads", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root)
-        finally:
-            os.close(root)
-        draft = f".upload-{os.getpid()}-{id(source)}"
-        try:
-            fd = os.open(
-                draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=uploads
-            )
-            written = 0
-            with os.fdopen(fd, "wb") as handle:
-                while chunk := source.read(1024 * 1024):
-                    written += len(chunk)
-                    if written > max_bytes:
-                        raise FileTooLarge(name)
-                    handle.write(chunk)
-            os.replace(draft, filename, src_dir_fd=uploads, dst_dir_fd=uploads)
-            return written
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(draft, dir_fd=uploads)
-            raise
+            chunks = iter(lambda: source.read(1024 * 1024), b"")
+            return _replace_atomically(uploads, filename, chunks, max_bytes)
         finally:
             os.close(uploads)
 
@@ -253,18 +233,8 @@ class Workspaces:
         """Atomically replace `relative` (its folders are created), never following links."""
         parts = safe_relative(relative).parts
         parent = self._parent(session_id, parts, create=True)
-        draft = f".write-{uuid.uuid4().hex}"
         try:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-            fd = os.open(draft, flags, 0o600, dir_fd=parent)
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-                os.replace(draft, parts[-1], src_dir_fd=parent, dst_dir_fd=parent)
-            except BaseException:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(draft, dir_fd=parent)
-                raise
+            _replace_atomically(parent, parts[-1], [data])
         finally:
             os.close(parent)
 
@@ -288,3 +258,31 @@ class Workspaces:
                     relative = Path(entry.path).relative_to(root).as_posix()
                     found.append(WorkspaceFile(relative, info.st_size, info.st_mtime))
         return sorted(found, key=lambda f: f.path)
+
+
+def _replace_atomically(
+    directory: int, name: str, chunks: Iterable[bytes], max_bytes: int | None = None
+) -> int:
+    """Write `chunks` to a fresh draft in `directory`, then rename it over `name`.
+
+    The draft is created with O_EXCL|O_NOFOLLOW, so nothing the sandbox planted is
+    written through. Raises `FileTooLarge` past `max_bytes`, leaving nothing behind.
+    """
+    draft = f".write-{uuid.uuid4().hex}"
+    fd = os.open(
+        draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=directory
+    )
+    try:
+        written = 0
+        with os.fdopen(fd, "wb") as handle:
+            for chunk in chunks:
+                written += len(chunk)
+                if max_bytes is not None and written > max_bytes:
+                    raise FileTooLarge(name)
+                handle.write(chunk)
+        os.replace(draft, name, src_dir_fd=directory, dst_dir_fd=directory)
+        return written
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(draft, dir_fd=directory)
+        raise

@@ -23,7 +23,7 @@ from backend.tools.python_coder.llm import CoderLLM, StructuredReplyError
 
 # Earlier entries win: "how many unique regions" is nunique, not count.
 _OPERATION_WORDS: list[tuple[str, tuple[str, ...]]] = [
-    ("nunique", ("distinct", "unique")),
+    ("nunique", ("distinct", "unique", "different")),
     ("correlation", ("correlation", "correlate", "correlated", "corr")),
     ("median", ("median",)),
     ("std", ("standard deviation", "std", "stdev")),
@@ -37,7 +37,15 @@ _OPERATION_WORDS: list[tuple[str, tuple[str, ...]]] = [
 OPERATIONS = [name for name, _ in _OPERATION_WORDS]
 _NUMERIC_OPERATIONS = {"mean", "sum", "max", "min", "median", "std", "correlation"}
 _GROUP_CUES = ("per", "by", "for each", "in each", "for every", "grouped by")
+# Filters, shares and rankings: the spec has no field for them, so such questions go free-form.
+_UNEXPRESSIBLE = (
+    "more than", "less than", "greater than", "fewer than", "higher than", "lower than",
+    "above", "below", "at least", "at most", "where", "whose", "only",
+    "except", "excluding", "without", "percent", "percentage", "share", "ratio",
+    "proportion", "top", "bottom", "rank", "before", "after", "equal to", "%", ">", "<", "=",
+)  # fmt: skip
 _NONE = "none"
+_NUMBER = re.compile(r"(?<![a-z_])\d+(\.\d+)?(?![a-z_])")
 
 
 @dataclass
@@ -74,15 +82,51 @@ def _operation(question: str) -> str | None:
     return None
 
 
+def _unexpressible(question: str) -> bool:
+    if _NUMBER.search(question):  # "more than 10", "in 2023", "top 5": a filter or a ranking
+        return True
+    return any(
+        (_mentions(question, phrase) >= 0) if phrase[0].isalpha() else (phrase in question)
+        for phrase in _UNEXPRESSIBLE
+    )
+
+
+def _spellings(column: str) -> set[str]:
+    """How a question may name a column: as is, with spaces, singular or plural."""
+    base = {column.lower(), column.lower().replace("_", " ")}
+    forms = set(base)
+    for name in base:
+        forms.update({name + "s", name + "es"})
+        if name.endswith("s") and len(name) > 3:
+            forms.add(name[:-1])
+    return forms
+
+
 def _columns_named(question: str, columns: list[str]) -> list[str]:
-    """Columns the question names, in the order it names them."""
-    found = []
+    """Columns the question names, in order; "unit price" names unit_price, not units."""
+    spans = []
     for column in columns:
-        spoken = column.lower().replace("_", " ")
-        position = max(_mentions(question, column.lower()), _mentions(question, spoken))
-        if position >= 0:
-            found.append((position, column))
-    return [column for _, column in sorted(found)]
+        for spelling in _spellings(column):
+            start = _mentions(question, spelling)
+            if start >= 0:
+                spans.append((start, start + len(spelling), column))
+    kept = {
+        column
+        for start, end, column in spans
+        if not any(s <= start and end <= e and (e - s) > (end - start) for s, e, _ in spans)
+    }
+    ordered = [column for _, _, column in sorted(spans) if column in kept]
+    return list(dict.fromkeys(ordered))
+
+
+def _names_a_value(question: str, metadata: FileMetadata) -> bool:
+    """The question mentions a text value of the data ("north"): a filter, most likely."""
+    words = set(re.findall(r"[a-z][a-z0-9_]{2,}", question))
+    for row in metadata.details.get("sample_rows", []):
+        for cell in row if isinstance(row, list) else []:
+            if isinstance(cell, str) and cell.lower() in words:
+                return True
+    return False
 
 
 def _group_column(question: str, named: list[str]) -> str:
@@ -107,9 +151,9 @@ async def plan_analysis(
 ) -> AnalysisSpec | None:
     """The spec for `question`, or None when the form cannot express it."""
     frames = [(mapping[f.name], _dtypes(f)) for f in files if f.name in mapping and _dtypes(f)]
-    if not frames:
-        return None
     text = question.lower()
+    if not frames or _unexpressible(text):
+        return None
     frame, dtypes = frames[0]
     named = _columns_named(text, list(dtypes))
     for candidate, candidate_dtypes in frames[1:]:  # the first frame that has a named column
@@ -126,7 +170,11 @@ async def plan_analysis(
     group_by = _group_column(text, named)
     if group_by:
         sources["group_by"] = "question"
+    elif any(_names_a_value(text, f) for f in files if mapping.get(f.name) == frame):
+        return None
     targets = [column for column in named if column != group_by]
+    if len(targets) > (2 if operation == "correlation" else 1):
+        return None  # a second column means a filter or a relation the spec cannot hold
     if targets:
         sources["column"] = "question"
     if operation is None or (not targets and operation not in ("count", "describe")):

@@ -18,7 +18,10 @@ _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?"
 _LIST_MARKER = re.compile(r"^\s*\d+[.)]\s", re.MULTILINE)
 _LINK = re.compile(r"!?\[[^\]]*\]\([^)]*\)|`[^`]*`")
 # A prompt section header, or the prompt's instructions, repeated back.
-_ECHO = re.compile(r"^\s*(## (INPUT|OUTPUT|FILES)\b|\[stage:|Write the answer in markdown)")
+_ECHO = re.compile(
+    r"^\s*(#{1,3}\s*(INPUT|OUTPUT|FILES)\b|\*\*(Input|Output|Files)\*\*|\[stage:"
+    r"|Write the answer in markdown)"
+)
 _IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")
 _MAX_OUTPUT_IN_ANSWER = 3000
 
@@ -87,10 +90,11 @@ def _with_missing_plots(draft: str, files: list[str]) -> str:
 
 
 def _without_echo(draft: str) -> str:
-    """The draft up to where a small model starts repeating the prompt."""
-    kept = []
+    """The draft up to where a small model starts repeating the prompt or itself."""
+    kept: list[str] = []
     for line in draft.splitlines():
-        if _ECHO.match(line):
+        repeated = len(line.strip()) > 3 and line.strip() in (k.strip() for k in kept)
+        if _ECHO.match(line) or repeated:
             break
         kept.append(line)
     return "\n".join(kept).strip()

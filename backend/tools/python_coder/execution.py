@@ -3,7 +3,8 @@
 Each attempt is kept: the code, what it printed, the error. A run that succeeds
 but prints nothing and makes no file counts as a failure too, because there is
 nothing to answer from. Static problems in a fix are caught before they reach
-the sandbox and go back to the model like any other error.
+the sandbox and go back to the model like any other error. A fix that hands back code which already
+failed is not run again; two in a row end the loop early.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from backend.tools.python_coder.verification import static_problems
 from backend.tools.sandbox.executor import BasePythonExecutor, ExecutionResult
 
 NO_OUTPUT = "The code ran but printed nothing. print() the answer."
+REPEATED = "The fix repeated code that had already failed, so it was not run again."
 _TRUNCATION_NOTICE = "\n[output truncated at 1 MB]"
 
 OnAttempt = Callable[[ExecutionAttempt], Awaitable[None]]
@@ -49,14 +51,23 @@ async def execute_with_fixes(
 ) -> Executed:
     """Run `code`, fixing it from each error, at most `max_attempts` times."""
     executed = Executed(code)
+    failed: dict[str, str] = {}  # code that already failed -> its error
     for attempt in range(1, max_attempts + 1):
-        record = await _attempt(attempt, executed, executor, prefilter)
+        if executed.code in failed:
+            # The model handed back code that already failed: running it again teaches nothing.
+            record = ExecutionAttempt(
+                attempt=attempt, code=executed.code, success=False, error=REPEATED
+            )
+        else:
+            record = await _attempt(attempt, executed, executor, prefilter)
         executed.attempts.append(record)
         if on_attempt is not None:
             await on_attempt(record)
-        if record.success or attempt == max_attempts:
+        if record.success or attempt == max_attempts or _repeated_twice(executed.attempts):
             break
-        error = record.error or NO_OUTPUT
+        error = failed.setdefault(executed.code, record.error or NO_OUTPUT)
+        if record.error == REPEATED:
+            error = f"{REPEATED}\nIt failed with:\n{error}"
         reply = await llm.text(
             "fix", prompts.SYSTEM, prompts.fix(context, executed.code, error, attempt)
         )
@@ -65,6 +76,11 @@ async def execute_with_fixes(
             Modification(stage="fix", iteration=attempt, reason=error[-500:], code=executed.code)
         )
     return executed
+
+
+def _repeated_twice(attempts: list[ExecutionAttempt]) -> bool:
+    """Two repeats in a row: the model is stuck, and more attempts only cost time."""
+    return len(attempts) >= 2 and all(a.error == REPEATED for a in attempts[-2:])
 
 
 async def _attempt(

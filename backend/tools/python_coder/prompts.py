@@ -117,7 +117,21 @@ def review(context: CodingContext, code: str) -> str:
     )
 
 
+def _hint(error: str) -> str:
+    """Advice for errors small models make again and again."""
+    if "FileNotFoundError" in error:
+        return (
+            "The data files are already loaded into the variables named in METADATA "
+            "(`-> df1`): use those variables instead of reading files. Other files are "
+            "under uploads/."
+        )
+    if "NameError" in error:
+        return "Use only variables defined in the code or listed in METADATA."
+    return ""
+
+
 def fix(context: CodingContext, code: str, error: str, attempt: int) -> str:
+    hint = _hint(error)
     return "\n".join(
         [
             "[stage: fix]",
@@ -125,6 +139,7 @@ def fix(context: CodingContext, code: str, error: str, attempt: int) -> str:
             _section("METADATA", _metadata(context)),
             _section("CODE", f"```python\n{code}```"),
             _section("ERROR", f"Attempt {attempt} failed:\n{error[-2000:]}"),
+            *([_section("HINT", hint)] if hint else []),
             _section("RULES", rules()),
             "Fix the code so it runs and answers INPUT. "
             "Reply with the full corrected code in one ```python block.",

@@ -45,6 +45,7 @@ def run(code: str) -> str:
         ("the highest unit_price per region", "n    4.0"),
         ("How many rows are there?", "3"),
         ("how many distinct region values?", "2"),
+        ("How many different regions are there?", "2"),
         ("correlation between unit_price and units", "0.9819"),
         ("number of rows per region", "n    2"),
     ],
@@ -66,6 +67,26 @@ async def test_the_model_fills_only_what_the_words_leave_open() -> None:
     assert spec.sources == {"operation": "question", "column": "model"}
     assert "[stage: analysis_spec]" in model.prompts[0]
     assert "region, unit_price, units" in model.prompts[0]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the mean unit price of the sales with more than 10 units?",
+        "mean unit_price where units is above 2",
+        "What share of units comes from region n, in percent?",
+        "the mean unit_price in the n region",  # a value of the data: a filter
+        "the mean unit_price of the rows with units",  # a second column
+        "the top 5 unit prices",
+    ],
+)
+async def test_filters_shares_and_rankings_go_to_free_form(question: str) -> None:
+    sales = FileMetadata(
+        **{**SALES.to_dict(), "details": {**SALES.details, "sample_rows": [["n", 1.0, 1]]}}
+    )
+    llm, _ = scripted_llm([])
+    assert await plan_analysis(question, [sales], MAPPING, llm) is None
+    assert llm.usage.calls == 0
 
 
 async def test_what_the_form_cannot_express_goes_to_free_form() -> None:

@@ -34,3 +34,12 @@ def test_a_small_model_echoing_the_prompt_keeps_only_its_answer() -> None:
     draft = "The mean price is 19.5.\n\n## INPUT\nWhat is the mean?\n**Output**\n19.5"
     assert _without_echo(draft) == "The mean price is 19.5."
     assert _without_echo("[stage: answer]\n## INPUT\nx") == ""
+
+
+def test_a_small_model_repeating_itself_is_cut_at_the_first_repeat() -> None:
+    from backend.tools.python_coder.answer import _without_echo
+
+    draft = "The highest temperature is 37.8.\n**Output**:\nThe output is:\n**Output**:\nx"
+    assert _without_echo(draft) == "The highest temperature is 37.8."
+    looping = "- Mean salary: 58488.8\n- It is high.\n- Mean salary: 58488.8\n- It is high."
+    assert _without_echo(looping) == "- Mean salary: 58488.8\n- It is high."

@@ -49,7 +49,19 @@ REPLIES = [
     reply("answer", "Q-FIX", "The mean price is 20.0."),
     # out of retries
     reply("generate", "Q-NEVER", code("print(1 / 0)\n")),
-    reply("fix", "Q-NEVER", code('raise ValueError("still broken")\n'), repeat=True),
+    *(reply("fix", "Q-NEVER", code(f'raise ValueError("still broken {n}")\n')) for n in range(4)),
+    # a fix that keeps handing back the failing code
+    reply(
+        "generate",
+        "Q-STUCK",
+        code("import pandas as pd\ndf = pd.read_csv('data.csv')\nprint(df)\n"),
+    ),
+    reply(
+        "fix",
+        "Q-STUCK",
+        code("import pandas as pd\ndf = pd.read_csv('data.csv')\nprint(df)\n"),
+        repeat=True,
+    ),
     # a verification loop: the review rejects, the modification is approved
     reply(
         "generate",
@@ -209,10 +221,29 @@ def test_running_out_of_retries_fails_cleanly_with_the_whole_history(
     history = result["execution_history"]
     assert len(history) == 5 and not any(a["success"] for a in history)
     assert "ZeroDivisionError" in history[0]["error"]
-    assert all("ValueError: still broken" in a["error"] for a in history[1:])
+    assert [a["error"].splitlines()[-1] for a in history[1:]] == [
+        f"ValueError: still broken {n}" for n in range(4)
+    ]
     assert "after 5 attempts" in result["error"] and result["answer"] == result["error"]
     assert [m["stage"] for m in result["modifications"]] == ["fix"] * 4
     assert result["notepad_entry"] is None
+
+
+def test_a_fix_that_repeats_failed_code_is_not_run_and_ends_the_loop(
+    server: LiveServer, http: httpx.Client
+) -> None:
+    upload(http, "stuck", "sales.csv", SALES)
+    result = ask(http, "stuck", "Q-STUCK show the data")
+    assert not result["success"]
+    history = result["execution_history"]
+    assert len(history) == 3  # one real failure, then two repeats: stopped before 5
+    assert "FileNotFoundError" in history[0]["error"]
+    assert all("repeated code that had already failed" in a["error"] for a in history[1:])
+    fixes = [r for r in prompts(server, "Q-STUCK") if r["stage"] == "fix"]
+    assert len(fixes) == 2
+    first, second = (f["prompt"][-1]["content"] for f in fixes)
+    assert "## HINT\nThe data files are already loaded" in first
+    assert "repeated code that had already failed" in second and "FileNotFoundError" in second
 
 
 def test_the_review_loop_modifies_until_the_code_answers(http: httpx.Client) -> None:

@@ -86,12 +86,12 @@ def describe_file(metadata: FileMetadata, variable: str | None = None) -> str:
 
 
 def describe_for_prompt(files: Sequence[FileMetadata], mapping: dict[str, str]) -> str:
-    """METADATA for a prompt; `mapping` (path -> variable) names the loaded frames."""
+    """The body of a prompt's METADATA section; `mapping` (path -> variable) names the frames."""
     if not files:
-        return "METADATA\n(no data files)"
+        return "(no data files)"
     blocks = [describe_file(metadata, mapping.get(metadata.name)) for metadata in files]
     note = (
         "Paths are relative to the working directory; `-> name` means the file is "
         "already loaded into that variable."
     )
-    return "\n".join(["METADATA", note, *blocks])
+    return "\n".join([note, *blocks])

@@ -14,7 +14,7 @@ def test_a_table_shows_its_variable_columns_rows_and_samples(tmp_path: Path) -> 
     path.write_text("region,units,price\nEU,3,2.5\nUS,4,1.25\nAPAC,5,3.0\n")
     metadata = describe(path, "uploads/sales.csv")
     text = describe_for_prompt([metadata], {"uploads/sales.csv": "df1"})
-    assert text.splitlines()[0] == "METADATA"
+    assert text.splitlines()[0].startswith("Paths are relative")
     assert "- uploads/sales.csv -> df1 [tabular, 49 B]" in text
     assert "columns: region (str), units (int64), price (float64)" in text
     assert "row: EU | 3 | 2.5" in text and "row: US | 4 | 1.25" in text
@@ -54,4 +54,4 @@ def test_other_kinds_and_errors_get_their_gist() -> None:
     assert "text: Hello" in text
     assert "datasets: t [3] float32" in text
     assert "error: Could not read it" in text
-    assert describe_for_prompt([], {}) == "METADATA\n(no data files)"
+    assert describe_for_prompt([], {}) == "(no data files)"
