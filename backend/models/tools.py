@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import keyword
 from typing import Any, Literal, Self
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from backend.models.common import SessionId, Text
+from backend.tools.python_coder.files import validate_file_paths
 from backend.tools.python_coder.result import CoderResult
 from backend.tools.python_coder.tdd import TDDSolution
 
@@ -29,12 +29,7 @@ class PythonCoderRequest(BaseModel):
     @field_validator("file_paths")
     @classmethod
     def _variables_are_names(cls, mapping: dict[str, str] | None) -> dict[str, str] | None:
-        for path, variable in (mapping or {}).items():
-            if not variable.isidentifier() or keyword.iskeyword(variable):
-                raise ValueError(f"{variable!r} (for {path!r}) is not a Python variable name")
-            if variable.startswith("_"):
-                raise ValueError(f"{variable!r}: variable names may not start with '_'")
-        return mapping
+        return None if mapping is None else validate_file_paths(mapping)
 
     @model_validator(mode="after")
     def _one_input(self) -> Self:

@@ -81,7 +81,8 @@ def record_task(
     variables: list[str],
 ) -> dict[str, Any]:
     """Save the code and append a notepad entry; returns the entry."""
-    stamp = time.strftime("%Y%m%d_%H%M%S", time.gmtime())
+    now = time.time()
+    stamp = time.strftime("%Y%m%d_%H%M%S", time.gmtime(now)) + f"_{int(now * 1000) % 1000:03d}"
     code_file = f"scripts/{_slug(task)}_{stamp}.py"
     header = f"# Task: {' '.join(task.split())[:200]}\n# Saved: {stamp} UTC\n\n"
     workspaces.write_file(session_id, code_file, (header + code).encode())

@@ -59,8 +59,11 @@ async def choose_files(
         reasons = {f.name: "one of the session's data files" for f in files}
         if len(files) > limit:
             files, reasons = await _pick(request.query, files, llm, limit)
-    mapping = assign_dataframe_names([f for f in files if f.name not in _resolved(given, files)])
-    mapping.update(_resolved(given, files))
+    named = _resolved(given, files)
+    mapping = assign_dataframe_names(
+        [f for f in files if f.name not in named], taken=set(named.values())
+    )
+    mapping.update(named)
     selected = [
         SelectedFile(name=f.name, reason=reasons[f.name], variable=mapping.get(f.name))
         for f in files

@@ -7,9 +7,7 @@ tests do not depend on their order.
 
 from __future__ import annotations
 
-import io
 import json
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ import pytest
 
 from tests.conftest import ADMIN_PASSWORD
 from tests.support.live_server import LiveServer
+from tests.tools.python_coder.files.helpers import zip_bytes
 
 SALES = b"region,price,units\nnorth,10,1\nsouth,30,2\nnorth,20,3\n"
 GOOD = 'mean = df1["price"].mean()\nprint("mean price:", mean)\n'
@@ -358,16 +357,8 @@ def test_files_are_listed_with_metadata(http: httpx.Client, tmp_path: Path) -> N
     assert http.get("/api/files", params={"session_id": "nobody"}).status_code == 404
 
 
-def _zip(members: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
-
-
 def test_archives_unpack_safely_into_a_new_folder(http: httpx.Client) -> None:
-    upload(http, "zips", "bundle.zip", _zip({"a/sales.csv": SALES, "notes.txt": b"hi"}))
+    upload(http, "zips", "bundle.zip", zip_bytes({"a/sales.csv": SALES, "notes.txt": b"hi"}))
     body = {"session_id": "zips", "name": "bundle.zip"}
     extracted = http.post("/api/files/extract", json=body)
     assert extracted.status_code == 201, extracted.text
@@ -379,10 +370,10 @@ def test_archives_unpack_safely_into_a_new_folder(http: httpx.Client) -> None:
     assert info.json()["kind"] == "tabular"
     assert http.post("/api/files/extract", json=body).status_code == 409  # never overwrites
 
-    upload(http, "zips", "evil.zip", _zip({"../../escape.txt": b"x"}))
+    upload(http, "zips", "evil.zip", zip_bytes({"../../escape.txt": b"x"}))
     evil = http.post("/api/files/extract", json={"session_id": "zips", "name": "evil.zip"})
     assert evil.status_code == 400 and "evil.zip" in evil.json()["detail"]
-    upload(http, "zips", "bomb.zip", _zip({"zeros.csv": b"0" * 50_000_000}))
+    upload(http, "zips", "bomb.zip", zip_bytes({"zeros.csv": b"0" * 50_000_000}))
     bomb = http.post("/api/files/extract", json={"session_id": "zips", "name": "bomb.zip"})
     assert bomb.status_code == 400 and "zip bomb" in bomb.json()["detail"]
     listed = [f["path"] for f in http.get("/api/sessions/zips/files").json()]

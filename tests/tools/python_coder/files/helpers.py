@@ -55,3 +55,12 @@ def png_claiming(width: int, height: int) -> bytes:
     ihdr = struct.pack(">I", len(header)) + chunk + struct.pack(">I", zlib.crc32(chunk))
     end = struct.pack(">I", 0) + b"IEND" + struct.pack(">I", zlib.crc32(b"IEND"))
     return b"\x89PNG\r\n\x1a\n" + ihdr + end
+
+
+def zip_bytes(entries: dict[str, bytes]) -> bytes:
+    """A deflated zip holding `entries` (name -> content)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()

@@ -14,15 +14,7 @@ from pathlib import Path
 import pytest
 
 from backend.tools.python_coder.files import ArchiveLimits, UnsafeArchive, safe_extract
-from tests.tools.python_coder.files.helpers import describe, zip_bomb_bytes
-
-
-def _zip(entries: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in entries.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
+from tests.tools.python_coder.files.helpers import describe, zip_bomb_bytes, zip_bytes
 
 
 def _tar(members: list[tarfile.TarInfo], data: dict[str, bytes], mode: str = "w:gz") -> bytes:
@@ -56,7 +48,7 @@ def _extract(tmp_path: Path, name: str, data: bytes, limits: ArchiveLimits | Non
 
 def test_a_zip_is_listed_without_unpacking(tmp_path: Path) -> None:
     path = tmp_path / "bundle.zip"
-    path.write_bytes(_zip({"a.csv": b"x,y\n1,2\n", "docs/readme.md": b"# hi\n"}))
+    path.write_bytes(zip_bytes({"a.csv": b"x,y\n1,2\n", "docs/readme.md": b"# hi\n"}))
     metadata = describe(path)
     assert (metadata.kind, metadata.error) == ("archive", None)
     assert metadata.details["entries"] == [
@@ -97,7 +89,9 @@ def test_a_zip_bomb_is_flagged_in_its_listing(tmp_path: Path) -> None:
 
 
 def test_safe_extract_unpacks_zip_tgz_and_gz(tmp_path: Path) -> None:
-    out = _extract(tmp_path / "z", "a.zip", _zip({"a.csv": b"1\n", "d/b.txt": b"2\n", "d/": b""}))
+    out = _extract(
+        tmp_path / "z", "a.zip", zip_bytes({"a.csv": b"1\n", "d/b.txt": b"2\n", "d/": b""})
+    )
     assert (out / "a.csv").read_bytes() == b"1\n"
     assert (out / "d" / "b.txt").read_bytes() == b"2\n"
     tgz = _tar([_member("./top/x.csv")], {"./top/x.csv": b"x\n"})
@@ -107,7 +101,7 @@ def test_safe_extract_unpacks_zip_tgz_and_gz(tmp_path: Path) -> None:
     assert stat.S_IMODE((single / "data.csv").stat().st_mode) == 0o600
 
 
-def _symlink_zip() -> bytes:
+def _symlinkzip_bytes() -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         info = zipfile.ZipInfo("innocent")
@@ -119,10 +113,10 @@ def _symlink_zip() -> bytes:
 @pytest.mark.parametrize(
     ("name", "data", "message"),
     [
-        ("up.zip", _zip({"ok.txt": b"1", "../evil.txt": b"x"}), "points outside"),
-        ("abs.zip", _zip({"/etc/cron.d/x": b"x"}), "absolute path"),
-        ("deep.zip", _zip({"a/../../evil": b"x"}), "points outside"),
-        ("link.zip", _symlink_zip(), "is a link"),
+        ("up.zip", zip_bytes({"ok.txt": b"1", "../evil.txt": b"x"}), "points outside"),
+        ("abs.zip", zip_bytes({"/etc/cron.d/x": b"x"}), "absolute path"),
+        ("deep.zip", zip_bytes({"a/../../evil": b"x"}), "points outside"),
+        ("link.zip", _symlinkzip_bytes(), "is a link"),
         ("link.tgz", _tar([_member("l", tarfile.SYMTYPE, "/etc/passwd")], {}), "is a link"),
         ("hard.tgz", _tar([_member("h", tarfile.LNKTYPE, "/etc/passwd")], {}), "is a link"),
         ("dev.tar", _tar([_member("d", tarfile.CHRTYPE)], {}, "w"), "device or FIFO"),
@@ -141,10 +135,10 @@ def test_safe_extract_refuses_and_writes_nothing(
 
 
 def test_safe_extract_caps_members_and_total_size(tmp_path: Path) -> None:
-    many = _zip({f"f{i}.txt": b"x" for i in range(20)})
+    many = zip_bytes({f"f{i}.txt": b"x" for i in range(20)})
     with pytest.raises(UnsafeArchive, match="20 members"):
         _extract(tmp_path / "a", "many.zip", many, ArchiveLimits(max_members=10))
-    big = _zip({"big.bin": os.urandom(50_000)})
+    big = zip_bytes({"big.bin": os.urandom(50_000)})
     with pytest.raises(UnsafeArchive, match="unpack to 50,000 bytes"):
         _extract(tmp_path / "b", "big.zip", big, ArchiveLimits(max_total_bytes=10_000))
     gz = gzip.compress(bytes(5_000_000))
@@ -154,7 +148,7 @@ def test_safe_extract_caps_members_and_total_size(tmp_path: Path) -> None:
 
 
 def test_a_lying_zip_header_is_caught_and_cleaned_up(tmp_path: Path) -> None:
-    data = bytearray(_zip({"first.txt": b"fine\n", "second.txt": b"A" * 5000}))
+    data = bytearray(zip_bytes({"first.txt": b"fine\n", "second.txt": b"A" * 5000}))
     # Shrink second.txt's declared size in its local and central headers.
     for signature, offset in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):
         at = data.rfind(signature)
@@ -169,7 +163,7 @@ def test_the_destination_must_be_an_empty_real_folder(tmp_path: Path) -> None:
     (tmp_path / "real" / "existing").write_text("x")
     (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
     (tmp_path / "elsewhere").mkdir()
-    archive = _zip({"a.txt": b"1"})
+    archive = zip_bytes({"a.txt": b"1"})
     with pytest.raises(UnsafeArchive, match="not empty"):
         safe_extract(io.BytesIO(archive), "a.zip", tmp_path / "real")
     with pytest.raises(UnsafeArchive, match="not a plain folder"):
@@ -197,7 +191,7 @@ def test_a_link_planted_during_extraction_is_not_followed(tmp_path: Path) -> Non
     target = tmp_path / "out"
     outside.mkdir()
     target.mkdir()
-    source = _PlantingSource(_zip({"a.txt": b"1", "d/x.txt": b"2"}), target / "d", outside)
+    source = _PlantingSource(zip_bytes({"a.txt": b"1", "d/x.txt": b"2"}), target / "d", outside)
     with pytest.raises(UnsafeArchive, match="could not be unpacked"):
         safe_extract(source, "a.zip", target)
     assert os.listdir(outside) == []
