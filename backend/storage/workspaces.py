@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import stat
 import uuid
 from collections.abc import Iterable, Iterator
@@ -19,7 +20,9 @@ from typing import Any, BinaryIO
 
 SUBFOLDERS = ("uploads", "outputs", "variables", "scripts")
 MAX_LISTED = 2_000
+MAX_FOLDERS = 2_000
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+_UNLISTABLE = re.compile(r"[\x00-\x1f\x7f\\]")
 
 # Extensions the tools understand (the seeds' list).
 SUPPORTED_EXTENSIONS = frozenset(
@@ -239,25 +242,59 @@ class Workspaces:
             os.close(parent)
 
     def list_files(self, session_id: str) -> list[WorkspaceFile]:
-        root = self.path(session_id)
+        """Regular files, walked by descriptor so a folder swapped for a link is not followed.
+
+        Names the API could not carry (not UTF-8, a backslash, control characters)
+        are skipped: only sandboxed code can create them.
+        """
+        try:
+            root = os.open(self.path(session_id), _DIRECTORY_FLAGS)
+        except OSError:
+            return []
         found: list[WorkspaceFile] = []
-        stack = [root]
-        while stack and len(found) < MAX_LISTED:
-            folder = stack.pop()
-            try:
-                entries = sorted(os.scandir(folder), key=lambda e: e.name)
-            except OSError:
+        stack: list[tuple[int, str]] = [(root, "")]
+        folders = 0
+        try:
+            while stack:
+                fd, prefix = stack.pop()
+                try:
+                    if len(found) < MAX_LISTED and folders < MAX_FOLDERS:
+                        folders += 1
+                        budget = MAX_FOLDERS - folders - len(stack)  # open descriptors too
+                        stack.extend(self._scan(fd, prefix, found, budget))
+                finally:
+                    os.close(fd)
+        finally:
+            for fd, _ in stack:
+                os.close(fd)
+        return sorted(found, key=lambda f: f.path)
+
+    @staticmethod
+    def _scan(
+        fd: int, prefix: str, found: list[WorkspaceFile], budget: int
+    ) -> list[tuple[int, str]]:
+        """Add `fd`'s files to `found`; return up to `budget` of its subfolders, open."""
+        subfolders: list[tuple[int, str]] = []
+        try:
+            entries = sorted(os.scandir(fd), key=lambda e: e.name)
+        except OSError:
+            return subfolders
+        for entry in entries:
+            if len(found) >= MAX_LISTED or not listable_name(entry.name):
                 continue
-            for entry in entries:
-                if len(found) >= MAX_LISTED:
-                    break
+            relative = prefix + entry.name
+            try:
                 if entry.is_dir(follow_symlinks=False):
-                    stack.append(Path(entry.path))
+                    if len(subfolders) >= budget:
+                        continue
+                    inner = os.open(entry.name, _DIRECTORY_FLAGS, dir_fd=fd)
+                    subfolders.append((inner, relative + "/"))
                 elif entry.is_file(follow_symlinks=False):
                     info = entry.stat(follow_symlinks=False)
-                    relative = Path(entry.path).relative_to(root).as_posix()
                     found.append(WorkspaceFile(relative, info.st_size, info.st_mtime))
-        return sorted(found, key=lambda f: f.path)
+            except OSError:  # replaced meanwhile: a link now, or gone
+                continue
+        return subfolders
 
 
 def _replace_atomically(
@@ -286,3 +323,12 @@ def _replace_atomically(
         with contextlib.suppress(FileNotFoundError):
             os.unlink(draft, dir_fd=directory)
         raise
+
+
+def listable_name(name: str) -> bool:
+    """A name the API can carry: valid UTF-8, no backslash, no control characters."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes arrive as lone surrogates
+        return False
+    return not _UNLISTABLE.search(name)

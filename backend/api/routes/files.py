@@ -6,6 +6,7 @@ import contextlib
 import mimetypes
 import os
 from typing import Annotated
+from urllib.parse import quote
 
 from fastapi import APIRouter, File, Form, Query, UploadFile, status
 from fastapi.responses import StreamingResponse
@@ -199,8 +200,11 @@ async def read_session_file(
     media_type = mimetypes.guess_type(path)[0] or "application/octet-stream"
     disposition = "inline" if media_type in _INLINE_TYPES else "attachment"
     filename = path.rsplit("/", 1)[-1]
+    fallback = filename.encode("ascii", "replace").decode().replace('"', "_").replace("?", "_")
     headers = {
-        "Content-Disposition": f'{disposition}; filename="{filename}"',
+        # RFC 6266: an ASCII name for old clients, the real one percent-encoded.
+        "Content-Disposition": f'{disposition}; filename="{fallback}"; '
+        f"filename*=UTF-8''{quote(filename, safe='')}",
         "X-Content-Type-Options": "nosniff",
         "Content-Security-Policy": "sandbox",
     }

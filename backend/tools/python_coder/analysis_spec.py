@@ -200,6 +200,8 @@ async def plan_analysis(
 
 
 def _valid(spec: AnalysisSpec, dtypes: dict[str, str]) -> bool:
+    if spec.group_by and spec.operation in ("describe", "correlation"):
+        return False  # rendered ungrouped, it would answer another question
     if spec.operation in _NUMERIC_OPERATIONS:
         columns = (
             [spec.column, spec.other_column] if spec.operation == "correlation" else [spec.column]

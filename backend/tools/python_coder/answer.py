@@ -1,7 +1,8 @@
 """Write the final markdown answer, and never state a number the run did not print.
 
 The model drafts the answer from the run's output. Every number in the draft
-must appear in that output (or in the question), allowing only for rounding:
+must appear in that output, allowing only for rounding (numbers in the question
+do not count: "is it above 100?" must not ground "it is 100"):
 "3.14" is grounded by "3.14159", "3.15" is not. A draft with an invented
 number, or with none of the printed ones, is dropped for an answer built
 straight from the output.
@@ -10,13 +11,14 @@ straight from the output.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from backend.tools.python_coder import prompts
 from backend.tools.python_coder.llm import CoderLLM
 
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?")
-_LIST_MARKER = re.compile(r"^\s*\d+[.)]\s", re.MULTILINE)
-_LINK = re.compile(r"!?\[[^\]]*\]\([^)]*\)|`[^`]*`")
+_LIST_MARKER = re.compile(r"^(\s*)(\d+)([.)]\s)", re.MULTILINE)
+_LINK_TARGET = re.compile(r"\]\([^)]*\)")  # a link's path; its text is still checked
 # A prompt section header, or the prompt's instructions, repeated back.
 _ECHO = re.compile(
     r"^\s*(#{1,3}\s*(INPUT|OUTPUT|FILES)\b|\*\*(Input|Output|Files)\*\*|\[stage:"
@@ -41,10 +43,30 @@ def _values(text: str) -> list[tuple[float, int]]:
     return found
 
 
-def ungrounded_numbers(answer: str, output: str, query: str = "") -> list[str]:
-    """Numbers in `answer` that no number in `output` or `query` rounds to."""
-    checked = _LINK.sub(" ", _LIST_MARKER.sub(" ", answer))
-    sources = [value for value, _ in _values(output + "\n" + query)]
+def _numbered_list_markers(text: str) -> str:
+    """Blank out "1. ", "2. ", … at line starts, but only while they count up from 1."""
+    expected = [1]
+
+    def blank(match: re.Match[str]) -> str:
+        if int(match.group(2)) != expected[0]:
+            return match.group(0)
+        expected[0] += 1
+        return match.group(1) + " " * (len(match.group(2)) + len(match.group(3)))
+
+    return _LIST_MARKER.sub(blank, text)
+
+
+def _checked_text(answer: str, files: Sequence[str] = ()) -> str:
+    text = _LINK_TARGET.sub("] ", _numbered_list_markers(answer))
+    for name in files:  # a file name ("plot_3.png") is not a claim
+        text = text.replace(name, " ").replace(name.rsplit("/", 1)[-1], " ")
+    return text
+
+
+def ungrounded_numbers(answer: str, output: str, files: Sequence[str] = ()) -> list[str]:
+    """Numbers in `answer` that no number in `output` rounds to."""
+    checked = _checked_text(answer, files)
+    sources = [value for value, _ in _values(output)]
     missing = []
     for value, decimals in _values(checked):
         tolerance = 0.5 * 10.0**-decimals + 1e-9 * abs(value)
@@ -53,9 +75,9 @@ def ungrounded_numbers(answer: str, output: str, query: str = "") -> list[str]:
     return missing
 
 
-def _drops_the_result(draft: str, output: str) -> bool:
+def _drops_the_result(draft: str, output: str, files: list[str]) -> bool:
     """The run printed numbers, and the draft states none of them."""
-    return bool(_values(output)) and not _values(_LINK.sub(" ", _LIST_MARKER.sub(" ", draft)))
+    return bool(_values(output)) and not _values(_checked_text(draft, files))
 
 
 def plots(files: list[str]) -> list[str]:
@@ -104,6 +126,10 @@ async def write_answer(query: str, output: str, files: list[str], llm: CoderLLM)
     """The model's markdown answer if every number in it is grounded, else `output_answer`."""
     reply = await llm.text("answer", prompts.SYSTEM, prompts.answer(query, output, files))
     draft = _without_echo(reply)
-    if not draft or ungrounded_numbers(draft, output, query) or _drops_the_result(draft, output):
+    if (
+        not draft
+        or ungrounded_numbers(draft, output, files)
+        or _drops_the_result(draft, output, files)
+    ):
         return output_answer(output, files)
     return _with_missing_plots(draft, files)

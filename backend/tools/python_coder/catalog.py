@@ -8,6 +8,7 @@ which never follows a link the sandbox planted.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 
 from starlette.concurrency import run_in_threadpool
@@ -15,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from backend.storage.workspaces import (
     SUPPORTED_EXTENSIONS,
     NotARegularFile,
+    UnsafePath,
     WorkspaceFile,
     Workspaces,
     safe_relative,
@@ -39,6 +41,7 @@ class WorkspaceCatalog:
     def __init__(self, workspaces: Workspaces) -> None:
         self.workspaces = workspaces
         self._cache: OrderedDict[_Key, FileMetadata] = OrderedDict()
+        self._lock = threading.Lock()  # requests read metadata from several threads
 
     async def data_files(self, session_id: str) -> list[FileMetadata]:
         """Metadata of every supported file under uploads/, in name order."""
@@ -68,7 +71,7 @@ class WorkspaceCatalog:
             ):
                 try:
                     found.append(self._metadata(session_id, entry))
-                except (OSError, NotARegularFile):  # replaced by the sandbox since the listing
+                except (OSError, NotARegularFile, UnsafePath):  # the sandbox swapped it meanwhile
                     continue
         return found
 
@@ -81,15 +84,17 @@ class WorkspaceCatalog:
 
     def _metadata(self, session_id: str, found: WorkspaceFile) -> FileMetadata:
         key = (session_id, found.path, found.size, found.modified)
-        cached = self._cache.get(key)
-        if cached is not None:
-            self._cache.move_to_end(key)
-            return cached
+        with self._lock:
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+                return cached
         with self.workspaces.open_file(session_id, found.path) as handle:
             metadata = extract_file_metadata(found.path, handle, found.size)
-        self._cache[key] = metadata
-        if len(self._cache) > _CACHED:
-            self._cache.popitem(last=False)
+        with self._lock:
+            self._cache[key] = metadata
+            if len(self._cache) > _CACHED:
+                self._cache.popitem(last=False)
         return metadata
 
 

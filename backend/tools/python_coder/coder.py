@@ -8,6 +8,7 @@ assembles the audit trail. Progress goes to an optional callback as
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -17,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from backend.config import Settings
 from backend.core.audit import AuditLog
 from backend.core.llm import LLMError
-from backend.storage.workspaces import Workspaces
+from backend.storage.workspaces import NotARegularFile, UnsafePath, Workspaces
 from backend.tools.python_coder import notepad, prompts
 from backend.tools.python_coder.analysis_spec import plan_analysis, render_code
 from backend.tools.python_coder.answer import output_answer, write_answer
@@ -51,6 +52,7 @@ class PythonCoder:
         self.workspaces = workspaces
         self.catalog = catalog
         self.audit = audit
+        self._notepad_lock = threading.Lock()  # one read-modify-write of notepad.json at a time
 
     async def run(
         self,
@@ -63,6 +65,13 @@ class PythonCoder:
         result = CoderResult(success=False)
         try:
             await self._run(request, llm, executor, progress, result)
+        except LLMError as exc:
+            if not result.execution_history:
+                raise  # nothing ran yet: the caller reports the model's failure
+            # Code already ran: keep what it did, and say why the loop stopped.
+            result.success = False
+            result.error = f"The LLM failed before the task was done: {exc.message}"
+            result.answer = result.error
         finally:
             result.execution_time = time.monotonic() - started
             result.llm_calls = llm.usage.calls
@@ -105,8 +114,9 @@ class PythonCoder:
                 return
 
         if settings.PYTHON_EXECUTOR_MODE == "openinterpreter":
+            known = set(before) | set(chosen.mapping.values())
             await self._run_openinterpreter(
-                request, context, llm, executor, preamble, before, result
+                request, context, llm, executor, preamble, known, result
             )
             return
         code = await self._spec_first(request, chosen, llm, result)
@@ -126,6 +136,7 @@ class PythonCoder:
         result.iterations = len(verified.rounds)
 
         async def on_attempt(attempt: ExecutionAttempt) -> None:
+            result.execution_history.append(attempt)  # kept even if a later LLM call fails
             if progress is not None:
                 await progress("code", {"attempt": attempt.attempt, "code": attempt.code})
                 await progress(
@@ -149,11 +160,10 @@ class PythonCoder:
             on_attempt=on_attempt,
         )
         result.modifications.extend(executed.modifications)
-        result.execution_history = executed.attempts
         result.code = (preamble + "\n" if preamble else "") + executed.code
         last = executed.attempts[-1]
         result.output = last.stdout
-        result.files = sorted({name for a in executed.attempts for name in a.files})
+        result.files = list(last.files)  # a failed attempt's plots are not the answer's
         if executed.result is not None:
             result.variables = executed.result.variables
         if not executed.success:
@@ -163,7 +173,7 @@ class PythonCoder:
             )
             result.answer = result.error
             return
-        await self._finish(request, llm, before, result)
+        await self._finish(request, llm, set(before) | set(chosen.mapping.values()), result)
 
     async def _spec_first(
         self, request: CoderRequest, chosen: ChosenFiles, llm: CoderLLM, result: CoderResult
@@ -181,26 +191,33 @@ class PythonCoder:
         self,
         request: CoderRequest,
         llm: CoderLLM,
-        before: dict[str, Any],
+        known: set[str],
         result: CoderResult,
     ) -> None:
-        """A successful run: write the answer and the notepad entry."""
+        """A successful run: write the answer and the notepad entry (`known`: not created)."""
         result.success = True
         try:
             result.answer = await write_answer(request.query, result.output, result.files, llm)
         except LLMError:  # the run succeeded; its output is the answer
             result.answer = output_answer(result.output, result.files)
-        created = [str(v.get("name")) for v in result.variables if v.get("name") not in before]
-        result.notepad_entry = await run_in_threadpool(
-            lambda: notepad.record_task(
+        try:
+            result.notepad_entry = await run_in_threadpool(self._record, request, result, known)
+        except (OSError, UnsafePath, NotARegularFile) as exc:  # the sandbox broke scripts/
+            result.warnings.append(f"The notepad could not be updated: {exc}")
+
+    def _record(
+        self, request: CoderRequest, result: CoderResult, known: set[str]
+    ) -> dict[str, Any]:
+        after = notepad.read_variables(self.workspaces, request.session_id)
+        with self._notepad_lock:
+            return notepad.record_task(
                 self.workspaces,
                 request.session_id,
                 task=request.query,
                 summary=_summary(result.output),
                 code=result.code,
-                variables=created,
+                variables=[name for name in after if name not in known],
             )
-        )
 
     async def _run_openinterpreter(
         self,
@@ -209,7 +226,7 @@ class PythonCoder:
         llm: CoderLLM,
         executor: BasePythonExecutor,
         preamble: str,
-        before: dict[str, Any],
+        known: set[str],
         result: CoderResult,
     ) -> None:
         """PYTHON_EXECUTOR_MODE=openinterpreter: its loop writes the code, our sandbox runs it."""
@@ -226,8 +243,8 @@ class PythonCoder:
             llm,
             executor,
             max_attempts=_OPENINTERPRETER_ATTEMPTS,
-            timeout=self.settings.PYTHON_CODE_TIMEOUT * (_OPENINTERPRETER_ATTEMPTS + 1)
-            + self.settings.LLM_REQUEST_TIMEOUT,
+            timeout=_OPENINTERPRETER_ATTEMPTS
+            * (self.settings.PYTHON_CODE_TIMEOUT + self.settings.LLM_REQUEST_TIMEOUT),
         )
         result.execution_history = [
             ExecutionAttempt(
@@ -247,7 +264,7 @@ class PythonCoder:
             result.error = ran.error or "open-interpreter did not produce working code"
             result.answer = result.error
             return
-        await self._finish(request, llm, before, result)
+        await self._finish(request, llm, known, result)
 
 
 def _summary(output: str) -> str:

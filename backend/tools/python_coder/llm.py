@@ -123,6 +123,9 @@ class CoderLLM:
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             raise self.backend.explain(exc) from exc
+        except BaseException:
+            error = "cancelled"
+            raise
         finally:
             self.usage.calls += 1
             if self.audit is not None:

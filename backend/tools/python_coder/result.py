@@ -24,7 +24,7 @@ class VerificationRound(BaseModel):
     iteration: int
     static_problems: list[str] = Field(default_factory=list)
     review: Review | None = None
-    approved: bool
+    approved: bool | None  # None: the reviewer's reply could not be read
 
 
 class Modification(BaseModel):
@@ -63,5 +63,6 @@ class CoderResult(BaseModel):
     analysis_spec: dict[str, Any] | None = None  # spec-first generation (small models)
     variables: list[dict[str, Any]] = Field(default_factory=list)
     notepad_entry: dict[str, Any] | None = None
+    warnings: list[str] = Field(default_factory=list)
     llm_calls: int = 0
     tokens: int = 0

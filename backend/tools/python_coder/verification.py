@@ -68,10 +68,14 @@ async def verify(
     max_iterations: int,
     prefilter: bool = True,
 ) -> Verified:
-    """Up to `max_iterations` check-and-modify rounds; returns the code to run."""
+    """Up to `max_iterations` check-and-modify rounds; returns the code to run.
+
+    Each round checks the code and, if it fails, has it modified, so the last
+    round's findings are acted on too; the final version's own check is the one
+    execution makes before running it.
+    """
     verified = Verified(code)
-    rounds = max(max_iterations, 1)  # the static check always runs once
-    for iteration in range(1, rounds + 1):
+    for iteration in range(1, max(max_iterations, 1) + 1):
         problems = static_problems(verified.code, prefilter)
         review: Review | None = None
         if not problems:
@@ -81,9 +85,13 @@ async def verify(
                 verified.rounds.append(VerificationRound(iteration=iteration, approved=True))
                 return verified
             review = await _review(context, verified.code, llm)
-            if review.answers_question:
+            if review is None or review.answers_question:
                 verified.rounds.append(
-                    VerificationRound(iteration=iteration, review=review, approved=True)
+                    VerificationRound(
+                        iteration=iteration,
+                        review=review,
+                        approved=None if review is None else True,
+                    )
                 )
                 return verified
         verified.rounds.append(
@@ -91,8 +99,8 @@ async def verify(
                 iteration=iteration, static_problems=problems, review=review, approved=False
             )
         )
-        if iteration >= max_iterations:
-            break  # execution and its fixes take it from here
+        if max_iterations <= 0:
+            break  # no modifications allowed: execution reports the problems
         reasons = problems or (review.problems if review else []) or ["It does not answer INPUT."]
         reply = await llm.text(
             "modify", prompts.SYSTEM, prompts.modify(context, verified.code, reasons)
@@ -106,12 +114,14 @@ async def verify(
                 code=verified.code,
             )
         )
+    if not any(r.review for r in verified.rounds) and verified.review_skipped is None:
+        verified.review_skipped = "every round was spent on static problems"
     return verified
 
 
-async def _review(context: CodingContext, code: str, llm: CoderLLM) -> Review:
+async def _review(context: CodingContext, code: str, llm: CoderLLM) -> Review | None:
+    """The verdict, or None when the reply cannot be read (no verdict is not approval)."""
     try:
         return await llm.json("review", prompts.SYSTEM, prompts.review(context, code), Review)
     except StructuredReplyError:
-        # An unreadable verdict is no verdict; execution still checks the code.
-        return Review(answers_question=True, problems=["the review reply was not valid JSON"])
+        return None

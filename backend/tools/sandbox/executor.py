@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
+from backend.storage.workspaces import listable_name
 from backend.tools.sandbox.availability import SandboxStatus
 from backend.tools.sandbox.cgroups import SandboxCgroup
 from backend.tools.sandbox.command import (
@@ -55,6 +56,11 @@ class ExecutorLimits:
     max_memory_mb: int
     max_file_mb: float
     max_processes: int = 256
+
+
+def _text(value: str) -> str:
+    """Text the sandbox produced, with lone surrogates (undecodable bytes) made visible."""
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _answers(response: Any, request: dict[str, Any]) -> bool:
@@ -187,6 +193,12 @@ class SandboxedExecutor(BasePythonExecutor):
                 response = json.loads(line)
                 if not _answers(response, request):
                     raise ValueError("the sandbox answered out of turn")
+            except asyncio.CancelledError:
+                # The caller went away mid-run (a client disconnect). The run's reply would
+                # reach the next request, so this sandbox is done; the variables persist.
+                self._kill(process)
+                self._process = None
+                raise
             except (TimeoutError, ValueError, ConnectionError, RuntimeError):
                 self._kill(process)
                 await process.wait()
@@ -199,13 +211,15 @@ class SandboxedExecutor(BasePythonExecutor):
                 )
             finally:
                 self.last_used = time.monotonic()
+        error = response.get("error")
         return ExecutionResult(
             success=response["ok"],
-            stdout=response.get("stdout", ""),
-            stderr=response.get("stderr", ""),
-            error=response.get("error"),
-            files=response.get("files", []),
-            figures=response.get("figures", []),
+            stdout=_text(response.get("stdout", "")),
+            stderr=_text(response.get("stderr", "")),
+            error=None if error is None else _text(error),
+            # A name the API cannot carry (undecodable bytes, a backslash) is left out.
+            files=[name for name in response.get("files", []) if listable_name(name)],
+            figures=[name for name in response.get("figures", []) if listable_name(name)],
             variables=response.get("variables", []),
             truncated=response.get("truncated", False),
             execution_time=response.get("duration", time.monotonic() - started),

@@ -342,8 +342,12 @@ def zygote(chan: Channel, config: dict[str, Any], keeper_pid: int) -> None:
 
 
 def _fork_patiently() -> int:
-    """fork(), waiting out a process limit that killed processes still hold."""
-    for _ in range(100):
+    """fork(), waiting out a process limit that killed processes still hold.
+
+    After a fork bomb, thousands of killed processes can take seconds to be reaped
+    on a loaded machine; giving up sooner costs the session its interpreter.
+    """
+    for _ in range(400):  # 20 s
         try:
             return os.fork()
         except BlockingIOError:

@@ -16,9 +16,17 @@ def test_invented_and_misrounded_numbers_are_caught() -> None:
     assert ungrounded_numbers("The mean is 20.13 and the max is 99.", OUTPUT) == ["20.13", "99"]
 
 
-def test_list_markers_links_and_the_question_do_not_count() -> None:
-    answer = "1. Top 5 regions\n2. See ![plot_1](outputs/plot_3.png) and `df2`"
-    assert ungrounded_numbers(answer, OUTPUT, query="show the top 5 regions") == []
+def test_list_markers_and_file_names_do_not_count() -> None:
+    answer = "1. The share is 0.25\n2. See ![the plot](outputs/plot_3.png) and `df2`"
+    assert ungrounded_numbers(answer, OUTPUT, ["outputs/plot_3.png"]) == []
+
+
+def test_numbers_hidden_in_code_spans_link_text_or_fake_markers_are_checked() -> None:
+    assert ungrounded_numbers("The mean is 20.12 and the total is `999`.", OUTPUT) == ["999"]
+    assert ungrounded_numbers("See [total 12345](outputs/a.png)", OUTPUT) == ["12345"]
+    assert ungrounded_numbers("Mean 20.12\n42. percent growth", OUTPUT) == ["42"]
+    # A number from the question is not evidence: "is it above 100?" -> "it is 100".
+    assert ungrounded_numbers("The mean is 100.", OUTPUT) == ["100"]
 
 
 def test_the_output_answer_lists_plots_and_other_files() -> None:

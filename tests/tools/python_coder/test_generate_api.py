@@ -61,6 +61,9 @@ REPLIES = [
         code("import pandas as pd\ndf = pd.read_csv('data.csv')\nprint(df)\n"),
         repeat=True,
     ),
+    # a workspace the sandbox has vandalised
+    reply("generate", "Q-HOSTILE", code(GOOD)),
+    reply("answer", "Q-HOSTILE", "The mean price is 20.0."),
     # a verification loop: the review rejects, the modification is approved
     reply(
         "generate",
@@ -243,6 +246,35 @@ def test_a_fix_that_repeats_failed_code_is_not_run_and_ends_the_loop(
     first, second = (f["prompt"][-1]["content"] for f in fixes)
     assert "## HINT\nThe data files are already loaded" in first
     assert "repeated code that had already failed" in second and "FileNotFoundError" in second
+
+
+VANDALISM = """
+from pathlib import Path
+Path("scripts").rmdir()
+Path("scripts").write_text("not a folder")
+Path("uploads/a\\\\b.csv").write_text("x\\n1\\n")
+open(b"uploads/\\xff.csv", "w").write("x\\n1\\n")
+Path("uploads/etc").symlink_to("/etc")
+Path("uploads/deep").mkdir()
+Path("uploads/deep/in.csv").write_text("y\\n2\\n")
+"""
+
+
+def test_a_vandalised_workspace_still_answers_and_lists_cleanly(http: httpx.Client) -> None:
+    upload(http, "hostile", "sales.csv", SALES)
+    run = http.post("/api/tools/python_coder", json={"session_id": "hostile", "code": VANDALISM})
+    assert run.status_code == 200 and run.json()["success"], run.text
+    listed = http.get("/api/files", params={"session_id": "hostile"})
+    assert listed.status_code == 200
+    assert [f["name"] for f in listed.json()] == ["uploads/deep/in.csv", "uploads/sales.csv"]
+    everything = http.get("/api/sessions/hostile/files")
+    assert everything.status_code == 200
+    assert not any("passwd" in f["path"] or "\\" in f["path"] for f in everything.json())
+
+    result = ask(http, "hostile", "Q-HOSTILE mean price", files=["sales.csv"])
+    assert result["success"] and result["output"] == "mean price: 20.0\n"
+    assert result["notepad_entry"] is None
+    assert any("notepad could not be updated" in w for w in result["warnings"])
 
 
 def test_the_review_loop_modifies_until_the_code_answers(http: httpx.Client) -> None:

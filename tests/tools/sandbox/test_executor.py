@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
@@ -223,3 +224,19 @@ async def test_changes_through_other_names_are_persisted(
     assert "frame" in [v["name"] for v in changed.variables]
     untouched = await executor.run("print(1)")
     assert untouched.variables == []
+
+
+async def test_a_cancelled_run_does_not_leak_its_reply_into_the_next(
+    executor: SandboxedExecutor,
+) -> None:
+    assert (await executor.run("x = 41")).success
+    slow = asyncio.create_task(executor.run("import time\ntime.sleep(1.5)\nprint('late')"))
+    await asyncio.sleep(0.5)
+    slow.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await slow
+    after = await executor.run("print(x + 1)")
+    assert (after.success, after.stdout) == (True, "42\n"), after.error
+    await asyncio.sleep(1.5)  # when the cancelled run would have answered
+    again = await executor.run("print(x)")
+    assert (again.success, again.stdout) == (True, "41\n"), again.error

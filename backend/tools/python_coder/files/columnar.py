@@ -60,9 +60,14 @@ def describe_parquet(source: Source) -> FileMetadata:
     parquet = pq.ParquetFile(source.handle)
     meta = parquet.metadata
     sample: list[list[Any]] = []
-    if meta.num_row_groups and meta.row_group(0).total_byte_size <= MAX_SAMPLE_BYTES:
+    if meta.num_row_groups and meta.num_columns <= SAMPLE_COLUMNS * 20:
+        # Decode a few rows only: a row group's stated size is its *encoded* size, and
+        # run-length pages can promise little and unpack to gigabytes.
         names = parquet.schema_arrow.names[:SAMPLE_COLUMNS]
-        sample = _sample(parquet.read_row_group(0, columns=names))
+        batches = parquet.iter_batches(batch_size=SAMPLE_ROWS, columns=names)
+        first = next(iter(batches), None)
+        if first is not None:
+            sample = _sample(pa.Table.from_batches([first]))
     return _table(
         source,
         "Parquet",
@@ -148,6 +153,6 @@ def describe_feather(source: Source) -> FileMetadata:
         rows: int | None = _feather_rows(source)
     except (ValueError, struct.error, IndexError):
         rows = None
-    if source.size <= MAX_SAMPLE_BYTES and reader.num_record_batches:
-        extra["sample_rows"] = _sample(pa.Table.from_batches([reader.get_batch(0)]))
+    # No sample rows: reading a batch decodes all of it, and a compressed 25 KB file
+    # can unpack to gigabytes. The schema and the row count come from the headers.
     return _table(source, "Feather", reader.schema, rows, **extra)

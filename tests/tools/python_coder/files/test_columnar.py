@@ -46,7 +46,7 @@ def test_feather_rows_are_summed_from_the_batch_headers(tmp_path: Path) -> None:
     assert metadata.details["rows"] == 10_000
     assert metadata.details["record_batches"] == 4
     assert metadata.column_names == ["id", "name", "when"]
-    assert metadata.details["sample_rows"][0][:2] == [0, "n0"]
+    assert "sample_rows" not in metadata.details  # decoding a batch could be a bomb
 
 
 def test_an_empty_feather(tmp_path: Path) -> None:
