@@ -39,6 +39,7 @@ class Services:
 
     async def close(self) -> None:
         await self.executors.close_all()
+        self.catalog.runner.close()
         self.store.close()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import mimetypes
 import os
+from dataclasses import replace
 from typing import Annotated
 from urllib.parse import quote
 
@@ -32,9 +33,19 @@ from backend.storage.workspaces import (
     safe_filename,
 )
 from backend.tools.python_coder.catalog import FileNotInWorkspace
-from backend.tools.python_coder.files import UnsafeArchive, UnsupportedFileType, safe_extract_at
+from backend.tools.python_coder.files import (
+    ArchiveLimits,
+    UnsafeArchive,
+    UnsupportedFileType,
+    safe_extract_at,
+)
+from backend.tools.python_coder.files.archive_checks import EXTRACT_LIMITS
+from backend.tools.sandbox.variables import MAX_WORKSPACE_FILES
 
 router = APIRouter(prefix="/api", tags=["files"])
+
+_DISK_FLOOR = 1024**3  # as the sandbox keeps free
+_MAX_EXTRACTED_FILES = MAX_WORKSPACE_FILES // 5  # one archive may not use up the budget
 
 _INLINE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
@@ -158,12 +169,24 @@ def _extract(services: Services, session_id: str, archive: str, folder: str) -> 
     with workspaces.open_file(session_id, archive) as source:
         root = workspaces.new_folder(session_id, folder)
         try:
-            return safe_extract_at(source, archive, root)
+            return safe_extract_at(source, archive, root, _extract_limits(root))
         except BaseException:
             _remove_empty(root, folder.rsplit("/", 1)[-1])  # so a retry is not refused
             raise
         finally:
             os.close(root)
+
+
+def _extract_limits(folder: int) -> ArchiveLimits:
+    """What one extraction may write: a share of the workspace's file budget, and only
+    the disk space above the floor the sandbox keeps free."""
+    disk = os.statvfs(folder)
+    free = disk.f_bavail * disk.f_frsize - _DISK_FLOOR
+    return replace(
+        EXTRACT_LIMITS,
+        max_members=_MAX_EXTRACTED_FILES,
+        max_total_bytes=max(0, min(EXTRACT_LIMITS.max_total_bytes, free)),
+    )
 
 
 def _remove_empty(folder: int, name: str) -> None:

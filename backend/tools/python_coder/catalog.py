@@ -3,13 +3,16 @@
 Metadata extraction reads only the start (or the footer) of each file, but a
 session with twenty files is asked about on every question, so results are
 kept per (session, path, size, mtime). Files are opened through `Workspaces`,
-which never follows a link the sandbox planted.
+which never follows a link the sandbox planted, and parsed in an isolated,
+resource-limited helper process (`files/isolation.py`), since a crafted file can
+crash a native parser.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from pathlib import Path
 
 from starlette.concurrency import run_in_threadpool
 
@@ -26,6 +29,7 @@ from backend.tools.python_coder.files import (
     UnsupportedFileType,
     extract_file_metadata,
 )
+from backend.tools.python_coder.files.isolation import IsolatedCallFailed, IsolatedRunner
 
 DATA_FOLDER = "uploads/"
 _CACHED = 1024
@@ -38,8 +42,9 @@ class FileNotInWorkspace(LookupError):
 
 
 class WorkspaceCatalog:
-    def __init__(self, workspaces: Workspaces) -> None:
+    def __init__(self, workspaces: Workspaces, runner: IsolatedRunner | None = None) -> None:
         self.workspaces = workspaces
+        self.runner = runner or IsolatedRunner()
         self._cache: OrderedDict[_Key, FileMetadata] = OrderedDict()
         self._lock = threading.Lock()  # requests read metadata from several threads
 
@@ -89,13 +94,29 @@ class WorkspaceCatalog:
             if cached is not None:
                 self._cache.move_to_end(key)
                 return cached
-        with self.workspaces.open_file(session_id, found.path) as handle:
-            metadata = extract_file_metadata(found.path, handle, found.size)
+        data_dir = str(self.workspaces.root.parent)
+        try:
+            metadata = self.runner.call(read_metadata, data_dir, session_id, found.path, found.size)
+        except IsolatedCallFailed as exc:
+            metadata = FileMetadata(
+                name=found.path,
+                extension=_extension(found.path),
+                size=found.size,
+                kind="data",
+                summary="unreadable",
+                error=str(exc),
+            )
         with self._lock:
             self._cache[key] = metadata
             if len(self._cache) > _CACHED:
                 self._cache.popitem(last=False)
         return metadata
+
+
+def read_metadata(data_dir: str, session_id: str, path: str, size: int) -> FileMetadata:
+    """In the isolated helper: open the file without following links, then describe it."""
+    with Workspaces(Path(data_dir)).open_file(session_id, path) as handle:
+        return extract_file_metadata(path, handle, size)
 
 
 def _extension(path: str) -> str:
