@@ -68,14 +68,20 @@ async def execute_with_fixes(
         error = failed.setdefault(executed.code, record.error or NO_OUTPUT)
         if record.error == REPEATED:
             error = f"{REPEATED}\nIt failed with:\n{error}"
+        earlier = [_summary_line(a) for a in executed.attempts[:-1]]
         reply = await llm.text(
-            "fix", prompts.SYSTEM, prompts.fix(context, executed.code, error, attempt)
+            "fix", prompts.SYSTEM, prompts.fix(context, executed.code, error, attempt, earlier)
         )
         executed.code = extract_code(reply) or executed.code
         executed.modifications.append(
             Modification(stage="fix", iteration=attempt, reason=error[-500:], code=executed.code)
         )
     return executed
+
+
+def _summary_line(attempt: ExecutionAttempt) -> str:
+    lines = (attempt.error or NO_OUTPUT).strip().splitlines()
+    return f"Attempt {attempt.attempt} failed: {lines[-1][:200] if lines else 'no output'}"
 
 
 def _repeated_twice(attempts: list[ExecutionAttempt]) -> bool:

@@ -130,12 +130,16 @@ def _hint(error: str) -> str:
     return ""
 
 
-def fix(context: CodingContext, code: str, error: str, attempt: int) -> str:
+def fix(
+    context: CodingContext, code: str, error: str, attempt: int, earlier: list[str] | None = None
+) -> str:
+    """`earlier`: one line per earlier failed attempt, so a fix does not go back to one."""
     hint = _hint(error)
     return "\n".join(
         [
             "[stage: fix]",
             _section("INPUT", context.query),
+            _section("REACTS", "\n".join([*context.react, *(earlier or [])])),
             _section("METADATA", _metadata(context)),
             _section("CODE", f"```python\n{code}```"),
             _section("ERROR", f"Attempt {attempt} failed:\n{error[-2000:]}"),

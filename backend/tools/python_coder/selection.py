@@ -52,7 +52,8 @@ async def choose_files(
             *(request.files or []),
             *(name for name in given if name not in (request.files or [])),
         ]
-        files = [await catalog.info(request.session_id, name) for name in names]
+        found = [await catalog.info(request.session_id, name) for name in names]
+        files = list({f.name: f for f in found}.values())  # "a.csv" and "uploads/a.csv" are one
         reasons = {f.name: "named in the request" for f in files}
     else:
         files = await catalog.data_files(request.session_id)

@@ -215,7 +215,7 @@ def test_a_runtime_error_is_fixed_from_the_traceback(
 
 
 def test_running_out_of_retries_fails_cleanly_with_the_whole_history(
-    http: httpx.Client,
+    server: LiveServer, http: httpx.Client
 ) -> None:
     upload(http, "never", "sales.csv", SALES)
     result = ask(http, "never", "Q-NEVER divide")
@@ -229,6 +229,10 @@ def test_running_out_of_retries_fails_cleanly_with_the_whole_history(
     assert "after 5 attempts" in result["error"] and result["answer"] == result["error"]
     assert [m["stage"] for m in result["modifications"]] == ["fix"] * 4
     assert result["notepad_entry"] is None
+    last_fix = [r for r in prompts(server, "Q-NEVER") if r["stage"] == "fix"][-1]
+    reacts = last_fix["prompt"][-1]["content"].split("## REACTS\n")[1].split("##")[0]
+    assert "Attempt 1 failed: ZeroDivisionError" in reacts
+    assert "Attempt 3 failed: ValueError: still broken 1" in reacts
 
 
 def test_a_fix_that_repeats_failed_code_is_not_run_and_ends_the_loop(
