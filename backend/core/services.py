@@ -68,5 +68,5 @@ def build_services(settings: Settings) -> Services:
         executors=ExecutorPool(settings, sandbox, workspaces),
         audit=audit,
         catalog=catalog,
-        coder=PythonCoder(settings, workspaces, catalog, audit),
+        coder=PythonCoder(settings, workspaces, catalog),
     )

@@ -16,7 +16,6 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 
 from backend.config import Settings
-from backend.core.audit import AuditLog
 from backend.core.llm import LLMError
 from backend.storage.workspaces import NotARegularFile, UnsafePath, Workspaces
 from backend.tools.python_coder import notepad, prompts
@@ -46,12 +45,10 @@ class PythonCoder:
         settings: Settings,
         workspaces: Workspaces,
         catalog: WorkspaceCatalog,
-        audit: AuditLog | None = None,
     ) -> None:
         self.settings = settings
         self.workspaces = workspaces
         self.catalog = catalog
-        self.audit = audit
         self._notepad_lock = threading.Lock()  # one read-modify-write of notepad.json at a time
 
     async def run(
