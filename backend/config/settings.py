@@ -52,6 +52,10 @@ class Settings(BaseSettings):
     EMBEDDED_THREADS: int = Field(default=0, ge=0)  # 0: all cores
     SCRIPTED_REPLIES: str = ""  # path to a JSON list of replies (LLM_BACKEND=scripted)
 
+    # Web search (the agents offer `web_search` only when a key is set)
+    TAVILY_API_KEY: str = ""
+    TAVILY_BASE_URL: str = "https://api.tavily.com"
+
     # Auth
     ADMIN_USERNAME: str = Field(default="admin", min_length=1)
     ADMIN_PASSWORD: str = ""  # empty: generated on first start and printed once
@@ -77,7 +81,7 @@ class Settings(BaseSettings):
             raise ValueError("must be at least 32 random characters (or unset to generate one)")
         return value
 
-    @field_validator("OLLAMA_HOST", "OPENAI_BASE_URL")
+    @field_validator("OLLAMA_HOST", "OPENAI_BASE_URL", "TAVILY_BASE_URL")
     @classmethod
     def _must_be_http_url(cls, value: str) -> str:
         if value and not value.startswith(("http://", "https://")):

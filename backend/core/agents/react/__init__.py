@@ -1,0 +1,1 @@
+"""The ReAct agent: thought, action, observation, until the final answer."""

@@ -1,0 +1,154 @@
+"""The ReAct graph: think → act → think … → finish, as a LangGraph `StateGraph`.
+
+Nodes return partial state. `think` asks the model for the next step; `act`
+runs the tool (fuzzy-matched by name) and records the observation; `finish`
+ends politely when the model never answered: after `max_iterations` actions, or
+when it repeats an action it already took. Each step is also written to the
+graph's custom stream (`stream_mode="custom"`) so callers can show progress.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.config import get_stream_writer
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
+
+from backend.core.agents.react import prompts
+from backend.core.agents.react.parsing import parse_reply
+from backend.core.agents.react.state import ReactState, Step
+from backend.core.agents.react.tools import AgentTool
+from backend.tools.python_coder.answer import ungrounded_numbers
+from backend.tools.python_coder.llm import CoderLLM
+
+REPEAT_LIMIT = 2  # the same action and input this many times ends the loop
+
+
+def _repeats(steps: list[Step], tool: str, tool_input: str) -> int:
+    return sum(1 for s in steps if s["action"] == tool and s["action_input"] == tool_input)
+
+
+def _polite_ending(state: ReactState, why: str) -> str:
+    done = [s for s in state.get("steps", []) if s["ok"]]
+    if not done:
+        return (
+            f"I could not answer this: {why}, and no step succeeded. "
+            "Please rephrase or narrow the question."
+        )
+    last = done[-1]
+    return (
+        f"I stopped before a final answer ({why}). The last successful step "
+        f"({last['action']}: {last['action_input']}) found:\n\n{last['observation']}"
+    )
+
+
+def _grounded(answer: str, steps: list[Step]) -> str:
+    """The model's answer, unless it states numbers no observation shows."""
+    evidence = "\n".join(s["observation"] for s in steps)
+    coded = [s for s in steps if s["action"] == "python_coder" and s["ok"]]
+    if coded and ungrounded_numbers(answer, evidence):
+        return str(coded[-1]["data"].get("answer") or coded[-1]["observation"])
+    return answer
+
+
+def build_react_graph(
+    tools: Sequence[AgentTool],
+    llm: CoderLLM,
+    *,
+    max_iterations: int = 6,
+    checkpointer: Checkpointer = None,
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    by_name = {tool.name: tool for tool in tools}
+    names = list(by_name)
+    system = prompts.system([(tool.name, tool.description) for tool in tools])
+
+    async def think(state: ReactState) -> dict[str, Any]:
+        steps = state.get("steps", [])
+        if len(steps) >= max_iterations:
+            return {"pending": None, "stop_reason": "max_iterations"}
+        turn = prompts.turn(state["question"], state.get("history", []), steps)
+        reply = await llm.chat("react", [SystemMessage(system), HumanMessage(turn)])
+        parsed = parse_reply(reply, names)
+        writer = get_stream_writer()
+        if parsed.answer is not None:
+            return {
+                "final_answer": _grounded(parsed.answer, steps),
+                "stop_reason": "answered",
+                "pending": None,
+            }
+        tool = parsed.tool or ""
+        tool_input = parsed.tool_input if parsed.tool else parsed.unknown_tool or ""
+        writer({"type": "tool_call", "tool": tool or tool_input, "input": parsed.tool_input,
+                "thought": parsed.thought})  # fmt: skip
+        return {"pending": {"thought": parsed.thought, "tool": tool, "input": tool_input}}
+
+    async def act(state: ReactState) -> dict[str, Any]:
+        pending = state.get("pending") or {}
+        steps = state.get("steps", [])
+        tool, tool_input = pending.get("tool", ""), pending.get("input", "")
+        update: dict[str, Any] = {"pending": None}
+        data: dict[str, Any]
+        if not tool:
+            observation, ok, data = (
+                f"Error: there is no tool named {tool_input!r}. Use one of: "
+                f"{', '.join(names)}. Please fix your mistakes.",
+                False,
+                {},
+            )
+        elif (seen := _repeats(steps, tool, tool_input)) >= 1:
+            observation, ok, data = (
+                "You already took this exact action; its observation is above. "
+                "Use it, try something different, or give the Final Answer.",
+                False,
+                {},
+            )
+            if seen + 1 >= REPEAT_LIMIT:
+                update["stop_reason"] = "repeated_action"
+        else:
+            try:
+                result = await by_name[tool].run(tool_input, steps)
+                observation, ok, data = result.observation, result.ok, result.data
+            except Exception as exc:  # a tool's failure is the model's to react to
+                observation, ok, data = f"Error: {exc}. Please fix your mistakes.", False, {}
+        step = Step(
+            thought=pending.get("thought", ""),
+            action=tool or tool_input,
+            action_input=tool_input if tool else "",
+            observation=observation,
+            ok=ok,
+            data=data,
+        )
+        get_stream_writer()({"type": "observation", "tool": step["action"], "ok": ok,
+                             "observation": observation, **data})  # fmt: skip
+        update["steps"] = [step]
+        return update
+
+    async def finish(state: ReactState) -> dict[str, Any]:
+        if state.get("final_answer"):
+            return {}
+        reason = state.get("stop_reason") or "max_iterations"
+        why = {
+            "max_iterations": f"the limit of {max_iterations} steps was reached",
+            "repeated_action": "the same action kept repeating",
+        }.get(reason, reason)
+        return {"final_answer": _polite_ending(state, why), "stop_reason": reason}
+
+    def after_think(state: ReactState) -> Literal["act", "finish"]:
+        return "act" if state.get("pending") else "finish"
+
+    def after_act(state: ReactState) -> Literal["think", "finish"]:
+        return "finish" if state.get("stop_reason") == "repeated_action" else "think"
+
+    graph = StateGraph(ReactState)
+    graph.add_node("think", think)
+    graph.add_node("act", act)
+    graph.add_node("finish", finish)
+    graph.add_edge(START, "think")
+    graph.add_conditional_edges("think", after_think)
+    graph.add_conditional_edges("act", after_act)
+    graph.add_edge("finish", END)
+    return graph.compile(checkpointer=checkpointer, name="react")

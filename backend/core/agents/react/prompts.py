@@ -1,0 +1,40 @@
+"""The ReAct prompt: the tools, the format, and the steps so far."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from backend.core.agents.react.state import Step
+
+SYSTEM = """You answer questions, using tools when you need data or computation.
+Tools:
+{tools}
+
+Use exactly this format:
+Thought: what to do next
+Action: one tool name from [{names}]
+Action Input: the input for the tool
+
+After each action you get an Observation. When you know the answer:
+Thought: I know the answer
+Final Answer: the answer, using only facts from the observations"""
+
+
+def system(tools: Sequence[tuple[str, str]]) -> str:
+    listing = "\n".join(f"- {name}: {description}" for name, description in tools)
+    return SYSTEM.format(tools=listing, names=", ".join(name for name, _ in tools))
+
+
+def turn(question: str, history: list[tuple[str, str]], steps: list[Step]) -> str:
+    parts = ["[stage: react]"]
+    if history:
+        earlier = "\n".join(f"{role}: {content[:300]}" for role, content in history[-10:])
+        parts.append(f"Conversation so far:\n{earlier}")
+    parts.append(f"Question: {question}")
+    for step in steps:
+        parts.append(
+            f"Thought: {step['thought']}\nAction: {step['action']}\n"
+            f"Action Input: {step['action_input']}\nObservation: {step['observation']}"
+        )
+    parts.append("What next? Reply with Thought and Action, or with Final Answer.")
+    return "\n\n".join(parts)

@@ -1,0 +1,24 @@
+"""The ReAct graph's state: the question, the steps so far, and how it ended."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+
+class Step(TypedDict):
+    thought: str
+    action: str  # the tool's canonical name
+    action_input: str
+    observation: str
+    ok: bool  # whether the tool succeeded (python_coder: whether its code ran)
+    data: dict[str, Any]  # what the tool returned besides the text (code, files, …)
+
+
+class ReactState(TypedDict, total=False):
+    question: str
+    history: list[tuple[str, str]]  # earlier (role, content) messages of the conversation
+    steps: Annotated[list[Step], operator.add]
+    pending: dict[str, str] | None  # the parsed action waiting to run: thought, tool, input
+    final_answer: str | None
+    stop_reason: str  # "answered", "max_iterations", "repeated_action"

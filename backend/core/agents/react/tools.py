@@ -1,0 +1,99 @@
+"""The ReAct agent's tools: a name, a description for the prompt, and `run`.
+
+A tool never raises for a bad input: failures come back as observations the
+model can read and react to ("Error: …, please fix your mistakes").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from backend.core.agents.react.state import Step
+from backend.tools.python_coder.catalog import WorkspaceCatalog
+from backend.tools.python_coder.coder import PythonCoder
+from backend.tools.python_coder.llm import CoderLLM
+from backend.tools.python_coder.request import CoderRequest
+from backend.tools.sandbox.executor import BasePythonExecutor
+
+_OBSERVATION_CHARS = 2_000
+
+
+@dataclass
+class ToolResult:
+    observation: str
+    ok: bool = True
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class AgentTool(Protocol):
+    name: str
+    description: str
+
+    async def run(self, tool_input: str, steps: list[Step]) -> ToolResult: ...
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _OBSERVATION_CHARS else text[:_OBSERVATION_CHARS] + "\n…"
+
+
+def react_context(steps: list[Step]) -> list[str]:
+    """Earlier failed python_coder attempts and their errors, for the next generation."""
+    failed = []
+    for step in steps:
+        if step["action"] == "python_coder" and not step["ok"]:
+            code = str(step["data"].get("code", "")).strip()
+            failed.append(
+                f"Task: {step['action_input']}\nCode:\n{code[-1500:]}\n"
+                f"Error: {str(step['data'].get('error', step['observation']))[-800:]}"
+            )
+    return failed
+
+
+@dataclass
+class PythonCoderTool:
+    coder: PythonCoder
+    llm: CoderLLM
+    executor: BasePythonExecutor
+    session_id: str
+    history: list[tuple[str, str]] = field(default_factory=list)
+    name: str = "python_coder"
+    description: str = (
+        "writes and runs Python on the session's data files; input: the task in plain words"
+    )
+
+    async def run(self, tool_input: str, steps: list[Step]) -> ToolResult:
+        request = CoderRequest(
+            session_id=self.session_id,
+            query=tool_input,
+            history=self.history,
+            react=react_context(steps),
+        )
+        result = await self.coder.run(request, self.llm, self.executor)
+        data = {
+            "code": result.code,
+            "output": result.output,
+            "error": result.error,
+            "files": result.files,
+            "answer": result.answer,
+            "attempts": len(result.execution_history),
+        }
+        if not result.success:
+            return ToolResult(f"Error: {_cut(result.error or 'the code failed')}", False, data)
+        files = f"\nFiles: {', '.join(result.files)}" if result.files else ""
+        return ToolResult(f"Output:\n{_cut(result.output.strip())}{files}", True, data)
+
+
+@dataclass
+class ListFilesTool:
+    catalog: WorkspaceCatalog
+    session_id: str
+    name: str = "list_files"
+    description: str = "lists the session's data files with their columns; input: nothing"
+
+    async def run(self, tool_input: str, steps: list[Step]) -> ToolResult:
+        files = await self.catalog.data_files(self.session_id)
+        if not files:
+            return ToolResult("There are no data files in this session.", True, {"files": []})
+        lines = [f"- {f.name}: {f.summary}" for f in files[:50]]
+        return ToolResult("\n".join(lines), True, {"files": [f.name for f in files]})
