@@ -11,8 +11,7 @@ import pytest
 from backend.config import load_settings
 from backend.core.agents.react.graph import build_react_graph
 from backend.core.agents.react.parsing import match_tool, parse_reply
-from backend.core.agents.react.state import Step
-from backend.core.agents.react.tools import PythonCoderTool, ToolResult
+from backend.core.agents.tools import PythonCoderTool, ToolContext, ToolResult
 from backend.storage.workspaces import Workspaces
 from backend.tools.python_coder.catalog import WorkspaceCatalog
 from backend.tools.python_coder.coder import PythonCoder
@@ -61,7 +60,7 @@ class RecordingTool:
     description: str = "lists files"
     inputs: list[str] = field(default_factory=list)
 
-    async def run(self, tool_input: str, steps: list[Step]) -> ToolResult:
+    async def run(self, tool_input: str, context: ToolContext) -> ToolResult:
         self.inputs.append(tool_input)
         return ToolResult(f"files for {tool_input}: sales.csv", True, {"files": ["sales.csv"]})
 

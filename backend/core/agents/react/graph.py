@@ -21,7 +21,7 @@ from langgraph.types import Checkpointer
 from backend.core.agents.react import prompts
 from backend.core.agents.react.parsing import parse_reply
 from backend.core.agents.react.state import ReactState, Step
-from backend.core.agents.react.tools import AgentTool
+from backend.core.agents.tools import AgentTool, ToolContext, react_context
 from backend.tools.python_coder.answer import ungrounded_numbers
 from backend.tools.python_coder.llm import CoderLLM
 
@@ -110,7 +110,9 @@ def build_react_graph(
                 update["stop_reason"] = "repeated_action"
         else:
             try:
-                result = await by_name[tool].run(tool_input, steps)
+                result = await by_name[tool].run(
+                    tool_input, ToolContext(react=react_context(steps))
+                )
                 observation, ok, data = result.observation, result.ok, result.data
             except Exception as exc:  # a tool's failure is the model's to react to
                 observation, ok, data = f"Error: {exc}. Please fix your mistakes.", False, {}

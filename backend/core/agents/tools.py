@@ -1,4 +1,4 @@
-"""The ReAct agent's tools: a name, a description for the prompt, and `run`.
+"""The agents' tools: a name, a description for the prompt, and `run`.
 
 A tool never raises for a bad input: failures come back as observations the
 model can read and react to ("Error: …, please fix your mistakes").
@@ -20,6 +20,14 @@ _OBSERVATION_CHARS = 2_000
 
 
 @dataclass
+class ToolContext:
+    """What the agent knows that a tool may use: failed attempts (ReAct), the plan (P&E)."""
+
+    react: list[str] = field(default_factory=list)
+    plan: str = ""
+
+
+@dataclass
 class ToolResult:
     observation: str
     ok: bool = True
@@ -30,7 +38,7 @@ class AgentTool(Protocol):
     name: str
     description: str
 
-    async def run(self, tool_input: str, steps: list[Step]) -> ToolResult: ...
+    async def run(self, tool_input: str, context: ToolContext) -> ToolResult: ...
 
 
 def _cut(text: str) -> str:
@@ -62,12 +70,13 @@ class PythonCoderTool:
         "writes and runs Python on the session's data files; input: the task in plain words"
     )
 
-    async def run(self, tool_input: str, steps: list[Step]) -> ToolResult:
+    async def run(self, tool_input: str, context: ToolContext) -> ToolResult:
         request = CoderRequest(
             session_id=self.session_id,
             query=tool_input,
             history=self.history,
-            react=react_context(steps),
+            plan=context.plan,
+            react=context.react,
         )
         result = await self.coder.run(request, self.llm, self.executor)
         data = {
@@ -91,7 +100,7 @@ class ListFilesTool:
     name: str = "list_files"
     description: str = "lists the session's data files with their columns; input: nothing"
 
-    async def run(self, tool_input: str, steps: list[Step]) -> ToolResult:
+    async def run(self, tool_input: str, context: ToolContext) -> ToolResult:
         files = await self.catalog.data_files(self.session_id)
         if not files:
             return ToolResult("There are no data files in this session.", True, {"files": []})

@@ -1,0 +1,1 @@
+"""The Plan-and-Execute agent: plan, run each step, revise the plan, answer."""

@@ -1,0 +1,124 @@
+"""The Plan-and-Execute graph: plan → execute → replan → … → final, as a `StateGraph`.
+
+The planner writes structured steps (goal, tool, success criterion) through a
+JSON-schema grammar where the backend has one. Each step's tool gets the whole
+plan as context (python_coder's PLANS section). After each step the replanner
+continues, revises the remaining steps, or finishes; revisions are capped. The
+final answer draws on the steps' results and may state only numbers they show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from langgraph.config import get_stream_writer
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
+
+from backend.core.agents.plan_execute import prompts
+from backend.core.agents.plan_execute.state import Plan, PlanState, Replan, StepResult
+from backend.core.agents.react.parsing import match_tool
+from backend.core.agents.tools import AgentTool, ToolContext
+from backend.tools.python_coder.answer import ungrounded_numbers
+from backend.tools.python_coder.llm import CoderLLM, StructuredReplyError
+
+MAX_TOTAL_STEPS = 10
+
+
+def build_plan_execute_graph(
+    tools: Sequence[AgentTool],
+    llm: CoderLLM,
+    *,
+    max_replans: int = 2,
+    checkpointer: Checkpointer = None,
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    by_name = {tool.name: tool for tool in tools}
+    names = list(by_name)
+    described = [(tool.name, tool.description) for tool in tools]
+    default_tool = "python_coder" if "python_coder" in by_name else names[0]
+
+    def steps_of(plan: Plan | Replan) -> list[dict[str, str]]:
+        return [
+            {
+                "goal": step.goal,
+                "tool": match_tool(step.tool, names) or default_tool,
+                "success_criterion": step.success_criterion,
+            }
+            for step in plan.steps
+        ]
+
+    async def plan(state: PlanState) -> dict[str, Any]:
+        question = state["question"]
+        try:
+            steps = steps_of(await llm.json("plan", "", prompts.plan(question, described), Plan))
+        except StructuredReplyError:  # no usable plan: one step that tries the whole question
+            steps = [{"goal": question, "tool": default_tool, "success_criterion": "answered"}]
+        get_stream_writer()({"type": "plan", "steps": steps, "revised": False})
+        return {"plan": steps, "replans": 0}
+
+    async def execute(state: PlanState) -> dict[str, Any]:
+        remaining, results = state["plan"], state.get("results", [])
+        step, index = remaining[0], len(results) + 1
+        writer = get_stream_writer()
+        writer({"type": "step_start", "index": index, **step})
+        whole = [{"goal": r["goal"], "success_criterion": ""} for r in results] + remaining
+        context = ToolContext(plan=prompts.step_context(state["question"], whole, index))
+        try:
+            outcome = await by_name[step["tool"]].run(step["goal"], context)
+            observation, ok, data = outcome.observation, outcome.ok, outcome.data
+        except Exception as exc:  # the replanner decides what a failed step means
+            observation, ok, data = f"Error: {exc}", False, {}
+        writer({"type": "observation", "index": index, "tool": step["tool"], "ok": ok,
+                "observation": observation, **data})  # fmt: skip
+        result = StepResult(goal=step["goal"], tool=step["tool"], observation=observation,
+                            ok=ok, data=data)  # fmt: skip
+        return {"plan": remaining[1:], "results": [result]}
+
+    async def replan(state: PlanState) -> dict[str, Any]:
+        remaining, replans = state.get("plan", []), state.get("replans", 0)
+        if not remaining or replans >= max_replans:
+            return {}
+        prompt = prompts.replan(state["question"], remaining, state.get("results", []))
+        try:
+            decision = await llm.json("replan", "", prompt, Replan)
+        except StructuredReplyError:
+            return {}  # no readable decision: keep the plan
+        if decision.decision == "finish":
+            return {"plan": []}
+        if decision.decision == "revise" and decision.steps:
+            steps = steps_of(decision)
+            get_stream_writer()({"type": "plan", "steps": steps, "revised": True,
+                                 "reason": decision.reason})  # fmt: skip
+            return {"plan": steps, "replans": replans + 1}
+        return {}
+
+    async def final(state: PlanState) -> dict[str, Any]:
+        results = state.get("results", [])
+        if not any(r["ok"] for r in results):
+            failures = "\n".join(f"- {r['goal']}: {r['observation'][:300]}" for r in results)
+            return {"final_answer": f"I could not complete any step of the plan:\n\n{failures}"}
+        reply = await llm.text("final", "", prompts.answer(state["question"], results))
+        evidence = "\n".join(r["observation"] for r in results)
+        coded = [r for r in results if r["tool"] == "python_coder" and r["ok"]]
+        if not reply.strip() or (coded and ungrounded_numbers(reply, evidence)):
+            last = coded[-1] if coded else [r for r in results if r["ok"]][-1]
+            reply = str(last["data"].get("answer") or last["observation"])
+        return {"final_answer": reply.strip()}
+
+    def after_replan(state: PlanState) -> Literal["execute", "final"]:
+        more = bool(state.get("plan")) and len(state.get("results", [])) < MAX_TOTAL_STEPS
+        return "execute" if more else "final"
+
+    graph = StateGraph(PlanState)
+    graph.add_node("plan", plan)
+    graph.add_node("execute", execute)
+    graph.add_node("replan", replan)
+    graph.add_node("final", final)
+    graph.add_edge(START, "plan")
+    graph.add_edge("plan", "execute")
+    graph.add_edge("execute", "replan")
+    graph.add_conditional_edges("replan", after_replan)
+    graph.add_edge("final", END)
+    return graph.compile(checkpointer=checkpointer, name="plan_execute")

@@ -1,0 +1,45 @@
+"""The Plan-and-Execute graph's state and the planner's structured replies."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Literal, TypedDict
+
+from pydantic import BaseModel, Field
+
+MAX_STEPS = 6
+
+
+class PlanStep(BaseModel):
+    goal: str
+    tool: str = "python_coder"
+    success_criterion: str = ""
+
+
+class Plan(BaseModel):
+    steps: list[PlanStep] = Field(min_length=1, max_length=MAX_STEPS)
+
+
+class Replan(BaseModel):
+    """After a step: go on with the plan, replace the remaining steps, or finish."""
+
+    decision: Literal["continue", "revise", "finish"]
+    steps: list[PlanStep] = Field(default_factory=list, max_length=MAX_STEPS)
+    reason: str = ""
+
+
+class StepResult(TypedDict):
+    goal: str
+    tool: str
+    observation: str
+    ok: bool
+    data: dict[str, Any]
+
+
+class PlanState(TypedDict, total=False):
+    question: str
+    history: list[tuple[str, str]]
+    plan: list[dict[str, str]]  # the steps still to run, first one next
+    results: Annotated[list[StepResult], operator.add]
+    replans: int
+    final_answer: str | None

@@ -1,0 +1,103 @@
+"""The Plan-and-Execute graph with a scripted model: a 3-step plan, a replan, the answer."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from backend.core.agents.plan_execute.graph import build_plan_execute_graph
+from backend.core.agents.tools import ToolContext, ToolResult
+from tests.tools.python_coder.tdd.conftest import scripted_llm
+
+
+@dataclass
+class FakeTool:
+    name: str
+    outputs: dict[str, str]
+    description: str = "a fake tool"
+    calls: list[tuple[str, str]] = field(default_factory=list)
+
+    async def run(self, tool_input: str, context: ToolContext) -> ToolResult:
+        self.calls.append((tool_input, context.plan))
+        output = self.outputs.get(tool_input, f"done: {tool_input}")
+        return ToolResult(output, True, {"answer": f"Answer: {output}"})
+
+
+def step(goal: str, tool: str) -> dict[str, str]:
+    return {"goal": goal, "tool": tool, "success_criterion": f"{goal} is known"}
+
+
+PLAN = {
+    "steps": [
+        step("list the files", "list_files"),
+        step("total sales per region", "python_coder"),
+        step("plot the totals", "python_coder"),
+    ]
+}
+REVISED = {
+    "decision": "revise",
+    "reason": "north dominates",
+    "steps": [step("plot north", "coder")],
+}
+
+
+async def run(graph: Any, question: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    events: list[dict[str, Any]] = []
+    final: dict[str, Any] = {}
+    async for mode, chunk in graph.astream(
+        {"question": question, "history": []}, stream_mode=["custom", "values"]
+    ):
+        if mode == "custom":
+            events.append(chunk)
+        else:
+            final = chunk
+    return final, events
+
+
+async def test_a_three_step_plan_is_revised_after_a_step_and_answered() -> None:
+    files = FakeTool("list_files", {"list the files": "uploads/sales.csv"})
+    coder = FakeTool("python_coder", {"total sales per region": "north: 50\nsouth: 10"})
+    llm, model = scripted_llm(
+        [
+            {"when": "[stage: plan]", "content": json.dumps(PLAN)},
+            {"when": "[stage: replan]", "content": '{"decision": "continue"}'},
+            {"when": "[stage: replan]", "content": json.dumps(REVISED)},
+            {"when": "[stage: final]", "content": "North sold 50, south 10."},
+        ]
+    )
+    state, events = await run(build_plan_execute_graph([files, coder], llm), "Sales by region?")
+
+    assert state["final_answer"] == "North sold 50, south 10."
+    assert [r["goal"] for r in state["results"]] == [
+        "list the files",
+        "total sales per region",
+        "plot north",  # the revision replaced "plot the totals"
+    ]
+    assert [e["type"] for e in events] == [
+        "plan", "step_start", "observation", "step_start", "observation",
+        "plan", "step_start", "observation",
+    ]  # fmt: skip
+    assert events[5]["revised"] and events[5]["reason"] == "north dominates"
+    assert events[5]["steps"][0]["tool"] == "python_coder"  # "coder" matched fuzzily
+    goal, plan_context = coder.calls[0]
+    assert goal == "total sales per region"
+    assert "→ 2. total sales per region" in plan_context and "Sales by region?" in plan_context
+    stages = [prompt.splitlines()[0] for prompt in model.prompts]
+    assert stages == ["[stage: plan]", "[stage: replan]", "[stage: replan]", "[stage: final]"]
+    assert "north: 50" in model.prompts[-1]
+
+
+async def test_an_unusable_plan_becomes_one_step_and_invented_numbers_are_refused() -> None:
+    coder = FakeTool("python_coder", {"What is the total?": "total: 60"})
+    llm, _ = scripted_llm(
+        [
+            {"when": "[stage: plan]", "content": "Let me think about a plan..."},
+            {"when": "[stage: final]", "content": "The total is 75."},
+        ]
+    )
+    state, events = await run(build_plan_execute_graph([coder], llm), "What is the total?")
+    assert events[0]["steps"] == [
+        {"goal": "What is the total?", "tool": "python_coder", "success_criterion": "answered"}
+    ]
+    assert state["final_answer"] == "Answer: total: 60"  # 75 appears in no step's output
