@@ -52,6 +52,9 @@ class Settings(BaseSettings):
     EMBEDDED_THREADS: int = Field(default=0, ge=0)  # 0: all cores
     SCRIPTED_REPLIES: str = ""  # path to a JSON list of replies (LLM_BACKEND=scripted)
 
+    # Agents
+    AGENT_MAX_ITERATIONS: int = Field(default=6, ge=1, le=50)  # ReAct actions per turn
+
     # Web search (the agents offer `web_search` only when a key is set)
     TAVILY_API_KEY: str = ""
     TAVILY_BASE_URL: str = "https://api.tavily.com"

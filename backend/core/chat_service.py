@@ -18,11 +18,13 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from backend.core.agents.chat import run_chat
+from backend.core.agents.runner import AgentRunner
 from backend.core.audit import AuditLog
-from backend.core.events import AgentEvent
+from backend.core.events import STEP_EVENTS, AgentEvent
 from backend.core.llm import GenerationOptions, LLMBackend
-from backend.core.router import AgentType, RouteDecision, route_message
+from backend.core.router import AgentType, RouteDecision, decide_route, model_classifier
 from backend.storage import Conversation, ConversationNotFound, Store, User
+from backend.tools.python_coder.llm import CoderLLM
 
 
 @dataclass(frozen=True)
@@ -45,14 +47,25 @@ class Turn:
     finish_reason: str = "stop"
     user: str = ""
     prompt: list[BaseMessage] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)  # the agent's step events
 
     @property
     def metadata(self) -> dict[str, Any]:
+        def of(kind: str) -> list[dict[str, Any]]:
+            return [step for step in self.steps if step["type"] == kind]
+
         return {
             "agent_type": self.decision.agent_type,
             "route_reason": self.decision.reason,
             "session_id": self.conversation.session_id,
             "conversation_id": self.conversation.id,
+            "tool_calls": [
+                {"tool": s.get("tool"), "input": s.get("input", s.get("goal"))}
+                for s in of("tool_call") + of("step_start")
+            ],
+            "code": [s["code"] for s in of("code")],
+            "files": sorted({f for s in of("execution") for f in s.get("files", [])}),
+            "iterations": len(of("execution")),
         }
 
     async def collect(self) -> str:
@@ -63,10 +76,17 @@ class Turn:
 
 
 class ChatService:
-    def __init__(self, store: Store, llm: LLMBackend, audit: AuditLog | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        llm: LLMBackend,
+        audit: AuditLog | None = None,
+        agents: AgentRunner | None = None,
+    ) -> None:
         self.store = store
         self.llm = llm
         self.audit = audit
+        self.agents = agents
 
     async def open_turn(self, user: User, request: TurnRequest) -> Turn:
         model = await self.llm.resolve_model(request.model or self.llm.default_model)
@@ -79,13 +99,37 @@ class ChatService:
         messages = self._with_history(conversation, request.messages)
         if user_text:
             self.store.add_message(conversation.id, "user", user_text)
-        decision = route_message(request.agent_type, user_text)
-        turn = Turn(conversation, decision, model, user=user.username, prompt=messages)
-        agent_events = run_chat(
-            self.llm.chat_model(model), messages, self.llm.call_kwargs(request.options)
+        session_id = conversation.session_id
+        coder_llm = CoderLLM.for_backend(
+            self.llm, model, self.audit, user=user.username, session_id=session_id
         )
+        decision = await self._route(request.agent_type, user_text, session_id, coder_llm)
+        turn = Turn(conversation, decision, model, user=user.username, prompt=messages)
+        if decision.agent_type == "chat" or self.agents is None:
+            agent_events = run_chat(
+                self.llm.chat_model(model), messages, self.llm.call_kwargs(request.options)
+            )
+        else:
+            history = [
+                ("user" if m.type == "human" else "assistant", str(m.text))
+                for m in messages[:-1]
+                if m.type in ("human", "ai")
+            ]
+            agent_events = self.agents.run(
+                decision.agent_type, user_text, history, session_id, coder_llm
+            )
         turn.events = self._recorded(turn, agent_events)
         return turn
+
+    async def _route(
+        self, requested: AgentType, text: str, session_id: str, llm: CoderLLM
+    ) -> RouteDecision:
+        if self.agents is None:
+            return RouteDecision("chat", "no agents are configured")
+        has_files = await self.agents.has_files(session_id)
+        return await decide_route(
+            requested, text, has_files=has_files, classify=model_classifier(llm)
+        )
 
     def _with_history(
         self, conversation: Conversation, messages: list[BaseMessage]
@@ -123,6 +167,8 @@ class ChatService:
                         turn.usage = event.data
                     elif event.type == "finish":
                         turn.finish_reason = event.data["reason"]
+                    elif event.type in STEP_EVENTS:
+                        turn.steps.append({"type": event.type, **event.data})
                     yield event
         except (asyncio.CancelledError, GeneratorExit):
             finish = "cancelled"

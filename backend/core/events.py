@@ -5,7 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-EventType = Literal["router", "token", "usage", "finish", "final", "error", "done"]
+EventType = Literal[
+    "router",
+    "plan",
+    "step_start",
+    "tool_call",
+    "code",
+    "execution",
+    "plot",
+    "token",
+    "usage",
+    "finish",
+    "final",
+    "error",
+    "done",
+]
+STEP_EVENTS = frozenset({"plan", "step_start", "tool_call", "code", "execution", "plot"})
 
 
 @dataclass(frozen=True)

@@ -29,13 +29,6 @@ class RouteDecision:
     reason: str
 
 
-def route_message(requested: AgentType, message: str) -> RouteDecision:
-    """What answers today: plain chat, until the agent graphs are wired in."""
-    if requested == "chat":
-        return RouteDecision("chat", "requested explicitly")
-    return RouteDecision("chat", f"'{requested}' requested; the code agents are not built yet")
-
-
 # Phrase -> weight. Phrases match as whole words, case-insensitively.
 CODE_INDICATORS: dict[str, int] = {
     "write code": 3, "generate code": 3, "python": 3, "pandas": 3, "dataframe": 3,
@@ -48,6 +41,7 @@ CODE_INDICATORS: dict[str, int] = {
 TOOL_INDICATORS: dict[str, int] = {
     "search the web": 3, "web search": 3, "look up": 2, "latest news": 2,
     "in the document": 2, "in my documents": 3, "according to the": 1, "cite": 1,
+    "upload": 2, "uploaded": 2,
 }  # fmt: skip
 STEP_CUES: dict[str, int] = {
     "step by step": 2, "first": 1, "then": 1, "and then": 1, "after that": 2, "next": 1,
@@ -83,7 +77,7 @@ async def decide_route(
     text = message.lower()
     tools = _found(text, CODE_INDICATORS) + _found(text, TOOL_INDICATORS)
     steps = _found(text, STEP_CUES)
-    score = sum(weight for _, weight in tools) + (1 if has_files and tools else 0)
+    score = sum(weight for _, weight in tools)
     step_score = sum(weight for _, weight in steps)
     evidence = f"tool cues: {_describe(tools) or 'none'} (score {score})"
     if steps:
@@ -94,9 +88,10 @@ async def decide_route(
         if step_score >= PLAN_STEPS:
             return RouteDecision("plan_execute", f"{evidence}: plan the steps, then run them")
         return RouteDecision("react", f"{evidence}: reason and use tools")
-    if score == 0 and not has_files:
+    if score == 0 or (score == 1 and not has_files):
         return RouteDecision("chat", f"{evidence}: a plain question")
-    fallback: Agent = "react" if score else "chat"
+    # A weak cue with data at hand, or two weak cues: worth asking the model.
+    fallback: Agent = "react" if has_files else "chat"
     if classify is None:
         return RouteDecision(fallback, f"{evidence}: unclear, no classifier; chose {fallback}")
     try:

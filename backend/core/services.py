@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from backend.config import Settings
 from backend.core.accounts import ensure_admin
+from backend.core.agents.runner import AgentRunner
 from backend.core.audit import AuditLog
 from backend.core.chat_service import ChatService
 from backend.core.llm import LLMBackend, create_llm_backend
@@ -57,16 +58,19 @@ def build_services(settings: Settings) -> Services:
     workspaces = Workspaces(settings.DATA_DIR)
     audit = AuditLog(settings.DATA_DIR)
     catalog = WorkspaceCatalog(workspaces)
+    coder = PythonCoder(settings, workspaces, catalog)
+    executors = ExecutorPool(settings, sandbox, workspaces)
+    agents = AgentRunner(settings, workspaces, catalog, coder, executors)
     return Services(
         settings=settings,
         secret_key=secret_key,
         store=store,
         llm=llm,
-        chat=ChatService(store, llm, audit),
+        chat=ChatService(store, llm, audit, agents),
         sandbox=sandbox,
         workspaces=workspaces,
-        executors=ExecutorPool(settings, sandbox, workspaces),
+        executors=executors,
         audit=audit,
         catalog=catalog,
-        coder=PythonCoder(settings, workspaces, catalog),
+        coder=coder,
     )

@@ -53,14 +53,27 @@ async def test_an_unclear_message_asks_the_model_and_says_so() -> None:
 
 async def test_an_unusable_classification_falls_back_to_the_score() -> None:
     llm, _ = scripted_llm(["I think it is react maybe"])
-    decision = await decide_route("auto", "the total?", classify=model_classifier(llm))
+    decision = await decide_route(
+        "auto", "the total?", has_files=True, classify=model_classifier(llm)
+    )
     assert decision.agent_type == "react" and "did not say" in decision.reason
 
     async def broken(message: str) -> Agent | None:
         raise RuntimeError("the model is down")
 
-    decision = await decide_route("auto", "show the data", classify=broken)
+    decision = await decide_route("auto", "show the data", has_files=True, classify=broken)
     assert decision.agent_type == "react" and "the model failed" in decision.reason
-    # With no cue at all but uploaded files, an unclear message is not plain chat by default.
-    decision = await decide_route("auto", "hello there", has_files=True)
-    assert decision.agent_type == "chat" and "unclear" in decision.reason
+
+
+@pytest.mark.parametrize(
+    ("message", "has_files"),
+    [("hello there", True), ("count to four", False), ("Tell me about data privacy", False)],
+)
+async def test_no_cue_or_one_weak_cue_without_files_is_chat_without_asking(
+    message: str, has_files: bool
+) -> None:
+    async def never(message: str) -> Agent | None:
+        raise AssertionError("the classifier must not be asked")
+
+    decision = await decide_route("auto", message, has_files=has_files, classify=never)
+    assert decision.agent_type == "chat" and "a plain question" in decision.reason

@@ -15,7 +15,7 @@ from backend.api.errors import error_body
 from backend.api.sse import SSE_HEADERS, SSEResponse, sse_data
 from backend.api.streaming import start_stream
 from backend.core.chat_service import Turn, TurnRequest
-from backend.core.events import AgentEvent
+from backend.core.events import STEP_EVENTS, AgentEvent
 from backend.core.llm import GenerationOptions, LLMError
 from backend.models.openai import (
     ChatCompletionRequest,
@@ -97,6 +97,12 @@ async def _completion_chunks(
                 if event.type == "token":
                     text = event.data["text"]
                     yield pending + sse_data(chunk_body(completion_id, model, {"content": text}))
+                    pending = ""
+                elif event.type in STEP_EVENTS:
+                    # An agent's step rides in an extension field with an empty delta, which
+                    # OpenAI clients read as "no new content".
+                    step = {"type": event.type, **event.data}
+                    yield pending + sse_data(chunk_body(completion_id, model, {}, agent_event=step))
                     pending = ""
     except LLMError as exc:
         yield (

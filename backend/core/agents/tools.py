@@ -15,6 +15,7 @@ from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.python_coder.llm import CoderLLM
 from backend.tools.python_coder.request import CoderRequest
 from backend.tools.sandbox.executor import BasePythonExecutor
+from backend.tools.web_search import WebSearch
 
 _OBSERVATION_CHARS = 2_000
 
@@ -106,3 +107,15 @@ class ListFilesTool:
             return ToolResult("There are no data files in this session.", True, {"files": []})
         lines = [f"- {f.name}: {f.summary}" for f in files[:50]]
         return ToolResult("\n".join(lines), True, {"files": [f.name for f in files]})
+
+
+@dataclass
+class WebSearchTool:
+    search: WebSearch
+    name: str = "web_search"
+    description: str = "searches the web (Tavily); input: the search query"
+
+    async def run(self, tool_input: str, context: ToolContext) -> ToolResult:
+        result = await self.search.search(tool_input)
+        hits = [hit.model_dump() for hit in result.results]
+        return ToolResult(result.as_observation(), result.ok, {"results": hits})

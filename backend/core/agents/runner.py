@@ -1,0 +1,119 @@
+"""Run the ReAct or Plan-and-Execute graph for one turn, as a stream of `AgentEvent`s.
+
+The graphs write their steps to LangGraph's custom stream; this module turns
+them into the API's events (`plan`, `step_start`, `tool_call`, `code`,
+`execution`, `plot`) and the final answer into `token` events, so every client
+(typed SSE, OpenAI chunks, plain JSON) reads a turn the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncGenerator, Iterator
+from typing import Any, Literal
+
+from starlette.concurrency import run_in_threadpool
+
+from backend.config import Settings
+from backend.core.agents.plan_execute.graph import build_plan_execute_graph
+from backend.core.agents.react.graph import build_react_graph
+from backend.core.agents.tools import AgentTool, ListFilesTool, PythonCoderTool, WebSearchTool
+from backend.core.events import AgentEvent
+from backend.storage.workspaces import Workspaces
+from backend.tools.python_coder.answer import plots
+from backend.tools.python_coder.catalog import DATA_FOLDER, WorkspaceCatalog
+from backend.tools.python_coder.coder import PythonCoder
+from backend.tools.python_coder.llm import CoderLLM
+from backend.tools.sandbox.pool import ExecutorPool
+from backend.tools.web_search import web_search_from_settings
+
+_WORD = re.compile(r"\s*\S+")
+ToolAgent = Literal["react", "plan_execute"]
+
+
+class AgentRunner:
+    def __init__(
+        self,
+        settings: Settings,
+        workspaces: Workspaces,
+        catalog: WorkspaceCatalog,
+        coder: PythonCoder,
+        executors: ExecutorPool,
+    ) -> None:
+        self.settings = settings
+        self.workspaces = workspaces
+        self.catalog = catalog
+        self.coder = coder
+        self.executors = executors
+        self.web_search = web_search_from_settings(
+            settings.TAVILY_API_KEY, settings.TAVILY_BASE_URL
+        )
+
+    async def has_files(self, session_id: str) -> bool:
+        listed = await run_in_threadpool(self.workspaces.list_files, session_id)
+        return any(f.path.startswith(DATA_FOLDER) for f in listed)
+
+    def tools(
+        self, session_id: str, llm: CoderLLM, history: list[tuple[str, str]]
+    ) -> list[AgentTool]:
+        executor = self.executors.get_python_executor(session_id)
+        found: list[AgentTool] = [
+            PythonCoderTool(self.coder, llm, executor, session_id, history),
+            ListFilesTool(self.catalog, session_id),
+        ]
+        if self.web_search is not None:  # offered only when TAVILY_API_KEY is set
+            found.append(WebSearchTool(self.web_search))
+        return found
+
+    async def run(
+        self,
+        agent: ToolAgent,
+        question: str,
+        history: list[tuple[str, str]],
+        session_id: str,
+        llm: CoderLLM,
+    ) -> AsyncGenerator[AgentEvent, None]:
+        tools = self.tools(session_id, llm, history)
+        if agent == "react":
+            graph = build_react_graph(tools, llm, max_iterations=self.settings.AGENT_MAX_ITERATIONS)
+        else:
+            graph = build_plan_execute_graph(tools, llm)
+        final: dict[str, Any] = {}
+        inputs = {"question": question, "history": history}
+        async for mode, chunk in graph.astream(inputs, stream_mode=["custom", "values"]):
+            if not isinstance(chunk, dict):
+                continue
+            if mode == "custom":
+                for event in step_events(chunk, session_id):
+                    yield event
+            else:
+                final = chunk
+        for word in _WORD.findall(str(final.get("final_answer") or "")):
+            yield AgentEvent("token", {"text": word})
+        yield AgentEvent("finish", {"reason": "stop"})
+
+
+def step_events(step: dict[str, Any], session_id: str) -> Iterator[AgentEvent]:
+    """The API events for one step the graph reported."""
+    kind = step.get("type")
+    if kind in ("plan", "step_start", "tool_call"):
+        yield AgentEvent(kind, {k: v for k, v in step.items() if k != "type"})
+        return
+    if kind != "observation":
+        return
+    if step.get("code"):
+        yield AgentEvent("code", {"tool": step.get("tool"), "code": step["code"]})
+    files = [str(name) for name in step.get("files", [])]
+    yield AgentEvent(
+        "execution",
+        {
+            "tool": step.get("tool"),
+            "ok": step.get("ok"),
+            "stdout": step.get("output", step.get("observation", "")),
+            "error": None if step.get("ok") else step.get("error") or step.get("observation"),
+            "files": files,
+        },
+    )
+    for path in plots(files):
+        url = f"/api/sessions/{session_id}/files/{path}"
+        yield AgentEvent("plot", {"path": path, "url": url})
