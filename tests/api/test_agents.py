@@ -1,0 +1,135 @@
+"""The agents through both streaming APIs: a real SSE client and the openai SDK."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from tests.conftest import ADMIN_PASSWORD
+from tests.support.live_server import LiveServer
+
+SALES = b"region,price\nnorth,10\nsouth,30\n"
+CODE = (
+    "import matplotlib.pyplot as plt\nplt.plot(df1['price'])\n"
+    "print('mean price:', df1['price'].mean())\n"
+)
+
+
+def react_turn(tag: str) -> list[dict[str, Any]]:
+    """A ReAct turn: python_coder runs the code (with a plot), then the final answer."""
+    action = f"Thought: compute it\nAction: coder\nAction Input: {tag} mean price"
+    return [
+        {"when": ["[stage: react]", tag], "content": action},
+        {"when": ["[stage: generate]", tag], "content": f"```python\n{CODE}```"},
+        {"when": ["[stage: answer]", tag], "content": "The mean price is 20.0."},
+        {"when": ["[stage: react]", tag], "content": "Final Answer: The mean price is 20.0."},
+    ]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    folder = tmp_path_factory.mktemp("agents")
+    replies = [*react_turn("Q-SSE"), *react_turn("Q-SDK"), *react_turn("Q-JSON")]
+    replies.append({"when": "Q-HELLO", "content": "Hi! How can I help?"})
+    (folder / "replies.json").write_text(json.dumps(replies))
+    live = LiveServer(
+        folder / "data",
+        ADMIN_PASSWORD=ADMIN_PASSWORD,
+        LLM_BACKEND="scripted",
+        SCRIPTED_REPLIES=str(folder / "replies.json"),
+    )
+    live.start()
+    yield live
+    live.stop()
+
+
+def upload(server: LiveServer, session: str) -> None:
+    with server.client() as http:
+        response = http.post(
+            "/api/upload", data={"session_id": session}, files={"file": ("sales.csv", SALES)}
+        )
+    assert response.status_code == 201
+
+
+def test_api_chat_streams_the_steps_in_order(server: LiveServer) -> None:
+    upload(server, "sse")
+    events: list[tuple[str, dict[str, Any]]] = []
+    body = {"message": "Q-SSE what is the mean price in sales.csv?", "session_id": "sse",
+            "stream": True}  # fmt: skip
+    with server.client(timeout=120) as http, http.stream("POST", "/api/chat", json=body) as reply:
+        assert reply.status_code == 200
+        name = ""
+        for line in reply.iter_lines():
+            if line.startswith("event: "):
+                name = line.removeprefix("event: ")
+            elif line.startswith("data: "):
+                data = json.loads(line.removeprefix("data: "))
+                assert data["type"] == name
+                events.append((name, data))
+
+    kinds = [name for name, _ in events]
+    assert kinds[:5] == ["router", "tool_call", "code", "execution", "plot"]
+    assert set(kinds[5:-2]) == {"token"} and kinds[-2:] == ["final", "done"]
+    data = dict(events)
+    assert data["router"]["agent_type"] == "react" and "csv" in data["router"]["reason"]
+    assert data["tool_call"]["tool"] == "python_coder"
+    assert data["code"]["code"].endswith(CODE)
+    assert data["execution"]["ok"] and data["execution"]["stdout"] == "mean price: 20.0\n"
+    plot = data["plot"]
+    assert plot["path"].startswith("outputs/") and plot["path"].endswith(".png")
+    assert plot["url"] == f"/api/sessions/sse/files/{plot['path']}"
+    assert "".join(d["text"] for k, d in events if k == "token") == "The mean price is 20.0."
+    assert data["final"]["text"] == "The mean price is 20.0."
+    assert data["final"]["iterations"] == 1 and data["final"]["files"] == [plot["path"]]
+    with server.client() as http:
+        assert http.get(plot["url"]).headers["content-type"] == "image/png"
+
+
+def test_the_openai_sdk_reads_the_answer_and_ignores_the_steps(server: LiveServer) -> None:
+    upload(server, "sdk")
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+    stream = client.chat.completions.create(
+        model="scripted",
+        messages=[{"role": "user", "content": "Q-SDK what is the mean price in sales.csv?"}],
+        stream=True,
+        extra_body={"session_id": "sdk"},
+    )
+    content, steps = [], []
+    for chunk in stream:
+        step = (chunk.model_extra or {}).get("agent_event")
+        if step:
+            steps.append(step["type"])
+            assert chunk.choices[0].delta.content is None  # nothing for a plain client to show
+        elif chunk.choices and chunk.choices[0].delta.content:
+            content.append(chunk.choices[0].delta.content)
+    assert "".join(content) == "The mean price is 20.0."
+    assert steps == ["tool_call", "code", "execution", "plot"]
+
+
+def test_a_json_answer_carries_the_steps_in_metadata(server: LiveServer, tmp_path: Path) -> None:
+    upload(server, "json")
+    with server.client(timeout=120) as http:
+        body = {"message": "Q-JSON what is the mean price in sales.csv?", "session_id": "json"}
+        answer = http.post("/api/chat", json=body).json()
+    assert answer["answer"] == "The mean price is 20.0." and answer["agent_type"] == "react"
+    metadata = answer["metadata"]
+    assert metadata["tool_calls"] == [{"tool": "python_coder", "input": "Q-JSON mean price"}]
+    assert metadata["code"][0].endswith(CODE) and metadata["iterations"] == 1
+    assert len(metadata["files"]) == 1 and metadata["files"][0].endswith(".png")
+
+
+def test_a_plain_question_is_chat_and_an_explicit_agent_type_wins(server: LiveServer) -> None:
+    with server.client(timeout=60) as http:
+        hello = http.post("/api/chat", json={"message": "Q-HELLO hello there"}).json()
+        forced = http.post(
+            "/api/chat", json={"message": "Q-UNSCRIPTED hello there", "agent_type": "react"}
+        )
+    assert hello["agent_type"] == "chat" and hello["answer"] == "Hi! How can I help?"
+    assert "a plain question" in hello["metadata"]["route_reason"]
+    # The explicit type wins even for a greeting: ReAct asks the model, which has no reply.
+    assert forced.status_code == 503 and "no reply left" in forced.json()["detail"]
