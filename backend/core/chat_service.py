@@ -116,7 +116,7 @@ class ChatService:
                 if m.type in ("human", "ai")
             ]
             agent_events = self.agents.run(
-                decision.agent_type, user_text, history, session_id, coder_llm
+                decision.agent_type, user_text, history, user.id, session_id, coder_llm
             )
         turn.events = self._recorded(turn, agent_events)
         return turn

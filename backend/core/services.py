@@ -40,6 +40,8 @@ class Services:
 
     async def close(self) -> None:
         await self.executors.close_all()
+        if self.chat.agents is not None:
+            self.chat.agents.close()
         self.catalog.runner.close()
         self.store.close()
 
@@ -60,7 +62,7 @@ def build_services(settings: Settings) -> Services:
     catalog = WorkspaceCatalog(workspaces)
     coder = PythonCoder(settings, workspaces, catalog)
     executors = ExecutorPool(settings, sandbox, workspaces)
-    agents = AgentRunner(settings, workspaces, catalog, coder, executors)
+    agents = AgentRunner(settings, workspaces, catalog, coder, executors, llm.name)
     return Services(
         settings=settings,
         secret_key=secret_key,

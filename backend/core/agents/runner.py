@@ -17,13 +17,20 @@ from starlette.concurrency import run_in_threadpool
 from backend.config import Settings
 from backend.core.agents.plan_execute.graph import build_plan_execute_graph
 from backend.core.agents.react.graph import build_react_graph
-from backend.core.agents.tools import AgentTool, ListFilesTool, PythonCoderTool, WebSearchTool
+from backend.core.agents.tools import (
+    AgentTool,
+    ListFilesTool,
+    PythonCoderTool,
+    RagTool,
+    WebSearchTool,
+)
 from backend.core.events import AgentEvent
 from backend.storage.workspaces import Workspaces
 from backend.tools.python_coder.answer import plots
 from backend.tools.python_coder.catalog import DATA_FOLDER, WorkspaceCatalog
 from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.python_coder.llm import CoderLLM
+from backend.tools.rag import RAG_EXTENSIONS, RagIndex, embedder_for_backend
 from backend.tools.sandbox.pool import ExecutorPool
 from backend.tools.web_search import web_search_from_settings
 
@@ -39,6 +46,7 @@ class AgentRunner:
         catalog: WorkspaceCatalog,
         coder: PythonCoder,
         executors: ExecutorPool,
+        llm_backend: str,
     ) -> None:
         self.settings = settings
         self.workspaces = workspaces
@@ -48,19 +56,34 @@ class AgentRunner:
         self.web_search = web_search_from_settings(
             settings.TAVILY_API_KEY, settings.TAVILY_BASE_URL
         )
+        self.rag = RagIndex(
+            settings.DATA_DIR,
+            workspaces=workspaces,
+            runner=catalog.runner,
+            embedder=embedder_for_backend(llm_backend, settings.OLLAMA_HOST),
+        )
+
+    def close(self) -> None:
+        self.rag.close()
+
+    async def uploads(self, session_id: str) -> list[str]:
+        listed = await run_in_threadpool(self.workspaces.list_files, session_id)
+        return [f.path for f in listed if f.path.startswith(DATA_FOLDER)]
 
     async def has_files(self, session_id: str) -> bool:
-        listed = await run_in_threadpool(self.workspaces.list_files, session_id)
-        return any(f.path.startswith(DATA_FOLDER) for f in listed)
+        return bool(await self.uploads(session_id))
 
-    def tools(
-        self, session_id: str, llm: CoderLLM, history: list[tuple[str, str]]
+    async def tools(
+        self, user_id: int, session_id: str, llm: CoderLLM, history: list[tuple[str, str]]
     ) -> list[AgentTool]:
         executor = self.executors.get_python_executor(session_id)
         found: list[AgentTool] = [
             PythonCoderTool(self.coder, llm, executor, session_id, history),
             ListFilesTool(self.catalog, session_id),
         ]
+        uploads = await self.uploads(session_id)
+        if any(path.rsplit(".", 1)[-1].lower() in RAG_EXTENSIONS for path in uploads):
+            found.append(RagTool(self.rag, user_id, session_id))  # only with documents
         if self.web_search is not None:  # offered only when TAVILY_API_KEY is set
             found.append(WebSearchTool(self.web_search))
         return found
@@ -70,10 +93,11 @@ class AgentRunner:
         agent: ToolAgent,
         question: str,
         history: list[tuple[str, str]],
+        user_id: int,
         session_id: str,
         llm: CoderLLM,
     ) -> AsyncGenerator[AgentEvent, None]:
-        tools = self.tools(session_id, llm, history)
+        tools = await self.tools(user_id, session_id, llm, history)
         if agent == "react":
             graph = build_react_graph(tools, llm, max_iterations=self.settings.AGENT_MAX_ITERATIONS)
         else:

@@ -14,6 +14,7 @@ from backend.tools.python_coder.catalog import WorkspaceCatalog
 from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.python_coder.llm import CoderLLM
 from backend.tools.python_coder.request import CoderRequest
+from backend.tools.rag import RagIndex, rag_retrieval
 from backend.tools.sandbox.executor import BasePythonExecutor
 from backend.tools.web_search import WebSearch
 
@@ -119,3 +120,26 @@ class WebSearchTool:
         result = await self.search.search(tool_input)
         hits = [hit.model_dump() for hit in result.results]
         return ToolResult(result.as_observation(), result.ok, {"results": hits})
+
+
+@dataclass
+class RagTool:
+    index: RagIndex
+    user_id: int
+    session_id: str
+    name: str = "rag_retrieval"
+    description: str = (
+        "finds passages in the session's documents (txt, md, pdf, docx, html) with their "
+        "source and page; input: what to look for. Cite passages as [1], [2]"
+    )
+
+    async def run(self, tool_input: str, context: ToolContext) -> ToolResult:
+        try:
+            result = await rag_retrieval(
+                tool_input, user_id=self.user_id, session_id=self.session_id, index=self.index
+            )
+        except Exception as exc:  # storage trouble is an observation, not a crash
+            return ToolResult(f"Error: rag_retrieval failed: {exc}", False)
+        return ToolResult(
+            result.as_observation(), bool(result.passages), {"citations": result.citations}
+        )

@@ -11,10 +11,11 @@ import pytest
 from backend.config import load_settings
 from backend.core.agents.react.graph import build_react_graph
 from backend.core.agents.react.parsing import match_tool, parse_reply
-from backend.core.agents.tools import PythonCoderTool, ToolContext, ToolResult
+from backend.core.agents.tools import PythonCoderTool, RagTool, ToolContext, ToolResult
 from backend.storage.workspaces import Workspaces
 from backend.tools.python_coder.catalog import WorkspaceCatalog
 from backend.tools.python_coder.coder import PythonCoder
+from backend.tools.rag import RagIndex
 from backend.tools.sandbox.availability import SandboxStatus
 from backend.tools.sandbox.executor import ExecutorLimits, SandboxedExecutor
 from tests.tools.python_coder.tdd.conftest import scripted_llm
@@ -160,3 +161,29 @@ async def test_react_answers_from_a_csv_and_a_failed_attempt_reaches_the_next_ge
     assert "print(df1['cost'].mean())" in reacts
     observed = [e for e in events if e["type"] == "observation"]
     assert observed[1]["code"].endswith("print('mean price:', df1['price'].mean())\n")
+
+
+async def test_react_retrieves_passages_and_the_answer_cites_them(tmp_path: Path) -> None:
+    workspace = Workspaces(tmp_path).ensure("docs")
+    (workspace / "uploads" / "notes.md").write_text(
+        "# Prices\nPrices rose sharply in March because of the storm.\n\n"
+        "# Staff\nThe team grew to twelve people.\n"
+    )
+    index = RagIndex(tmp_path)
+    try:
+        tool = RagTool(index, user_id=1, session_id="docs")
+        llm, model = scripted_llm(
+            [
+                act("rag", "why did prices rise"),
+                "Thought: found it\nFinal Answer: Because of the storm in March [1].",
+            ]
+        )
+        state, _ = await run(build_react_graph([tool], llm), "Why did prices rise?")
+    finally:
+        index.close()
+    step = state["steps"][0]
+    assert step["ok"] and step["action"] == "rag_retrieval"
+    assert "[1] (source: uploads/notes.md" in step["observation"]
+    assert step["data"]["citations"][0] == {"n": 1, "source": "uploads/notes.md", "page": None}
+    assert state["final_answer"] == "Because of the storm in March [1]."
+    assert "storm" in model.prompts[1]
