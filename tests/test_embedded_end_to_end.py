@@ -56,3 +56,25 @@ def test_the_embedded_model_answers_a_question_about_a_csv(start_server: StartSe
     assert result["success"], result
     assert "21.25" in result["output"] and "21.25" in result["answer"]
     assert result["llm_calls"] >= 1
+
+
+def test_the_embedded_model_answers_through_the_react_agent(start_server: StartServer) -> None:
+    server = start_server(LLM_BACKEND="embedded")
+    rows = "\n".join(f"{region},{price}" for region, price in [("north", 12.5), ("south", 30)] * 5)
+    with server.client(timeout=300) as http:
+        http.post(
+            "/api/upload",
+            data={"session_id": "agent"},
+            files={"file": ("sales.csv", f"region,price\n{rows}\n".encode())},
+        )
+        reply = http.post(
+            "/api/chat",
+            json={
+                "session_id": "agent",
+                "message": "What is the mean of column price in sales.csv?",
+            },
+        ).json()
+    assert reply["agent_type"] == "react", reply
+    assert "21.25" in reply["answer"]
+    assert reply["metadata"]["tool_calls"][0]["tool"] == "python_coder"
+    assert reply["metadata"]["iterations"] == 1

@@ -55,6 +55,25 @@ def _grounded(answer: str, steps: list[Step]) -> str:
     return answer
 
 
+def _small_model_step(question: str, steps: list[Step]) -> dict[str, Any]:
+    """A fixed course for models too small to follow the ReAct format.
+
+    A 135M model answers "Action:" prompts with prose, which would end the turn
+    with an invented answer. So it hands the question to python_coder (whose
+    spec-first generation copes with small models) and answers with its result.
+    """
+    if not steps:
+        thought = "the model is too small for ReAct; python_coder takes the question"
+        call = {"tool": "python_coder", "input": question, "thought": thought}
+        get_stream_writer()({"type": "tool_call", **call})
+        return {"pending": {"thought": thought, "tool": "python_coder", "input": question}}
+    last = steps[-1]
+    if last["ok"]:
+        answer = str(last["data"].get("answer") or last["observation"])
+        return {"final_answer": answer, "stop_reason": "answered", "pending": None}
+    return {"pending": None, "stop_reason": "tool_failed"}
+
+
 def build_react_graph(
     tools: Sequence[AgentTool],
     llm: CoderLLM,
@@ -70,6 +89,8 @@ def build_react_graph(
         steps = state.get("steps", [])
         if len(steps) >= max_iterations:
             return {"pending": None, "stop_reason": "max_iterations"}
+        if llm.small_model and "python_coder" in by_name:
+            return _small_model_step(state["question"], steps)
         turn = prompts.turn(state["question"], state.get("history", []), steps)
         reply = await llm.chat("react", [SystemMessage(system), HumanMessage(turn)])
         parsed = parse_reply(reply, names)
@@ -136,6 +157,7 @@ def build_react_graph(
         why = {
             "max_iterations": f"the limit of {max_iterations} steps was reached",
             "repeated_action": "the same action kept repeating",
+            "tool_failed": "python_coder could not answer it",
         }.get(reason, reason)
         return {"final_answer": _polite_ending(state, why), "stop_reason": reason}
 
