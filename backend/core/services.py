@@ -41,7 +41,7 @@ class Services:
     async def close(self) -> None:
         await self.executors.close_all()
         if self.chat.agents is not None:
-            self.chat.agents.close()
+            await self.chat.agents.aclose()
         self.catalog.runner.close()
         self.store.close()
 

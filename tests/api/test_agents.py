@@ -10,7 +10,7 @@ from typing import Any
 import openai
 import pytest
 
-from tests.conftest import ADMIN_PASSWORD
+from tests.conftest import ADMIN_PASSWORD, StartServer, write_replies
 from tests.support.live_server import LiveServer
 
 SALES = b"region,price\nnorth,10\nsouth,30\n"
@@ -133,3 +133,39 @@ def test_a_plain_question_is_chat_and_an_explicit_agent_type_wins(server: LiveSe
     assert "a plain question" in hello["metadata"]["route_reason"]
     # The explicit type wins even for a greeting: ReAct asks the model, which has no reply.
     assert forced.status_code == 503 and "no reply left" in forced.json()["detail"]
+
+
+def test_a_restart_mid_conversation_continues_from_the_checkpoint(
+    start_server: StartServer, tmp_path: Path
+) -> None:
+    replies = [
+        # First: after the restart the script starts over, and the second turn's prompt
+        # mentions Q-MEM1 too (that is the point), so its own reply must come first.
+        {"when": ["[stage: react]", "Q-MEM2"], "content": "Final Answer: It was 20.0."},
+        *react_turn("Q-MEM1"),
+    ]
+    server = start_server(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", replies))
+    upload(server, "memory")
+    with server.client(timeout=120) as http:
+        first = http.post(
+            "/api/chat",
+            json={"message": "Q-MEM1 what is the mean price in sales.csv?", "session_id": "memory"},
+        ).json()
+    assert first["answer"] == "The mean price is 20.0."
+
+    server.stop()
+    server.start()
+    with server.client(timeout=120) as http:
+        second = http.post(
+            "/api/chat",
+            json={"message": "Q-MEM2 and what was the csv mean again?", "session_id": "memory"},
+        ).json()
+    assert second["answer"] == "It was 20.0." and second["agent_type"] == "react"
+    log = (server.data_dir / "logs" / "prompts.jsonl").read_text().splitlines()
+    react = [json.loads(line) for line in log if '"stage": "react"' in line and "Q-MEM2" in line]
+    prompt = react[0]["prompt"][-1]["content"]
+    # The graph's memory of the first turn (its tool step and result) came from the checkpoint.
+    assert "Earlier turns in this session:" in prompt
+    assert "python_coder(Q-MEM1 mean price) → Output:" in prompt
+    assert "A: The mean price is 20.0." in prompt
+    assert (server.data_dir / "agent_checkpoints.sqlite3").exists()

@@ -8,10 +8,14 @@ them into the API's events (`plan`, `step_start`, `tool_call`, `code`,
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncGenerator, Iterator
 from typing import Any, Literal
 
+import aiosqlite
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from starlette.concurrency import run_in_threadpool
 
 from backend.config import Settings
@@ -56,6 +60,8 @@ class AgentRunner:
         self.web_search = web_search_from_settings(
             settings.TAVILY_API_KEY, settings.TAVILY_BASE_URL
         )
+        self._saver: AsyncSqliteSaver | None = None
+        self._saver_lock = asyncio.Lock()
         self.rag = RagIndex(
             settings.DATA_DIR,
             workspaces=workspaces,
@@ -63,8 +69,21 @@ class AgentRunner:
             embedder=embedder_for_backend(llm_backend, settings.OLLAMA_HOST),
         )
 
-    def close(self) -> None:
+    async def checkpointer(self) -> AsyncSqliteSaver:
+        """The agents' checkpoint store in DATA_DIR, opened on first use."""
+        async with self._saver_lock:
+            if self._saver is None:
+                path = self.settings.DATA_DIR / "agent_checkpoints.sqlite3"
+                saver = AsyncSqliteSaver(await aiosqlite.connect(str(path)))
+                await saver.setup()
+                self._saver = saver
+            return self._saver
+
+    async def aclose(self) -> None:
         self.rag.close()
+        if self._saver is not None:
+            await self._saver.conn.close()
+            self._saver = None
 
     async def uploads(self, session_id: str) -> list[str]:
         listed = await run_in_threadpool(self.workspaces.list_files, session_id)
@@ -98,13 +117,22 @@ class AgentRunner:
         llm: CoderLLM,
     ) -> AsyncGenerator[AgentEvent, None]:
         tools = await self.tools(user_id, session_id, llm, history)
+        saver = await self.checkpointer()
         if agent == "react":
-            graph = build_react_graph(tools, llm, max_iterations=self.settings.AGENT_MAX_ITERATIONS)
+            graph = build_react_graph(
+                tools, llm, max_iterations=self.settings.AGENT_MAX_ITERATIONS, checkpointer=saver
+            )
+            inputs: dict[str, Any] = {"steps": None, "pending": None, "stop_reason": ""}
         else:
-            graph = build_plan_execute_graph(tools, llm)
+            graph = build_plan_execute_graph(tools, llm, checkpointer=saver)
+            inputs = {"results": None, "plan": [], "replans": 0}
+        # One thread per session and agent: the state (and the agent's memory of earlier
+        # turns) survives a restart; the turn's own fields start afresh.
+        inputs.update(question=question, history=history, final_answer=None)
+        config: RunnableConfig = {"configurable": {"thread_id": f"{agent}:{session_id}"}}
         final: dict[str, Any] = {}
-        inputs = {"question": question, "history": history}
-        async for mode, chunk in graph.astream(inputs, stream_mode=["custom", "values"]):
+        stream = graph.astream(inputs, config, stream_mode=["custom", "values"])
+        async for mode, chunk in stream:
             if not isinstance(chunk, dict):
                 continue
             if mode == "custom":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field
@@ -36,10 +35,15 @@ class StepResult(TypedDict):
     data: dict[str, Any]
 
 
+def results_of_turn(left: list[StepResult], right: list[StepResult] | None) -> list[StepResult]:
+    """Append a result; None (sent with each new question) starts the turn's list afresh."""
+    return [] if right is None else left + right
+
+
 class PlanState(TypedDict, total=False):
     question: str
     history: list[tuple[str, str]]
     plan: list[dict[str, str]]  # the steps still to run, first one next
-    results: Annotated[list[StepResult], operator.add]
+    results: Annotated[list[StepResult], results_of_turn]
     replans: int
     final_answer: str | None

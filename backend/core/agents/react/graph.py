@@ -91,7 +91,9 @@ def build_react_graph(
             return {"pending": None, "stop_reason": "max_iterations"}
         if llm.small_model and "python_coder" in by_name:
             return _small_model_step(state["question"], steps)
-        turn = prompts.turn(state["question"], state.get("history", []), steps)
+        turn = prompts.turn(
+            state["question"], state.get("history", []), steps, state.get("earlier", [])
+        )
         reply = await llm.chat("react", [SystemMessage(system), HumanMessage(turn)])
         parsed = parse_reply(reply, names)
         writer = get_stream_writer()
@@ -151,6 +153,12 @@ def build_react_graph(
         return update
 
     async def finish(state: ReactState) -> dict[str, Any]:
+        update = _ending(state)
+        answer = str(update.get("final_answer") or state.get("final_answer") or "")
+        update["earlier"] = [prompts.memory(state["question"], state.get("steps", []), answer)]
+        return update
+
+    def _ending(state: ReactState) -> dict[str, Any]:
         if state.get("final_answer"):
             return {}
         reason = state.get("stop_reason") or "max_iterations"

@@ -25,8 +25,15 @@ def system(tools: Sequence[tuple[str, str]]) -> str:
     return SYSTEM.format(tools=listing, names=", ".join(name for name, _ in tools))
 
 
-def turn(question: str, history: list[tuple[str, str]], steps: list[Step]) -> str:
+def turn(
+    question: str,
+    history: list[tuple[str, str]],
+    steps: list[Step],
+    earlier: Sequence[str] = (),
+) -> str:
     parts = ["[stage: react]"]
+    if earlier:
+        parts.append("Earlier turns in this session:\n" + "\n".join(earlier[-3:]))
     if history:
         earlier = "\n".join(f"{role}: {content[:300]}" for role, content in history[-10:])
         parts.append(f"Conversation so far:\n{earlier}")
@@ -38,3 +45,17 @@ def turn(question: str, history: list[tuple[str, str]], steps: list[Step]) -> st
         )
     parts.append("What next? Reply with Thought and Action, or with Final Answer.")
     return "\n\n".join(parts)
+
+
+def memory(question: str, steps: list[Step], answer: str) -> str:
+    """One line that remembers a finished turn for the next ones."""
+    done = "; ".join(
+        f"{s['action']}({s['action_input'][:80]}) → {_first_line(s['observation'])[:120]}"
+        for s in steps
+    )
+    return f"Q: {question[:200]} | steps: {done or 'none'} | A: {answer[:300]}"
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0] if lines else ""

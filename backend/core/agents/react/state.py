@@ -15,10 +15,16 @@ class Step(TypedDict):
     data: dict[str, Any]  # what the tool returned besides the text (code, files, …)
 
 
+def steps_of_turn(left: list[Step], right: list[Step] | None) -> list[Step]:
+    """Append a step; None (sent with each new question) starts the turn's list afresh."""
+    return [] if right is None else left + right
+
+
 class ReactState(TypedDict, total=False):
     question: str
     history: list[tuple[str, str]]  # earlier (role, content) messages of the conversation
-    steps: Annotated[list[Step], operator.add]
+    steps: Annotated[list[Step], steps_of_turn]
+    earlier: Annotated[list[str], operator.add]  # one line per finished turn: the memory
     pending: dict[str, str] | None  # the parsed action waiting to run: thought, tool, input
     final_answer: str | None
     stop_reason: str  # "answered", "max_iterations", "repeated_action"
