@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -169,3 +170,37 @@ def test_a_restart_mid_conversation_continues_from_the_checkpoint(
     assert "python_coder(Q-MEM1 mean price) → Output:" in prompt
     assert "A: The mean price is 20.0." in prompt
     assert (server.data_dir / "agent_checkpoints.sqlite3").exists()
+
+
+def test_a_disconnect_stops_the_graph_and_the_session_stays_usable(
+    start_server: StartServer, tmp_path: Path
+) -> None:
+    slow = "import time\ntime.sleep(20)\nprint('too late')\n"
+    replies = [
+        {
+            "when": ["[stage: react]", "Q-SLOW"],
+            "content": "Action: coder\nAction Input: Q-SLOW wait",
+        },
+        {"when": ["[stage: generate]", "Q-SLOW"], "content": f"```python\n{slow}```"},
+        *react_turn("Q-AFTER"),
+    ]
+    server = start_server(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", replies))
+    upload(server, "cut")
+    body = {"message": "Q-SLOW compute the csv mean slowly", "session_id": "cut", "stream": True}
+    with server.client(timeout=120) as http:
+        with http.stream("POST", "/api/chat", json=body) as reply:
+            for line in reply.iter_lines():
+                if line == "event: tool_call":
+                    time.sleep(4)  # python_coder is now running the 20 s code: hang up
+                    break
+        started = time.monotonic()
+        after = http.post(
+            "/api/chat", json={"message": "Q-AFTER what is the csv mean?", "session_id": "cut"}
+        ).json()
+        took = time.monotonic() - started
+        conversation = http.get(f"/api/conversations/{after['conversation_id']}").json()
+    # The cancelled run did not hold the session's sandbox for its 20 s.
+    assert after["answer"] == "The mean price is 20.0." and took < 15
+    cancelled = next(m for m in conversation["messages"] if m["role"] == "assistant")
+    assert cancelled["metadata"]["finish_reason"] == "cancelled"
+    assert cancelled["metadata"]["agent_type"] == "react"

@@ -9,11 +9,13 @@ them into the API's events (`plan`, `step_start`, `tool_call`, `code`,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from typing import Any, Literal
 
 import aiosqlite
+import anyio
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from starlette.concurrency import run_in_threadpool
@@ -39,6 +41,7 @@ from backend.tools.sandbox.pool import ExecutorPool
 from backend.tools.web_search import web_search_from_settings
 
 _WORD = re.compile(r"\s*\S+")
+_MODES: list[Any] = ["custom", "values"]
 ToolAgent = Literal["react", "plan_execute"]
 
 
@@ -131,8 +134,7 @@ class AgentRunner:
         inputs.update(question=question, history=history, final_answer=None)
         config: RunnableConfig = {"configurable": {"thread_id": f"{agent}:{session_id}"}}
         final: dict[str, Any] = {}
-        stream = graph.astream(inputs, config, stream_mode=["custom", "values"])
-        async for mode, chunk in stream:
+        async for mode, chunk in _driven(graph.astream(inputs, config, stream_mode=_MODES)):
             if not isinstance(chunk, dict):
                 continue
             if mode == "custom":
@@ -143,6 +145,42 @@ class AgentRunner:
         for word in _WORD.findall(str(final.get("final_answer") or "")):
             yield AgentEvent("token", {"text": word})
         yield AgentEvent("finish", {"reason": "stop"})
+
+
+async def _driven(stream: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
+    """`stream`'s items, with the graph run in a task of its own.
+
+    Servers stop a stream by cancelling an anyio scope, whose cancellation keeps
+    re-raising at every await; LangGraph's clean-up cannot cancel the running node
+    under it, so a node would run on (holding the session's sandbox) after a
+    client disconnect. In its own task the graph gets one plain cancellation and
+    is waited for, shielded, until it has unwound.
+    """
+    queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=64)
+
+    async def drive() -> None:
+        try:
+            async for item in stream:
+                await queue.put(("item", item))
+        except Exception as exc:
+            await queue.put(("error", exc))
+        else:
+            await queue.put(("done", None))
+
+    task = asyncio.create_task(drive())
+    try:
+        while True:
+            kind, value = await queue.get()
+            if kind == "done":
+                return
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        if not task.done():
+            task.cancel()
+            with anyio.CancelScope(shield=True), contextlib.suppress(BaseException):
+                await task
 
 
 def step_events(step: dict[str, Any], session_id: str) -> Iterator[AgentEvent]:
