@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from backend.core.agents.plan_execute.graph import build_plan_execute_graph
 from backend.core.agents.tools import ToolContext, ToolResult
+from tests.core.agents.streams import run
 from tests.tools.python_coder.tdd.conftest import scripted_llm
 
 
@@ -40,19 +40,6 @@ REVISED = {
     "reason": "north dominates",
     "steps": [step("plot north", "coder")],
 }
-
-
-async def run(graph: Any, question: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    events: list[dict[str, Any]] = []
-    final: dict[str, Any] = {}
-    async for mode, chunk in graph.astream(
-        {"question": question, "history": []}, stream_mode=["custom", "values"]
-    ):
-        if mode == "custom":
-            events.append(chunk)
-        else:
-            final = chunk
-    return final, events
 
 
 async def test_a_three_step_plan_is_revised_after_a_step_and_answered() -> None:

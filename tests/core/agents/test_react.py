@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,6 +17,7 @@ from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.rag import RagIndex
 from backend.tools.sandbox.availability import SandboxStatus
 from backend.tools.sandbox.executor import ExecutorLimits, SandboxedExecutor
+from tests.core.agents.streams import run
 from tests.tools.python_coder.tdd.conftest import scripted_llm
 
 TOOLS = ["python_coder", "list_files", "rag_retrieval"]
@@ -68,19 +68,6 @@ class RecordingTool:
 
 def act(tool: str, tool_input: str) -> str:
     return f"Thought: let me look\nAction: {tool}\nAction Input: {tool_input}"
-
-
-async def run(graph: Any, question: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    events: list[dict[str, Any]] = []
-    final: dict[str, Any] = {}
-    async for mode, chunk in graph.astream(
-        {"question": question, "history": [], "steps": []}, stream_mode=["custom", "values"]
-    ):
-        if mode == "custom":
-            events.append(chunk)
-        else:
-            final = chunk
-    return final, events
 
 
 async def test_an_action_then_a_final_answer() -> None:
