@@ -48,6 +48,7 @@ class Turn:
     user: str = ""
     prompt: list[BaseMessage] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)  # the agent's step events
+    agent_llm: CoderLLM | None = None  # counts the router's and the agents' model calls
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -66,6 +67,9 @@ class Turn:
             "code": [s["code"] for s in of("code")],
             "files": sorted({f for s in of("execution") for f in s.get("files", [])}),
             "iterations": len(of("execution")),
+            # The router's, the graph's and python_coder's calls; plain chat adds its own one.
+            "llm_calls": (self.agent_llm.usage.calls if self.agent_llm else 0)
+            + (1 if self.decision.agent_type == "chat" else 0),
         }
 
     async def collect(self) -> str:
@@ -105,6 +109,7 @@ class ChatService:
         )
         decision = await self._route(request.agent_type, user_text, session_id, coder_llm)
         turn = Turn(conversation, decision, model, user=user.username, prompt=messages)
+        turn.agent_llm = coder_llm
         if decision.agent_type == "chat" or self.agents is None:
             agent_events = run_chat(
                 self.llm.chat_model(model), messages, self.llm.call_kwargs(request.options)

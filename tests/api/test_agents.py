@@ -121,6 +121,7 @@ def test_a_json_answer_carries_the_steps_in_metadata(server: LiveServer, tmp_pat
     metadata = answer["metadata"]
     assert metadata["tool_calls"] == [{"tool": "python_coder", "input": "Q-JSON mean price"}]
     assert metadata["code"][0].endswith(CODE) and metadata["iterations"] == 1
+    assert metadata["llm_calls"] == 4  # react, generate, answer, react
     assert len(metadata["files"]) == 1 and metadata["files"][0].endswith(".png")
 
 
