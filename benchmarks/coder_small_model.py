@@ -180,6 +180,28 @@ def mentions(expected: float, text: str) -> bool:
     return False
 
 
+def default_trace(name: str) -> Path:
+    return Path(tempfile.gettempdir()) / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+
+
+def benchmark_server(root: Path, backend: str, threads: int) -> LiveServer:
+    """A server (not started yet) with its DATA_DIR under `root`."""
+    return LiveServer(
+        root / "data",
+        LLM_BACKEND=backend,
+        EMBEDDED_THREADS=str(threads),
+        ADMIN_PASSWORD=PASSWORD,
+        LOG_LEVEL="WARNING",
+    )
+
+
+def clean_up(root: Path, server: LiveServer, keep: bool) -> None:
+    if keep:
+        print(f"kept: {root} (server log {server.log_path})")
+    else:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def new_session(client: httpx.Client, data: Path, file: str, prefix: str) -> str:
     session_id = f"{prefix}-{uuid.uuid4().hex[:10]}"
     with (data / file).open("rb") as handle:
@@ -310,9 +332,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the data directory")
     args = parser.parse_args()
     questions = QUESTIONS[: max(1, min(args.questions, len(QUESTIONS)))]
-    trace = args.trace or Path(tempfile.gettempdir()) / (
-        f"coder_small_model-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    )
+    trace = args.trace or default_trace("coder_small_model")
 
     root = Path(tempfile.mkdtemp(prefix="coder-small-model-"))
     data = root / "csv"
@@ -323,13 +343,7 @@ def main() -> None:
     expected = {q.id: float(eval(q.solution, {"df": frames[q.file]})) for q in questions}
     assert all(math.isfinite(value) for value in expected.values())
 
-    server = LiveServer(
-        root / "data",
-        LLM_BACKEND=args.backend,
-        EMBEDDED_THREADS=str(args.threads),
-        ADMIN_PASSWORD=PASSWORD,
-        LOG_LEVEL="WARNING",
-    )
+    server = benchmark_server(root, args.backend, args.threads)
     outcomes: list[Outcome] = []
     try:
         server.start()
@@ -351,10 +365,7 @@ def main() -> None:
     finally:
         server.stop()
         trace.write_text(json.dumps([asdict(o) for o in outcomes], indent=2))
-        if args.keep:
-            print(f"kept: {root} (server log {server.log_path})")
-        else:
-            shutil.rmtree(root, ignore_errors=True)
+        clean_up(root, server, args.keep)
     print()
     report(outcomes, questions)
     print(f"trace: {trace}")

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
 import statistics
 import tempfile
 import time
@@ -40,8 +39,14 @@ from typing import Any
 
 import httpx
 
-from benchmarks.coder_small_model import PASSWORD, REQUEST_TIMEOUT, new_session
-from tests.support.live_server import ROOT, LiveServer
+from benchmarks.coder_small_model import (
+    REQUEST_TIMEOUT,
+    benchmark_server,
+    clean_up,
+    default_trace,
+    new_session,
+)
+from tests.support.live_server import ROOT
 
 SAMPLE = ROOT.parent / "shared" / "dabench-sample"
 AGENT_TYPES = ("auto", "react", "plan_execute", "chat")
@@ -332,9 +337,7 @@ def main() -> None:
     unlabelled = [q.id for q in questions if q.id not in labels]
     if unlabelled:
         parser.error(f"no labels for questions {unlabelled} in {args.labels}")
-    trace = args.trace or Path(tempfile.gettempdir()) / (
-        f"dabench_runner-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    )
+    trace = args.trace or default_trace("dabench_runner")
 
     outcomes: list[Outcome] = []
     if args.server:
@@ -355,13 +358,7 @@ def main() -> None:
     else:
         calls_source = "records in the prompt log"
         root = Path(tempfile.mkdtemp(prefix="dabench-"))
-        server = LiveServer(
-            root / "data",
-            LLM_BACKEND=args.backend,
-            EMBEDDED_THREADS=str(args.threads),
-            ADMIN_PASSWORD=PASSWORD,
-            LOG_LEVEL="WARNING",
-        )
+        server = benchmark_server(root, args.backend, args.threads)
         try:
             server.start()
             print(f"backend: {args.backend} (EMBEDDED_THREADS={args.threads})")
@@ -371,10 +368,7 @@ def main() -> None:
             server.stop()
             count_llm_calls(outcomes, server.data_dir / "logs" / "prompts.jsonl")
             trace.write_text(json.dumps([asdict(o) for o in outcomes], indent=2))
-            if args.keep:
-                print(f"kept: {root} (server log {server.log_path})")
-            else:
-                shutil.rmtree(root, ignore_errors=True)
+            clean_up(root, server, args.keep)
     print()
     report(outcomes, calls_source)
     print(f"trace: {trace}")

@@ -2,15 +2,13 @@
 
 `PythonCoder.run` is the one entry point, for the HTTP tool and for the agents.
 Each stage lives in its own module; this one only wires them together and
-assembles the audit trail. Progress goes to an optional callback as
-("code" | "execution", data) pairs, so callers can stream the steps.
+assembles the audit trail.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -36,8 +34,6 @@ from backend.tools.sandbox.executor import BasePythonExecutor
 
 _OPENINTERPRETER_ATTEMPTS = 3  # the seed's retry count
 
-Progress = Callable[[str, dict[str, Any]], Awaitable[None]]
-
 
 class PythonCoder:
     def __init__(
@@ -56,12 +52,11 @@ class PythonCoder:
         request: CoderRequest,
         llm: CoderLLM,
         executor: BasePythonExecutor,
-        progress: Progress | None = None,
     ) -> CoderResult:
         started = time.monotonic()
         result = CoderResult(success=False)
         try:
-            await self._run(request, llm, executor, progress, result)
+            await self._run(request, llm, executor, result)
         except LLMError as exc:
             if not result.execution_history:
                 raise  # nothing ran yet: the caller reports the model's failure
@@ -80,7 +75,6 @@ class PythonCoder:
         request: CoderRequest,
         llm: CoderLLM,
         executor: BasePythonExecutor,
-        progress: Progress | None,
         result: CoderResult,
     ) -> None:
         settings = self.settings
@@ -134,18 +128,6 @@ class PythonCoder:
 
         async def on_attempt(attempt: ExecutionAttempt) -> None:
             result.execution_history.append(attempt)  # kept even if a later LLM call fails
-            if progress is not None:
-                await progress("code", {"attempt": attempt.attempt, "code": attempt.code})
-                await progress(
-                    "execution",
-                    {
-                        "attempt": attempt.attempt,
-                        "success": attempt.success,
-                        "stdout": attempt.stdout,
-                        "error": attempt.error,
-                        "files": attempt.files,
-                    },
-                )
 
         executed = await execute_with_fixes(
             verified.code,
