@@ -8,7 +8,9 @@ PY := $(VENV)/bin/python
 # The optional open-interpreter worker lives in its own venv: its pins clash with FastAPI's.
 OI_VENV := .venv-openinterpreter
 OI_PY := $(OI_VENV)/bin/python
-DEBIAN_PACKAGES := bubblewrap
+DEBIAN_PACKAGES := bubblewrap nodejs
+# The UI's browser libraries, pinned by frontend/package-lock.json, copied where the app serves them.
+VENDOR := frontend/assets/vendor
 
 # llama.cpp is compiled for a portable x86-64-v3 baseline: a native build enables
 # AVX-512/AMX kernels that crash in VMs that do not grant AMX, and a cached native
@@ -16,14 +18,15 @@ DEBIAN_PACKAGES := bubblewrap
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
 	-DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
 
-.PHONY: run test install install-dev system-deps lint typecheck openinterpreter
+.PHONY: run test install install-dev system-deps lint typecheck openinterpreter frontend
 
-run: install system-deps
-	@trap 'kill $$frontend 2>/dev/null' EXIT; \
-	$(PY) run_frontend.py & frontend=$$!; \
+# The API serves the UI too; run_frontend.py is there for a UI on a port of its own.
+run: install system-deps frontend
 	$(PY) run_backend.py
 
-test: install-dev system-deps openinterpreter lint typecheck
+# The UI tests drive Debian's Chromium (never a browser download).
+test: DEBIAN_PACKAGES += chromium
+test: install-dev system-deps frontend openinterpreter lint typecheck
 	$(VENV)/bin/pytest
 
 lint: install-dev
@@ -36,6 +39,7 @@ typecheck: install-dev
 install: $(VENV)/.installed-runtime
 install-dev: $(VENV)/.installed-dev
 openinterpreter: $(OI_VENV)/.installed
+frontend: $(VENDOR)/.installed
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +59,18 @@ $(OI_PY):
 
 $(OI_VENV)/.installed: requirements-openinterpreter.txt | $(OI_PY)
 	$(OI_PY) -m pip install -r requirements-openinterpreter.txt
+	touch $@
+
+$(VENDOR)/.installed: frontend/package.json frontend/package-lock.json | system-deps
+	cd frontend && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	rm -rf $(VENDOR) && mkdir -p $(VENDOR)/katex
+	cp frontend/node_modules/markdown-it/dist/browser/markdown-it.esm.min.mjs $(VENDOR)/markdown-it.mjs
+	cp frontend/node_modules/dompurify/dist/purify.es.mjs $(VENDOR)/purify.mjs
+	cp frontend/node_modules/@highlightjs/cdn-assets/es/highlight.min.js $(VENDOR)/highlight.mjs
+	cp frontend/node_modules/@highlightjs/cdn-assets/styles/github.min.css $(VENDOR)/highlight-light.css
+	cp frontend/node_modules/@highlightjs/cdn-assets/styles/github-dark.min.css $(VENDOR)/highlight-dark.css
+	cp -r frontend/node_modules/katex/dist/katex.mjs frontend/node_modules/katex/dist/katex.min.css \
+		frontend/node_modules/katex/dist/fonts $(VENDOR)/katex/
 	touch $@
 
 system-deps:

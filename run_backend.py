@@ -1,14 +1,33 @@
-"""Start the API server with the configured settings: `python run_backend.py`."""
+"""Start the API server, which also serves the UI: `python run_backend.py`."""
 
 from __future__ import annotations
 
 import logging
+import socket
 import sys
 
 import uvicorn
 
 from backend.config import ConfigError, load_settings
 from backend.main import create_app
+
+
+class _Server(uvicorn.Server):
+    """Uvicorn, announcing the one URL to open once it listens."""
+
+    url = ""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            print(f"\n  Open {self.url} in your browser.\n", flush=True)
+
+
+class _NoRunningOn(logging.Filter):
+    """Drop uvicorn's own "running on <address>" line, so one URL is printed, not two."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "running on" not in record.getMessage()
 
 
 def main() -> int:
@@ -21,7 +40,15 @@ def main() -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    uvicorn.run(app, host=settings.HOST, port=settings.PORT, log_level=settings.LOG_LEVEL.lower())
+    host = "127.0.0.1" if settings.HOST in ("0.0.0.0", "::") else settings.HOST
+    server = _Server(
+        uvicorn.Config(
+            app, host=settings.HOST, port=settings.PORT, log_level=settings.LOG_LEVEL.lower()
+        )
+    )
+    server.url = f"http://{host}:{settings.PORT}/"
+    logging.getLogger("uvicorn.error").addFilter(_NoRunningOn())
+    server.run()
     return 0
 
 

@@ -7,11 +7,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from fastapi.middleware.cors import CORSMiddleware
 
 from backend.api.errors import install_error_handlers
 from backend.api.limits import BodySizeLimitMiddleware
 from backend.api.main import api_router
+from backend.api.ui import mount_ui
 from backend.config import Settings, load_settings
 from backend.core.services import build_services
 from backend.tasks.reaper import reap_idle_workers
@@ -32,15 +32,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="Python Data Agent", version="0.1.0", lifespan=lifespan)
     app.state.services = services
-    app.add_middleware(
-        CORSMiddleware,
-        allow_origins=[
-            f"http://{host}:{settings.FRONTEND_PORT}"
-            for host in (settings.HOST, "localhost", "127.0.0.1")
-        ],
-        allow_methods=["*"],
-        allow_headers=["*"],
-    )
     upload_bytes = int(settings.PYTHON_CODE_MAX_FILE_SIZE * 1024 * 1024) + 1024 * 1024
     app.add_middleware(
         BodySizeLimitMiddleware,
@@ -49,4 +40,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     install_error_handlers(app)
     app.include_router(api_router)
+    mount_ui(app)  # same origin as the API: no CORS needed
     return app

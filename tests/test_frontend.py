@@ -1,35 +1,93 @@
-"""`run_frontend.py` serves the UI and points it at the API port."""
+"""The UI's serving: at `/` of the API, and through `run_frontend.py`, same-origin both ways."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
+import pytest
 
-from tests.support.live_server import ROOT, free_port
+from backend.api.ui import CONTENT_SECURITY_POLICY
+from tests.conftest import ADMIN_PASSWORD, StartServer, write_replies
+from tests.support.agent_script import sse_events
+from tests.support.live_server import ROOT, LiveServer, free_port
 
 
-def test_frontend_serves_the_page_with_the_api_port() -> None:
+@pytest.fixture
+def server(start_server: StartServer, tmp_path: Path) -> LiveServer:
+    replies = [{"when": "Q-PROXY", "content": "Through the proxy.", "token_delay": 0.01}]
+    return start_server(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", replies))
+
+
+@pytest.fixture
+def frontend(server: LiveServer) -> Iterator[str]:
     port = free_port()
-    env = {**os.environ, "FRONTEND_PORT": str(port), "PORT": "4321"}
+    env = {**os.environ, "FRONTEND_PORT": str(port), "PORT": str(server.port)}
     process = subprocess.Popen(
         [sys.executable, "run_frontend.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL
     )
+    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 30
         while True:
             try:
-                page = httpx.get(f"http://127.0.0.1:{port}/")
+                httpx.get(url + "/assets/style.css")
                 break
             except httpx.ConnectError:
-                assert time.monotonic() < deadline, "frontend did not start"
+                assert process.poll() is None, "run_frontend.py exited"
+                assert time.monotonic() < deadline, "run_frontend.py did not start"
                 time.sleep(0.1)
+        yield url
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def assert_is_the_page(page: httpx.Response) -> None:
     assert page.status_code == 200
-    assert '<meta name="api-port" content="4321">' in page.text
-    assert "Python Data Agent" in page.text
+    assert page.headers["content-type"].startswith("text/html")
+    assert page.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+    assert "script-src 'self';" in CONTENT_SECURITY_POLICY
+    assert page.headers["x-content-type-options"] == "nosniff"
+    assert '<script type="module" src="/assets/js/main.js"></script>' in page.text
+    # Structure only: no inline script, handler or style for the CSP to refuse.
+    assert "<script>" not in page.text and "<style" not in page.text
+    assert re.search(r"\s(on[a-z]+|style)\s*=", page.text) is None
+
+
+def test_the_api_serves_the_ui_at_its_root(server: LiveServer) -> None:
+    assert_is_the_page(httpx.get(server.url + "/"))
+    module = httpx.get(server.url + "/assets/js/main.js")
+    assert module.status_code == 200 and "javascript" in module.headers["content-type"]
+    vendor = httpx.get(server.url + "/assets/vendor/purify.mjs")
+    assert vendor.status_code == 200 and "javascript" in vendor.headers["content-type"]
+    assert httpx.get(server.url + "/assets/../backend/main.py").status_code == 404
+
+
+def test_run_frontend_serves_the_same_page_and_forwards_the_api(
+    server: LiveServer, frontend: str
+) -> None:
+    assert_is_the_page(httpx.get(frontend + "/"))
+    assert httpx.get(frontend + "/assets/js/main.js").status_code == 200
+    assert httpx.get(frontend + "/package.json").status_code == 404  # only the page and assets
+    assert httpx.get(frontend + "/health").json()["status"] == "ok"
+    login = httpx.post(
+        frontend + "/api/auth/login", json={"username": "admin", "password": ADMIN_PASSWORD}
+    )
+    assert login.status_code == 200 and "pda_token" in login.cookies
+    bad = httpx.post(frontend + "/api/auth/login", json={"username": "admin", "password": "x"})
+    assert bad.status_code == 401 and bad.json()["detail"] == "Incorrect username or password."
+    headers = {"Authorization": f"Bearer {login.json()['access_token']}"}
+    with httpx.Client(base_url=frontend, headers=headers, timeout=60) as http:
+        run = http.post("/api/runs", json={"message": "Q-PROXY hello"}).json()
+        with http.stream("GET", f"/api/runs/{run['run_id']}/events") as reply:
+            assert reply.headers["content-type"].startswith("text/event-stream")
+            events = list(sse_events(reply.iter_lines()))
+    assert dict(events)["final"]["text"] == "Through the proxy."
+    assert events[-1][0] == "done"

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Cookie, Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from backend.api.errors import ApiError
 from backend.core.chat_service import ChatService
+from backend.core.runs import RunRegistry
 from backend.core.security import InvalidToken, password_version, read_access_token
 from backend.core.services import Services
 from backend.storage import Store, User
@@ -33,15 +34,22 @@ async def get_chat_service(services: ServicesDep) -> ChatService:
     return services.chat
 
 
+async def get_runs(services: ServicesDep) -> RunRegistry:
+    return services.runs
+
+
 StoreDep = Annotated[Store, Depends(get_store)]
 ChatServiceDep = Annotated[ChatService, Depends(get_chat_service)]
+RunsDep = Annotated[RunRegistry, Depends(get_runs)]
 
 
-async def get_current_user(
-    services: ServicesDep,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> User:
-    if credentials is None:
+# Set by login; HttpOnly and SameSite=Strict. Only GET routes that read session files
+# accept it, so `<img>` plots and download links work in the browser without a header.
+AUTH_COOKIE = "pda_token"
+
+
+def _user_for_token(services: Services, token: str | None) -> User:
+    if token is None:
         raise ApiError(
             401,
             "Missing bearer token: log in with POST /api/auth/login and send "
@@ -50,7 +58,7 @@ async def get_current_user(
             headers=_CHALLENGE,
         )
     try:
-        user_id, version = read_access_token(credentials.credentials, services.secret_key)
+        user_id, version = read_access_token(token, services.secret_key)
     except InvalidToken:
         user = None
     else:
@@ -66,7 +74,24 @@ async def get_current_user(
     return user
 
 
+async def get_current_user(
+    services: ServicesDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> User:
+    return _user_for_token(services, credentials.credentials if credentials else None)
+
+
+async def get_file_reader(
+    services: ServicesDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    cookie: Annotated[str | None, Cookie(alias=AUTH_COOKIE, include_in_schema=False)] = None,
+) -> User:
+    """The bearer token's user, or the login cookie's (GET routes that read files only)."""
+    return _user_for_token(services, credentials.credentials if credentials else cookie)
+
+
 CurrentUser = Annotated[User, Depends(get_current_user)]
+FileReader = Annotated[User, Depends(get_file_reader)]
 
 
 async def get_current_admin(user: CurrentUser) -> User:

@@ -2,7 +2,17 @@
 
 from fastapi import APIRouter
 
-from backend.api.routes import auth, chat, conversations, files, health, openai, tools, users
+from backend.api.routes import (
+    auth,
+    chat,
+    conversations,
+    files,
+    health,
+    openai,
+    runs,
+    tools,
+    users,
+)
 
 api_router = APIRouter()
 api_router.include_router(health.router)
@@ -10,6 +20,7 @@ api_router.include_router(auth.router)
 api_router.include_router(users.router)
 api_router.include_router(openai.router)
 api_router.include_router(chat.router)
+api_router.include_router(runs.router)
 api_router.include_router(conversations.router)
 api_router.include_router(tools.router)
 api_router.include_router(files.router)

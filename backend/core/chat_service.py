@@ -72,6 +72,15 @@ class Turn:
             + (1 if self.decision.agent_type == "chat" else 0),
         }
 
+    def public_event(self, event: AgentEvent) -> dict[str, Any] | None:
+        """What a client sees of `event` (typed SSE, the runs' replay); None: internal."""
+        if event.type in ("usage", "finish"):
+            return None
+        payload = {"type": event.type, **event.data}
+        if event.type == "final":
+            payload.update(model=self.model, **self.metadata)
+        return payload
+
     async def collect(self) -> str:
         """Run the turn to the end and return the answer."""
         async for _ in self.events:
@@ -98,7 +107,7 @@ class ChatService:
             (m.text for m in reversed(request.messages) if isinstance(m, HumanMessage)), ""
         )
         conversation = self.store.conversation_for_session(
-            user.id, request.session_id or uuid.uuid4().hex, title=user_text or "New chat"
+            user.id, request.session_id or uuid.uuid4().hex, title=_title(user_text)
         )
         messages = self._with_history(conversation, request.messages)
         if user_text:
@@ -183,7 +192,13 @@ class ChatService:
             finish, error = "error", llm_error.message
             raise llm_error from exc
         finally:
-            metadata = {**turn.metadata, "model": turn.model, "finish_reason": finish}
+            # The steps let a client redraw the turn's timeline from the stored answer.
+            metadata = {
+                **turn.metadata,
+                "model": turn.model,
+                "finish_reason": finish,
+                "steps": turn.steps,
+            }
             if error:
                 metadata["error"] = error
             answer = "".join(turn.answer)
@@ -201,3 +216,8 @@ class ChatService:
                     error=error,
                 )
         yield AgentEvent("final", {"text": "".join(turn.answer)})
+
+
+def _title(text: str) -> str:
+    """A conversation's title: its first message on one line."""
+    return " ".join(text.split()) or "New chat"

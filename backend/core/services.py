@@ -15,6 +15,7 @@ from backend.core.agents.runner import AgentRunner
 from backend.core.audit import AuditLog
 from backend.core.chat_service import ChatService
 from backend.core.llm import LLMBackend, create_llm_backend
+from backend.core.runs import RunRegistry
 from backend.core.security import load_or_create_secret_key
 from backend.storage import Store, open_store
 from backend.storage.workspaces import Workspaces
@@ -37,8 +38,10 @@ class Services:
     audit: AuditLog
     catalog: WorkspaceCatalog
     coder: PythonCoder
+    runs: RunRegistry
 
     async def close(self) -> None:
+        await self.runs.close()
         await self.executors.close_all()
         if self.chat.agents is not None:
             await self.chat.agents.aclose()
@@ -75,4 +78,5 @@ def build_services(settings: Settings) -> Services:
         audit=audit,
         catalog=catalog,
         coder=coder,
+        runs=RunRegistry(),
     )

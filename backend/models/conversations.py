@@ -21,6 +21,7 @@ class ConversationPublic(BaseModel):
     title: str
     created_at: float
     updated_at: float
+    active_run_id: str | None = None  # a run still going in this conversation
 
 
 class ConversationDetail(ConversationPublic):

@@ -68,11 +68,17 @@ class ToolResponse(BaseModel):
 
 
 class UploadedFile(BaseModel):
+    """The stored file, with the same metadata as `GET /api/files/info`."""
+
     name: str
     path: str
     size: int
     extension: str
     session_id: str
+    kind: str
+    summary: str
+    details: dict[str, Any]
+    error: str | None = None
 
 
 class WorkspaceFilePublic(BaseModel):

@@ -61,7 +61,10 @@ class Store(Protocol):
     def set_password_hash(self, user_id: int, password_hash: str) -> None: ...
 
     def conversation_for_session(self, user_id: int, session_id: str, title: str) -> Conversation:
-        """Return the user's conversation for `session_id`, creating it if new."""
+        """Return the user's conversation for `session_id`, creating it if new.
+
+        An untitled conversation (`title` was empty when it was created) takes `title`.
+        """
         ...
 
     def session_owner(self, session_id: str) -> int | None:

@@ -133,6 +133,12 @@ class SQLiteStore:
                 "INSERT OR IGNORE INTO conversations VALUES (?, ?, ?, ?, ?, ?)",
                 (uuid.uuid4().hex, user_id, session_id, title[:80], now, now),
             )
+            # A conversation opened untitled (by an upload) takes its first message's title.
+            db.execute(
+                "UPDATE conversations SET title = ? WHERE session_id = ? AND user_id = ?"
+                " AND title = ''",
+                (title[:80], session_id, user_id),
+            )
             row = db.execute(
                 "SELECT * FROM conversations WHERE session_id = ?", (session_id,)
             ).fetchone()

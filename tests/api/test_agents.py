@@ -12,24 +12,8 @@ import openai
 import pytest
 
 from tests.conftest import ADMIN_PASSWORD, StartServer, write_replies
+from tests.support.agent_script import CODE, react_turn, slow_turn, sse_events, upload
 from tests.support.live_server import LiveServer
-
-SALES = b"region,price\nnorth,10\nsouth,30\n"
-CODE = (
-    "import matplotlib.pyplot as plt\nplt.plot(df1['price'])\n"
-    "print('mean price:', df1['price'].mean())\n"
-)
-
-
-def react_turn(tag: str) -> list[dict[str, Any]]:
-    """A ReAct turn: python_coder runs the code (with a plot), then the final answer."""
-    action = f"Thought: compute it\nAction: coder\nAction Input: {tag} mean price"
-    return [
-        {"when": ["[stage: react]", tag], "content": action},
-        {"when": ["[stage: generate]", tag], "content": f"```python\n{CODE}```"},
-        {"when": ["[stage: answer]", tag], "content": "The mean price is 20.0."},
-        {"when": ["[stage: react]", tag], "content": "Final Answer: The mean price is 20.0."},
-    ]
 
 
 @pytest.fixture(scope="module")
@@ -49,14 +33,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     live.stop()
 
 
-def upload(server: LiveServer, session: str) -> None:
-    with server.client() as http:
-        response = http.post(
-            "/api/upload", data={"session_id": session}, files={"file": ("sales.csv", SALES)}
-        )
-    assert response.status_code == 201
-
-
 def test_api_chat_streams_the_steps_in_order(server: LiveServer) -> None:
     upload(server, "sse")
     events: list[tuple[str, dict[str, Any]]] = []
@@ -64,14 +40,7 @@ def test_api_chat_streams_the_steps_in_order(server: LiveServer) -> None:
             "stream": True}  # fmt: skip
     with server.client(timeout=120) as http, http.stream("POST", "/api/chat", json=body) as reply:
         assert reply.status_code == 200
-        name = ""
-        for line in reply.iter_lines():
-            if line.startswith("event: "):
-                name = line.removeprefix("event: ")
-            elif line.startswith("data: "):
-                data = json.loads(line.removeprefix("data: "))
-                assert data["type"] == name
-                events.append((name, data))
+        events.extend(sse_events(reply.iter_lines()))
 
     kinds = [name for name, _ in events]
     assert kinds[:5] == ["router", "tool_call", "code", "execution", "plot"]
@@ -176,15 +145,7 @@ def test_a_restart_mid_conversation_continues_from_the_checkpoint(
 def test_a_disconnect_stops_the_graph_and_the_session_stays_usable(
     start_server: StartServer, tmp_path: Path
 ) -> None:
-    slow = "import time\ntime.sleep(20)\nprint('too late')\n"
-    replies = [
-        {
-            "when": ["[stage: react]", "Q-SLOW"],
-            "content": "Action: coder\nAction Input: Q-SLOW wait",
-        },
-        {"when": ["[stage: generate]", "Q-SLOW"], "content": f"```python\n{slow}```"},
-        *react_turn("Q-AFTER"),
-    ]
+    replies = [*slow_turn("Q-SLOW"), *react_turn("Q-AFTER")]
     server = start_server(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", replies))
     upload(server, "cut")
     body = {"message": "Q-SLOW compute the csv mean slowly", "session_id": "cut", "stream": True}

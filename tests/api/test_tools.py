@@ -19,13 +19,20 @@ def test_code_runs_in_the_session_and_answers_in_the_tool_shape(
             "/api/upload", data={"session_id": "s1"}, files={"file": ("sales.csv", SALES)}
         )
         assert upload.status_code == 201
-        assert upload.json() == {
+        uploaded = upload.json()
+        assert {k: uploaded[k] for k in ("name", "path", "size", "extension", "session_id")} == {
             "name": "sales.csv",
             "path": "uploads/sales.csv",
             "size": len(SALES),
             "extension": "csv",
             "session_id": "s1",
         }
+        # The same metadata as GET /api/files/info.
+        info = http.get("/api/files/info", params={"session_id": "s1", "name": "sales.csv"})
+        assert {k: uploaded[k] for k in ("kind", "summary", "details", "error")} == {
+            k: info.json()[k] for k in ("kind", "summary", "details", "error")
+        }
+        assert uploaded["kind"] == "tabular" and uploaded["details"]["columns"]
         code = "import pandas as pd\ndf = pd.read_csv('uploads/sales.csv')\nprint(df.price.mean())"
         run = http.post("/api/tools/python_coder", json={"session_id": "s1", "code": code}).json()
         assert set(run) == {"success", "answer", "data", "metadata", "error"}

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response, status
 
-from backend.api.deps import ServicesDep
+from backend.api.deps import AUTH_COOKIE, ServicesDep
 from backend.api.errors import ApiError
 from backend.core.security import DUMMY_PASSWORD_HASH, create_access_token, verify_password
 from backend.models.auth import LoginRequest, Token
@@ -13,14 +13,36 @@ router = APIRouter(prefix="/api/auth", tags=["auth"])
 
 
 @router.post("/login")
-def login(body: LoginRequest, services: ServicesDep) -> Token:
-    """Exchange a username and password for a JWT access token."""
+def login(body: LoginRequest, services: ServicesDep, request: Request, response: Response) -> Token:
+    """Exchange a username and password for a JWT access token (also set as a cookie)."""
     user = services.store.get_user(body.username)
     # Hash even for unknown users, so response time does not reveal which names exist.
     valid = verify_password(body.password, user.password_hash if user else DUMMY_PASSWORD_HASH)
     if user is None or not valid:
         raise ApiError(401, "Incorrect username or password.", code="invalid_credentials")
-    token = create_access_token(
-        user.id, user.password_hash, services.secret_key, services.settings.JWT_EXPIRATION_HOURS
+    hours = services.settings.JWT_EXPIRATION_HOURS
+    token = create_access_token(user.id, user.password_hash, services.secret_key, hours)
+    response.set_cookie(
+        AUTH_COOKIE,
+        token,
+        max_age=int(hours * 3600),
+        path="/api",
+        secure=request.url.scheme == "https",
+        httponly=True,
+        samesite="strict",
     )
     return Token(access_token=token)
+
+
+@router.post("/logout", status_code=status.HTTP_204_NO_CONTENT)
+def logout(request: Request) -> Response:
+    """Clear the login cookie (the client forgets its bearer token)."""
+    response = Response(status_code=status.HTTP_204_NO_CONTENT)
+    response.delete_cookie(
+        AUTH_COOKIE,
+        path="/api",
+        secure=request.url.scheme == "https",
+        httponly=True,
+        samesite="strict",
+    )
+    return response

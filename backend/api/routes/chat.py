@@ -55,12 +55,9 @@ async def _typed_events(turn: Turn, events: AsyncGenerator[AgentEvent, None]) ->
     try:
         async with contextlib.aclosing(events):
             async for event in events:
-                if event.type in ("usage", "finish"):
-                    continue
-                payload = {"type": event.type, **event.data}
-                if event.type == "final":
-                    payload.update(model=turn.model, **turn.metadata)
-                yield sse_data(payload, event=event.type)
+                payload = turn.public_event(event)
+                if payload is not None:
+                    yield sse_data(payload, event=event.type)
     except LLMError as exc:
         yield sse_data({"type": "error", "message": exc.message, "code": exc.code}, event="error")
     yield sse_data({"type": "done"}, event="done")

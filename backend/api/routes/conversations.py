@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response, status
 
-from backend.api.deps import CurrentUser, StoreDep
+from backend.api.deps import CurrentUser, RunsDep, StoreDep
 from backend.api.errors import ApiError
+from backend.core.runs import RunRegistry
 from backend.models.conversations import ConversationDetail, ConversationPublic, MessagePublic
 from backend.storage import Conversation
 
 router = APIRouter(prefix="/api/conversations", tags=["conversations"])
 
 
-def _public(conversation: Conversation) -> ConversationPublic:
+def _public(conversation: Conversation, runs: RunRegistry) -> ConversationPublic:
+    active = runs.active_for(conversation.session_id)
     return ConversationPublic(
+        active_run_id=active.id if active is not None else None,
         id=conversation.id,
         session_id=conversation.session_id,
         title=conversation.title,
@@ -23,14 +26,16 @@ def _public(conversation: Conversation) -> ConversationPublic:
 
 
 @router.get("")
-async def read_conversations(user: CurrentUser, store: StoreDep) -> list[ConversationPublic]:
+async def read_conversations(
+    user: CurrentUser, store: StoreDep, runs: RunsDep
+) -> list[ConversationPublic]:
     """List the user's conversations, most recent first."""
-    return [_public(c) for c in store.list_conversations(user.id)]
+    return [_public(c, runs) for c in store.list_conversations(user.id)]
 
 
 @router.get("/{conversation_id}")
 async def read_conversation(
-    conversation_id: str, user: CurrentUser, store: StoreDep
+    conversation_id: str, user: CurrentUser, store: StoreDep, runs: RunsDep
 ) -> ConversationDetail:
     """One conversation with its messages."""
     conversation = store.get_conversation(user.id, conversation_id)
@@ -42,12 +47,18 @@ async def read_conversation(
         )
         for m in store.list_messages(conversation.id)
     ]
-    return ConversationDetail(**_public(conversation).model_dump(), messages=messages)
+    return ConversationDetail(**_public(conversation, runs).model_dump(), messages=messages)
 
 
 @router.delete("/{conversation_id}", status_code=status.HTTP_204_NO_CONTENT)
-async def delete_conversation(conversation_id: str, user: CurrentUser, store: StoreDep) -> Response:
-    """Delete a conversation and its messages."""
+async def delete_conversation(
+    conversation_id: str, user: CurrentUser, store: StoreDep, runs: RunsDep
+) -> Response:
+    """Delete a conversation and its messages, stopping its run if one is going."""
+    conversation = store.get_conversation(user.id, conversation_id)
+    active = runs.active_for(conversation.session_id) if conversation is not None else None
+    if active is not None:
+        await active.cancel()
     if not store.delete_conversation(user.id, conversation_id):
         raise ApiError(404, "Conversation not found.", code="conversation_not_found")
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -13,7 +13,7 @@ from fastapi import APIRouter, File, Form, Query, UploadFile, status
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from backend.api.deps import CurrentUser, ServicesDep
+from backend.api.deps import CurrentUser, FileReader, ServicesDep
 from backend.api.errors import ApiError
 from backend.core.services import Services
 from backend.models.common import SessionId
@@ -74,7 +74,7 @@ async def upload_file(
     if extension not in SUPPORTED_EXTENSIONS:
         supported = ", ".join(sorted(SUPPORTED_EXTENSIONS))
         raise ApiError(415, f"Unsupported file type '.{extension}'. Supported: {supported}.")
-    services.store.conversation_for_session(user.id, session_id, f"Session {session_id}")
+    services.store.conversation_for_session(user.id, session_id, "")  # titled by its first message
     limit_mb = services.settings.PYTHON_CODE_MAX_FILE_SIZE
     try:
         size = await run_in_threadpool(
@@ -94,8 +94,15 @@ async def upload_file(
         raise ApiError(
             409, "The session's uploads folder is not usable.", code="bad_workspace"
         ) from None
+    path = f"uploads/{name}"
+    try:
+        info = (await services.catalog.info(session_id, path)).to_dict()
+    except (FileNotInWorkspace, NotARegularFile, UnsafePath, UnsupportedFileType) as exc:
+        # Replaced or removed by the session's code meanwhile: stored, but not described.
+        info = {"kind": "unknown", "summary": "", "details": {}, "error": str(exc)}
     return UploadedFile(
-        name=name, path=f"uploads/{name}", size=size, extension=extension, session_id=session_id
+        **{**info, "name": name, "path": path, "size": size, "extension": extension},
+        session_id=session_id,
     )
 
 
@@ -200,7 +207,7 @@ def _remove_empty(folder: int, name: str) -> None:
 
 @router.get("/sessions/{session_id}/files")
 async def read_session_files(
-    session_id: SessionId, user: CurrentUser, services: ServicesDep
+    session_id: SessionId, user: FileReader, services: ServicesDep
 ) -> list[WorkspaceFilePublic]:
     """Every file in the session's workspace."""
     _owned_session(services, user, session_id)
@@ -210,7 +217,7 @@ async def read_session_files(
 
 @router.get("/sessions/{session_id}/files/{path:path}")
 async def read_session_file(
-    session_id: SessionId, path: str, user: CurrentUser, services: ServicesDep
+    session_id: SessionId, path: str, user: FileReader, services: ServicesDep
 ) -> StreamingResponse:
     """Download one workspace file; links and special files are refused."""
     _owned_session(services, user, session_id)

@@ -7,13 +7,14 @@ from typing import Any
 from fastapi import APIRouter
 
 from backend.api.deps import ServicesDep
+from backend.storage.workspaces import SUPPORTED_EXTENSIONS
 
 router = APIRouter(tags=["health"])
 
 
 @router.get("/health")
 async def read_health(services: ServicesDep) -> dict[str, Any]:
-    """Report status, the LLM backend and model, and the sandbox isolation in use."""
+    """Report status, the LLM backend and model, the sandbox isolation and upload limits."""
     llm, sandbox = services.llm, services.sandbox
     sandbox_body: dict[str, Any] = {
         "mode": sandbox.mode,
@@ -26,4 +27,9 @@ async def read_health(services: ServicesDep) -> dict[str, Any]:
         "status": "ok",
         "llm": {"backend": llm.name, "model": llm.default_model, "reason": llm.reason},
         "sandbox": sandbox_body,
+        # What an upload may be, so a client can refuse a file before sending it.
+        "upload": {
+            "max_file_mb": services.settings.PYTHON_CODE_MAX_FILE_SIZE,
+            "extensions": sorted(SUPPORTED_EXTENSIONS),
+        },
     }

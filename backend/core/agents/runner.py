@@ -1,8 +1,8 @@
 """Run the ReAct or Plan-and-Execute graph for one turn, as a stream of `AgentEvent`s.
 
 The graphs write their steps to LangGraph's custom stream; this module turns
-them into the API's events (`plan`, `step_start`, `tool_call`, `code`,
-`execution`, `plot`) and the final answer into `token` events, so every client
+them into the API's events (`plan`, `step_start`, `tool_call`, `code` and
+`execution` per attempt, `plot`) and the final answer into `token` events, so every client
 (typed SSE, OpenAI chunks, plain JSON) reads a turn the same way.
 """
 
@@ -134,11 +134,12 @@ class AgentRunner:
         inputs.update(question=question, history=history, final_answer=None)
         config: RunnableConfig = {"configurable": {"thread_id": f"{agent}:{session_id}"}}
         final: dict[str, Any] = {}
+        step_events = StepEvents(session_id)
         async for mode, chunk in _driven(graph.astream(inputs, config, stream_mode=_MODES)):
             if not isinstance(chunk, dict):
                 continue
             if mode == "custom":
-                for event in step_events(chunk, session_id):
+                for event in step_events(chunk):
                     yield event
             else:
                 final = chunk
@@ -183,27 +184,54 @@ async def _driven(stream: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
                 await task
 
 
-def step_events(step: dict[str, Any], session_id: str) -> Iterator[AgentEvent]:
-    """The API events for one step the graph reported."""
-    kind = step.get("type")
-    if kind in ("plan", "step_start", "tool_call"):
-        yield AgentEvent(kind, {k: v for k, v in step.items() if k != "type"})
-        return
-    if kind != "observation":
-        return
-    if step.get("code"):
-        yield AgentEvent("code", {"tool": step.get("tool"), "code": step["code"]})
-    files = [str(name) for name in step.get("files", [])]
-    yield AgentEvent(
-        "execution",
-        {
-            "tool": step.get("tool"),
-            "ok": step.get("ok"),
-            "stdout": step.get("output", step.get("observation", "")),
-            "error": None if step.get("ok") else step.get("error") or step.get("observation"),
-            "files": files,
-        },
-    )
-    for path in plots(files):
-        url = f"/api/sessions/{session_id}/files/{path}"
-        yield AgentEvent("plot", {"path": path, "url": url})
+class StepEvents:
+    """Turns the steps a graph reports into the API's events, for one turn.
+
+    python_coder reports each execution attempt as it starts (`code`, before the
+    sandbox runs it) and ends (`execution`); the step's observation then adds a
+    `plot` per image. A tool that reports no attempts gets one `execution` from its
+    observation.
+    """
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.attempts_seen = False
+
+    def __call__(self, step: dict[str, Any]) -> Iterator[AgentEvent]:
+        kind = step.get("type")
+        where: dict[str, Any] = {
+            k: step[k] for k in ("tool", "index") if k in step
+        }  # index: the P&E step
+        if kind in ("plan", "step_start", "tool_call"):
+            yield AgentEvent(kind, {k: v for k, v in step.items() if k != "type"})
+        elif kind == "attempt":
+            self.attempts_seen = True
+            yield AgentEvent("code", {**where, "attempt": step["attempt"], "code": step["code"]})
+        elif kind == "attempt_result":
+            yield AgentEvent("execution", {**where, **_execution(step)})
+        elif kind == "observation":
+            if not self.attempts_seen:
+                if step.get("code"):
+                    yield AgentEvent("code", {**where, "attempt": 1, "code": step["code"]})
+                fallback = {
+                    "attempt": 1,
+                    "ok": step.get("ok"),
+                    "stdout": step.get("output", step.get("observation", "")),
+                    "error": step.get("error") or step.get("observation"),
+                    "files": step.get("files", []),
+                }
+                yield AgentEvent("execution", {**where, **_execution(fallback)})
+            self.attempts_seen = False
+            for path in plots([str(name) for name in step.get("files", [])]):
+                url = f"/api/sessions/{self.session_id}/files/{path}"
+                yield AgentEvent("plot", {"path": path, "url": url})
+
+
+def _execution(attempt: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "attempt": attempt["attempt"],
+        "ok": attempt["ok"],
+        "stdout": attempt["stdout"],
+        "error": None if attempt["ok"] else attempt["error"],
+        "files": [str(name) for name in attempt.get("files", [])],
+    }

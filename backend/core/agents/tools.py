@@ -6,14 +6,16 @@ model can read and react to ("Error: …, please fix your mistakes").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from backend.core.agents.react.state import Step
 from backend.tools.python_coder.catalog import WorkspaceCatalog
-from backend.tools.python_coder.coder import PythonCoder
+from backend.tools.python_coder.coder import CoderProgress, PythonCoder
 from backend.tools.python_coder.llm import CoderLLM
 from backend.tools.python_coder.request import CoderRequest
+from backend.tools.python_coder.result import ExecutionAttempt
 from backend.tools.rag import RagIndex, rag_retrieval
 from backend.tools.sandbox.executor import BasePythonExecutor
 from backend.tools.web_search import WebSearch
@@ -21,12 +23,24 @@ from backend.tools.web_search import WebSearch
 _OBSERVATION_CHARS = 2_000
 
 
+Report = Callable[[dict[str, Any]], None]
+
+
+def _unheard(step: dict[str, Any]) -> None:
+    pass
+
+
 @dataclass
 class ToolContext:
-    """What the agent knows that a tool may use: failed attempts (ReAct), the plan (P&E)."""
+    """What the agent knows that a tool may use: failed attempts (ReAct), the plan (P&E).
+
+    `report` takes the tool's progress (the graph's stream writer), so a client sees
+    each attempt's code before it runs and its output when it is done.
+    """
 
     react: list[str] = field(default_factory=list)
     plan: str = ""
+    report: Report = _unheard
 
 
 @dataclass
@@ -80,7 +94,25 @@ class PythonCoderTool:
             plan=context.plan,
             react=context.react,
         )
-        result = await self.coder.run(request, self.llm, self.executor)
+
+        async def running(attempt: int, code: str) -> None:
+            context.report({"type": "attempt", "tool": self.name, "attempt": attempt, "code": code})
+
+        async def ran(attempt: ExecutionAttempt) -> None:
+            context.report(
+                {
+                    "type": "attempt_result",
+                    "tool": self.name,
+                    "attempt": attempt.attempt,
+                    "ok": attempt.success,
+                    "stdout": attempt.stdout,
+                    "error": attempt.error,
+                    "files": attempt.files,
+                }
+            )
+
+        progress = CoderProgress(running=running, ran=ran)
+        result = await self.coder.run(request, self.llm, self.executor, progress)
         data = {
             "code": result.code,
             "output": result.output,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -20,7 +21,7 @@ from backend.tools.python_coder import notepad, prompts
 from backend.tools.python_coder.analysis_spec import plan_analysis, render_code
 from backend.tools.python_coder.answer import output_answer, write_answer
 from backend.tools.python_coder.catalog import WorkspaceCatalog
-from backend.tools.python_coder.execution import execute_with_fixes
+from backend.tools.python_coder.execution import OnAttempt, OnRun, execute_with_fixes
 from backend.tools.python_coder.extraction import extract_code
 from backend.tools.python_coder.files import describe_for_prompt, loader_code
 from backend.tools.python_coder.llm import CoderLLM
@@ -33,6 +34,14 @@ from backend.tools.python_coder.verification import verify
 from backend.tools.sandbox.executor import BasePythonExecutor
 
 _OPENINTERPRETER_ATTEMPTS = 3  # the seed's retry count
+
+
+@dataclass(frozen=True)
+class CoderProgress:
+    """Callbacks for a caller that shows a run as it goes (the agents' timeline)."""
+
+    running: OnRun | None = None  # an attempt's code, before the sandbox runs it
+    ran: OnAttempt | None = None  # the attempt's outcome
 
 
 class PythonCoder:
@@ -52,11 +61,13 @@ class PythonCoder:
         request: CoderRequest,
         llm: CoderLLM,
         executor: BasePythonExecutor,
+        progress: CoderProgress | None = None,
     ) -> CoderResult:
+        """Answer `request`; `progress` hears of each attempt as it starts and ends."""
         started = time.monotonic()
         result = CoderResult(success=False)
         try:
-            await self._run(request, llm, executor, result)
+            await self._run(request, llm, executor, result, progress or CoderProgress())
         except LLMError as exc:
             if not result.execution_history:
                 raise  # nothing ran yet: the caller reports the model's failure
@@ -76,6 +87,7 @@ class PythonCoder:
         llm: CoderLLM,
         executor: BasePythonExecutor,
         result: CoderResult,
+        progress: CoderProgress,
     ) -> None:
         settings = self.settings
         chosen = await choose_files(
@@ -128,6 +140,12 @@ class PythonCoder:
 
         async def on_attempt(attempt: ExecutionAttempt) -> None:
             result.execution_history.append(attempt)  # kept even if a later LLM call fails
+            if progress.ran is not None:
+                await progress.ran(attempt)
+
+        async def on_run(attempt: int, code: str) -> None:
+            if progress.running is not None:  # the code as it runs, data loading included
+                await progress.running(attempt, (preamble + "\n" if preamble else "") + code)
 
         executed = await execute_with_fixes(
             verified.code,
@@ -137,6 +155,7 @@ class PythonCoder:
             max_attempts=settings.PYTHON_CODE_MAX_RETRIES,
             prefilter=settings.AST_PREFILTER,
             on_attempt=on_attempt,
+            on_run=on_run,
         )
         result.modifications.extend(executed.modifications)
         result.code = (preamble + "\n" if preamble else "") + executed.code

@@ -25,6 +25,7 @@ REPEATED = "The fix repeated code that had already failed, so it was not run aga
 _TRUNCATION_NOTICE = "\n[output truncated at 1 MB]"
 
 OnAttempt = Callable[[ExecutionAttempt], Awaitable[None]]
+OnRun = Callable[[int, str], Awaitable[None]]  # the attempt's number and code, before it runs
 
 
 @dataclass
@@ -48,6 +49,7 @@ async def execute_with_fixes(
     max_attempts: int,
     prefilter: bool = True,
     on_attempt: OnAttempt | None = None,
+    on_run: OnRun | None = None,
 ) -> Executed:
     """Run `code`, fixing it from each error, at most `max_attempts` times."""
     executed = Executed(code)
@@ -59,6 +61,8 @@ async def execute_with_fixes(
                 attempt=attempt, code=executed.code, success=False, error=REPEATED
             )
         else:
+            if on_run is not None:
+                await on_run(attempt, executed.code)
             record = await _attempt(attempt, executed, executor, prefilter)
         executed.attempts.append(record)
         if on_attempt is not None:

@@ -16,11 +16,29 @@ import variables
 CELL = "<cell>"
 
 
+def _address_space() -> int:
+    """Bytes of address space this process has mapped (0 if /proc cannot tell)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def apply_limits(config: dict[str, Any]) -> None:
-    """Hard limits for the run (and the zygotes it may become); they can only go down."""
+    """Hard limits for the run (and the zygotes it may become); they can only go down.
+
+    A run may map `max_memory_mb` beyond what the zygote already has mapped: the
+    interpreter, pandas, matplotlib and restored variables take several hundred MB
+    of address space before the cell starts, more after a restart that read
+    parquet. The sandbox's cgroup bounds the memory actually used.
+    """
     megabyte = 1024 * 1024
     limits = {
-        resource.RLIMIT_AS: config["max_memory_mb"] * megabyte,
+        resource.RLIMIT_AS: _address_space() + config["max_memory_mb"] * megabyte,
         resource.RLIMIT_CPU: int(config["max_timeout"]) + 2,
         resource.RLIMIT_FSIZE: int(config["max_file_mb"] * megabyte),
         resource.RLIMIT_NOFILE: 256,

@@ -240,3 +240,20 @@ async def test_a_cancelled_run_does_not_leak_its_reply_into_the_next(
     await asyncio.sleep(1.5)  # when the cancelled run would have answered
     again = await executor.run("print(x)")
     assert (again.success, again.stdout) == (True, "41\n"), again.error
+
+
+async def test_after_a_restart_with_a_restored_frame_a_run_can_still_plot(tmp_path: Path) -> None:
+    """Restoring parquet variables maps much address space before any run; a run's
+    RLIMIT_AS is on top of that, so loading matplotlib's backend still fits."""
+    workspace = Workspaces(tmp_path).ensure("restart")
+    limits = ExecutorLimits(timeout=20, max_memory_mb=512, max_file_mb=20)
+    async with SandboxedExecutor(workspace, limits, BWRAP) as first:
+        made = await first.run("import pandas as pd\nframe = pd.DataFrame({'a': [1, 2]})")
+        assert made.success
+    async with SandboxedExecutor(workspace, limits, BWRAP) as second:
+        plotted = await second.run(
+            "import matplotlib.pyplot as plt\nplt.plot(frame['a'])\nprint(len(frame))"
+        )
+    assert second.restored == ["frame"]
+    assert plotted.success, plotted.error
+    assert plotted.stdout == "2\n" and plotted.figures

@@ -64,7 +64,10 @@ def build_plan_execute_graph(
         writer = get_stream_writer()
         writer({"type": "step_start", "index": index, **step})
         whole = [{"goal": r["goal"], "success_criterion": ""} for r in results] + remaining
-        context = ToolContext(plan=prompts.step_context(state["question"], whole, index))
+        context = ToolContext(
+            plan=prompts.step_context(state["question"], whole, index),
+            report=lambda progress: writer({**progress, "index": index}),
+        )
         try:
             outcome = await by_name[step["tool"]].run(step["goal"], context)
             observation, ok, data = outcome.observation, outcome.ok, outcome.data

@@ -133,9 +133,8 @@ def build_react_graph(
                 update["stop_reason"] = "repeated_action"
         else:
             try:
-                result = await by_name[tool].run(
-                    tool_input, ToolContext(react=react_context(steps))
-                )
+                context = ToolContext(react=react_context(steps), report=get_stream_writer())
+                result = await by_name[tool].run(tool_input, context)
                 observation, ok, data = result.observation, result.ok, result.data
             except Exception as exc:  # a tool's failure is the model's to react to
                 observation, ok, data = f"Error: {exc}. Please fix your mistakes.", False, {}

@@ -1,0 +1,152 @@
+"""Turns that outlive their HTTP request: run ids, numbered events, replay, cancel.
+
+A browser reloads, loses its network for a moment, or leaves a conversation and
+comes back; the run goes on regardless. Each run keeps a bounded buffer of its
+public events, numbered from 1, so a client can replay what it missed
+(`follow(after=N)`) and then follow live. Only `cancel` stops a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Literal
+
+from backend.core.chat_service import Turn
+from backend.core.llm import LLMError
+
+logger = logging.getLogger(__name__)
+
+RunStatus = Literal["running", "completed", "cancelled", "error"]
+
+MAX_EVENTS = 5_000  # a run's buffer; the `final` event carries the whole answer anyway
+KEEP_FINISHED_SECONDS = 600.0  # a finished run can still be replayed this long
+_CANCEL_WAIT = 15.0  # seconds `cancel` waits for the run to unwind
+
+
+class RunInProgress(Exception):
+    """The session already has a run going."""
+
+
+class Run:
+    def __init__(self, turn: Turn, user_id: int) -> None:
+        self.id = uuid.uuid4().hex
+        self.turn = turn
+        self.user_id = user_id
+        self.session_id = turn.conversation.session_id
+        self.conversation_id = turn.conversation.id
+        self.status: RunStatus = "running"
+        self.finished_at: float | None = None
+        self.last_seq = 0
+        self._events: deque[dict[str, Any]] = deque(maxlen=MAX_EVENTS)
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status != "running"
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._drive(), name=f"run-{self.id}")
+
+    def _append(self, payload: dict[str, Any]) -> None:
+        self.last_seq += 1
+        self._events.append({**payload, "seq": self.last_seq})
+        wake, self._wake = self._wake, asyncio.Event()
+        wake.set()
+
+    async def _drive(self) -> None:
+        status: RunStatus = "completed"
+        try:
+            async with contextlib.aclosing(self.turn.events) as events:
+                async for event in events:
+                    payload = self.turn.public_event(event)
+                    if payload is not None:
+                        self._append(payload)
+        except asyncio.CancelledError:
+            status = "cancelled"  # the turn recorded its partial answer as cancelled
+        except LLMError as exc:
+            status = "error"
+            self._append({"type": "error", "message": exc.message, "code": exc.code})
+        except Exception:
+            logger.exception("run %s failed", self.id)
+            status = "error"
+            self._append({"type": "error", "message": "The run failed; see the server log."})
+        self.status, self.finished_at = status, time.monotonic()
+        self._append({"type": "done", "status": status})
+
+    async def follow(self, after: int = 0) -> AsyncIterator[dict[str, Any]]:
+        """Every buffered event numbered above `after`, then new ones until the run ends."""
+        while True:
+            wake = self._wake  # taken before reading, so no event slips between
+            for event in list(self._events):
+                if event["seq"] > after:
+                    after = event["seq"]
+                    yield event
+            if self.finished and after >= self.last_seq:
+                return
+            await wake.wait()
+
+    async def cancel(self) -> None:
+        """Stop the run (its sandboxed code is killed) and wait until it has unwound."""
+        task = self._task
+        if task is None or task.done():
+            return
+        task.cancel()
+        await asyncio.wait({task}, timeout=_CANCEL_WAIT)
+
+
+class RunRegistry:
+    """The server's runs, by id; finished ones are forgotten after a while."""
+
+    def __init__(self, keep_finished_seconds: float = KEEP_FINISHED_SECONDS) -> None:
+        self.keep_finished_seconds = keep_finished_seconds
+        self._runs: dict[str, Run] = {}
+        self._starting: set[str] = set()  # sessions whose turn is being opened
+
+    async def start(
+        self, user_id: int, session_id: str | None, open_turn: Callable[[], Awaitable[Turn]]
+    ) -> Run:
+        """Open a turn with `open_turn` and run it in the background.
+
+        Refused while the session has a run going or starting: the check comes
+        before `open_turn` stores the user's message, so a refused turn leaves no trace.
+        """
+        self._forget_old()
+        if session_id is not None:
+            if session_id in self._starting or self.active_for(session_id) is not None:
+                raise RunInProgress(session_id)
+            self._starting.add(session_id)
+        try:
+            turn = await open_turn()
+        finally:
+            self._starting.discard(session_id or "")
+        run = Run(turn, user_id)
+        self._runs[run.id] = run
+        run.start()
+        return run
+
+    def get(self, run_id: str, user_id: int) -> Run | None:
+        """The run, only for its owner."""
+        run = self._runs.get(run_id)
+        return run if run is not None and run.user_id == user_id else None
+
+    def active_for(self, session_id: str) -> Run | None:
+        return next(
+            (r for r in self._runs.values() if r.session_id == session_id and not r.finished),
+            None,
+        )
+
+    def _forget_old(self) -> None:
+        cutoff = time.monotonic() - self.keep_finished_seconds
+        for run_id, run in list(self._runs.items()):
+            if run.finished_at is not None and run.finished_at < cutoff:
+                del self._runs[run_id]
+
+    async def close(self) -> None:
+        await asyncio.gather(*(run.cancel() for run in self._runs.values()))

@@ -1,0 +1,23 @@
+"""Runs: a chat turn that goes on in the background, with replayable events."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from backend.core.router import AgentType
+from backend.models.common import SessionId, Text
+
+
+class RunCreate(BaseModel):
+    message: Text = Field(min_length=1, max_length=200_000)
+    session_id: SessionId | None = None
+    agent_type: AgentType = "auto"
+    model: Text = ""
+
+
+class RunPublic(BaseModel):
+    run_id: str
+    status: str
+    session_id: str
+    conversation_id: str
+    last_seq: int

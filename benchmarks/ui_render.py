@@ -1,0 +1,324 @@
+"""How fast does the browser UI draw a long conversation and a long streamed answer?
+
+A real server (scripted model) serves the UI to Debian's Chromium, driven by
+Playwright. Two measurements, each against a baseline from the same run:
+
+1. Open: a conversation of 200 stored messages (100 turns; 50 python code blocks
+   of 15-30 lines, lists, bold, tables, inline code) is clicked in the sidebar. The
+   time runs in the page (performance.now()) from the click event until the 100th
+   `message-assistant` holds the last answer and the next frame has painted
+   (a requestAnimationFrame callback, then a posted message). Split into the
+   conversation fetch (resource timing), rendering, and the wait for that frame.
+   A third conversation is opened between runs. Baseline: a 2-message one. Goal < 1 s.
+2. Stream: a 2,000-word answer (markdown and two code fences, 5 ms a token) is
+   streamed into a new chat. A PerformanceObserver counts 'longtask' entries
+   (>= 50 ms) and Chromium's 'long-animation-frame' ones; a requestAnimationFrame
+   loop finds the longest gap between frames, which also shows tasks under 50 ms.
+   Baseline: the longest frame gap while the page idles for as long. Goal: no task
+   of 50 ms or more. The server streams on the same machine, so a busy machine
+   lengthens tasks too; compare runs on the same, quiet machine.
+
+    .venv/bin/python -m benchmarks.ui_render [--runs 5] [--keep] [--trace PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import ConsoleMessage, Page, sync_playwright
+from playwright.sync_api import Error as PlaywrightError
+
+from backend.storage import open_store
+from benchmarks.coder_small_model import PASSWORD, benchmark_server, clean_up, default_trace
+from tests.support.live_server import LiveServer
+
+CHROMIUM = "/usr/bin/chromium"
+# Without the background-networking flags Chromium keeps dialling Google's hosts.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run",
+                 "--disable-quic"]  # fmt: skip
+STREAM_TAG, STREAM_WORDS, TOKEN_DELAY = "Q-BENCH-STREAM", 2000, 0.005
+OPEN_GOAL_MS, TASK_GOAL_MS = 1000.0, 50.0
+ANSWER = '[data-testid="message-assistant"]'
+META = {"agent_type": "chat", "route_reason": "benchmark", "finish_reason": "stop", "steps": []}
+Seeded = tuple[str, str, int, str]  # conversation id, title, answers, the last answer's marker
+
+# Installed before the UI's own scripts: long tasks and long animation frames, buffered;
+# __armOpen times the next sidebar click; __rafStart/__rafStop time the frames between.
+INIT_JS = """(() => {
+const perf = (window.__perf = {longtask: [], loaf: [],
+  loafSupported: PerformanceObserver.supportedEntryTypes.includes('long-animation-frame')});
+const topScript = (e) => [...e.scripts].sort((a, b) => b.duration - a.duration)[0];
+const where = (s) => `${s.invoker} ${s.sourceURL}:${s.sourceCharPosition} ${s.duration | 0}ms`;
+new PerformanceObserver((list) => list.getEntries().forEach((e) =>
+  perf.longtask.push({start: e.startTime, duration: e.duration}))
+).observe({type: 'longtask', buffered: true});
+if (perf.loafSupported) new PerformanceObserver((list) => list.getEntries().forEach((e) =>
+  perf.loaf.push({start: e.startTime, duration: e.duration, blocking: e.blockingDuration,
+    scripts: e.scripts.reduce((sum, s) => sum + s.duration, 0),
+    layout: e.styleAndLayoutStart ? e.startTime + e.duration - e.styleAndLayoutStart : 0,
+    script: topScript(e) ? where(topScript(e)) : ''}))
+).observe({type: 'long-animation-frame', buffered: true});
+const within = (kind, from, to) => perf[kind].filter((e) => e.start >= from && e.start < to);
+const longest = (entries) => Math.max(0, ...entries.map((e) => e.duration));
+window.__armOpen = (count, marker, id, answer) => {
+  performance.clearResourceTimings();
+  window.__open = new Promise((resolve, reject) => {
+    let t0 = null;
+    setTimeout(() => reject(new Error(`${marker} was not drawn within 60 s`)), 60000);
+    addEventListener('click', () => { t0 = performance.now(); }, {capture: true, once: true});
+    const ready = (all) => all.length === count && all[count - 1].textContent.includes(marker);
+    const observer = new MutationObserver(() => {
+      if (t0 === null || !ready(document.querySelectorAll(answer))) return;
+      const tDom = performance.now();
+      observer.disconnect();
+      requestAnimationFrame(() => {  // this frame paints before the posted message runs
+        const channel = new MessageChannel();
+        channel.port1.onmessage = () => {
+          const tPaint = performance.now();
+          const got = performance.getEntriesByType('resource').find((e) =>
+            e.startTime >= t0 && e.name.endsWith('/api/conversations/' + id));
+          const tFetch = got ? got.responseEnd : t0;
+          resolve({total: tPaint - t0, fetch: tFetch - t0, render: tDom - tFetch,
+            paint: tPaint - tDom, longest_task: longest(within('longtask', t0, tPaint))});
+        };
+        channel.port2.postMessage(null);
+      });
+    });
+    observer.observe(document.body, {childList: true, subtree: true, characterData: true});
+  });
+};
+window.__rafStart = () => {
+  const s = (window.__raf = {gaps: [], last: null, on: true, from: performance.now()});
+  const tick = (t) => { if (!s.on) return; if (s.last !== null) s.gaps.push(t - s.last);
+    s.last = t; requestAnimationFrame(tick); };
+  requestAnimationFrame(tick);
+};
+window.__rafStop = () => {
+  const s = window.__raf, to = performance.now();
+  s.on = false;
+  const tasks = within('longtask', s.from, to), loaf = within('loaf', s.from, to);
+  return {seconds: (to - s.from) / 1000, frames: s.gaps.length + 1,
+    max_gap: Math.max(0, ...s.gaps), gaps_over_50: s.gaps.filter((g) => g >= 50).length,
+    longtasks: tasks.length, longest_task: longest(tasks), loaf_supported: perf.loafSupported,
+    loafs: loaf.length, longest_loaf: loaf.sort((a, b) => b.duration - a.duration)[0] || null,
+    at: tasks.map((e) => [Math.round(e.start - s.from), e.duration]), loaf_list: loaf};
+};
+})();"""
+
+
+def code_block(rng: random.Random, n: int, lines: int) -> str:
+    body = ["import pandas as pd", f'df = pd.read_csv("sales_{n}.csv")', "", "def summarise(df):"]
+    for k in range(lines - 6):
+        column, how = rng.choice(["price", "units", "revenue"]), rng.choice(["sum", "mean"])
+        body.append(f"    step_{k} = df['{column}'].{how}() * {k}  # step {k}")
+    body += ["    return locals()", "print(summarise(df))"]
+    return "```python\n" + "\n".join(body) + "\n```"
+
+
+def answer_markdown(i: int, rng: random.Random, name: str) -> str:
+    parts = [
+        f"Here is **answer {i}**: the `revenue` column sums to {rng.randint(10, 99_999)}.",
+        "- first, the **totals** per region\n- then the `mean` price\n- finally a check",
+    ]
+    if i % 2 == 0:  # 50 code blocks over the 100 answers
+        parts.append(code_block(rng, i, 15 + (i * 7) % 16))
+    if i % 10 == 0:
+        rows = "\n".join(f"| r{k} | {rng.randint(1, 99)} | {rng.random():.3f} |" for k in range(4))
+        parts.append(f"| region | units | share |\n|---|---:|---:|\n{rows}")
+    parts.append(f"1. One\n2. Two with *emphasis*\n\nEND-{name}-{i}")
+    return "\n\n".join(parts)
+
+
+def stream_reply() -> str:
+    """Exactly STREAM_WORDS words (= scripted tokens), ending with END-OF-STREAM."""
+    rng = random.Random(2)
+    parts: list[str] = []
+    for section in range(12):
+        parts.append(f"## Section {section}\n\nSome **bold** text and `inline code` here.")
+        parts.append("- an item with *emphasis*\n- another item\n- a [link](https://example.org)")
+        if section in (3, 8):
+            parts.append(code_block(rng, section, 24))
+        if section == 5:
+            parts.append("| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |")
+        words = " ".join(rng.choice(["data", "mean", "value", "column", "rows"]) for _ in range(90))
+        parts.append(words.capitalize() + ".")
+    text = "\n\n".join(parts)
+    missing = STREAM_WORDS - len(text.split()) - 1
+    assert missing >= 0, "the stream reply is longer than STREAM_WORDS"
+    return text + " filler" * missing + " END-OF-STREAM"
+
+
+def setup(root: Path) -> tuple[LiveServer, dict[str, Seeded]]:
+    """Start the server and store the conversations: name -> (id, title, answers, marker)."""
+    replies = [
+        {"when": STREAM_TAG, "content": stream_reply(), "token_delay": TOKEN_DELAY, "repeat": True},
+        {"content": "OK.", "repeat": True},
+    ]
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "replies.json").write_text(json.dumps(replies))
+    server = benchmark_server(root, "scripted", 1)
+    server.env["SCRIPTED_REPLIES"] = str(root / "replies.json")
+    server.start()
+    store = open_store(os.environ.get("DATABASE_URL", ""), server.data_dir)  # WAL: safe live
+    user = store.get_user("admin")
+    if user is None:
+        raise RuntimeError("the server did not create the admin user")
+    rng, seeded = random.Random(1), {}
+    for name, turns in (("big", 100), ("small", 1), ("spacer", 1)):
+        title = f"Benchmark {name} conversation ({2 * turns} messages)"
+        conversation = store.conversation_for_session(user.id, os.urandom(16).hex(), title)
+        for i in range(turns):
+            store.add_message(conversation.id, "user", f"Question {i}: what about `col_{i}`?")
+            store.add_message(conversation.id, "assistant", answer_markdown(i, rng, name), META)
+        seeded[name] = (conversation.id, title, turns, f"END-{name}-{turns - 1}")
+    store.close()
+    return server, seeded
+
+
+def open_once(page: Page, conversation: Seeded) -> dict[str, float]:
+    conversation_id, title, answers, marker = conversation
+    page.evaluate("(a) => window.__armOpen(...a)", [answers, marker, conversation_id, ANSWER])
+    item = page.get_by_test_id("conversation-item").filter(has_text=title)
+    item.get_by_role("button", name=title, exact=True).click()
+    return dict(page.evaluate("window.__open"))
+
+
+def measure_open(page: Page, seeded: dict[str, Seeded], runs: int) -> Any:
+    samples: dict[str, list[dict[str, float]]] = {"big": [], "small": []}
+    for _ in range(runs):
+        for name in ("big", "small"):
+            open_once(page, seeded["spacer"])
+            samples[name].append(open_once(page, seeded[name]))
+    return samples
+
+
+def measure_stream(page: Page) -> dict[str, Any]:
+    page.get_by_test_id("new-chat").click()
+    page.wait_for_function(f"() => !document.querySelector('{ANSWER}')")
+    if page.get_by_test_id("agent-select").count():
+        page.get_by_test_id("agent-select").select_option("chat")
+    page.evaluate("window.__rafStart()")
+    started = time.perf_counter()
+    composer = page.get_by_test_id("composer")
+    composer.fill(f"{STREAM_TAG} please tell me a long story")
+    composer.press("Enter")
+    ended = f"""() => {{ const all = document.querySelectorAll('{ANSWER}');
+        const last = all[all.length - 1];
+        return last && (['stopped', 'error'].includes(last.dataset.runState) ||
+          (last.dataset.runState === 'done' && last.textContent.includes('END-OF-STREAM'))); }}"""
+    page.wait_for_function(ended, polling=100, timeout=180_000)
+    result: dict[str, Any] = page.evaluate("window.__rafStop()")
+    result["wall_s"] = time.perf_counter() - started
+    ended_as = page.get_by_test_id("message-assistant").last.get_attribute("data-run-state")
+    if ended_as != "done":
+        raise RuntimeError(f"the streamed answer ended {ended_as}")
+    return result
+
+
+def report(results: dict[str, Any]) -> None:
+    opened, stream, idle = results["open"], results["stream"], results["idle"]
+    big, small = ([s["total"] for s in opened[name]] for name in ("big", "small"))
+    median = statistics.median
+
+    def goal(value: float, limit: float) -> str:
+        return f"< {limit:.0f} ms: {'yes' if value < limit else 'NO'}"
+
+    rows: list[tuple[str, float, float, str]] = [
+        ("open 200 messages, median", median(big), median(small), goal(median(big), OPEN_GOAL_MS)),
+        ("open 200 messages, max", max(big), max(small), goal(max(big), OPEN_GOAL_MS)),
+    ]
+    for phase in ("fetch", "render", "paint", "longest_task"):
+        values = [median(s[phase] for s in opened[name]) for name in ("big", "small")]
+        rows.append((f"  {phase.replace('_', ' ')} (median)", values[0], values[1], ""))
+    rows += [
+        (f"stream {STREAM_WORDS} tokens: longest task", stream["longest_task"],
+         idle["longest_task"], goal(stream["longest_task"], TASK_GOAL_MS)),
+        ("  longest gap between frames", stream["max_gap"], idle["max_gap"], ""),
+    ]  # fmt: skip
+    print(f"\nChromium {results['chromium']}; {len(big)} runs; times from performance.now()")
+    print(f"{'figure':<36} {'value':>9} {'baseline':>9} {'ratio':>7}  goal")
+    print("-" * 80)
+    for label, value, base, met in rows:
+        ratio = f"{value / base:.1f}x" if base else "-"
+        value_ms, base_ms = (f"{v:.0f} ms" if v else "none" for v in (value, base))
+        print(f"{label:<36} {value_ms:>9} {base_ms:>9} {ratio:>7}  {met}")
+    counts = [("long tasks >= 50 ms", "longtasks"), ("frame gaps >= 50 ms", "gaps_over_50"),
+              ("frames", "frames"), ("long animation frames", "loafs")]  # fmt: skip
+    for label, key in counts if stream["loaf_supported"] else counts[:-1]:
+        print(f"  {label:<34} {stream[key]:>9} {idle[key]:>9}")
+    loaf = stream["longest_loaf"]
+    if not stream["loaf_supported"]:
+        print("  (this Chromium reports no long-animation-frame entries)")
+    elif loaf:
+        print(
+            f"  longest animation frame {loaf['duration']:.0f} ms: blocking {loaf['blocking']:.0f}"
+            f" ms, scripts {loaf['scripts']:.0f} ms, style+layout {loaf['layout']:.0f} ms;"
+            f" longest script {loaf['script'] or '-'}"
+        )
+    at = ", ".join(f"{start / 1000:.1f} s ({ms:.0f} ms)" for start, ms in stream["at"])
+    print(f"  the stream took {stream['seconds']:.1f} s; long tasks began at {at or '-'}")
+
+
+def drive(server: LiveServer, seeded: dict[str, Seeded], runs: int, errors: list[str]) -> Any:
+    """Sign in, then measure; what the page logged as an error goes to `errors`."""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+
+        def console(message: ConsoleMessage) -> None:
+            if message.type == "error":  # a failed request names its URL in `location`
+                errors.append(f"{message.text} ({message.location['url']})")
+
+        page.on("console", console)
+        page.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
+        page.add_init_script(INIT_JS)
+        page.goto(server.url + "/")
+        page.get_by_test_id("login-username").fill("admin")
+        page.get_by_test_id("login-password").fill(PASSWORD)
+        page.get_by_test_id("login-submit").click()
+        page.get_by_test_id("conversation-item").first.wait_for(timeout=30_000)
+        opened = measure_open(page, seeded, runs)
+        stream = measure_stream(page)
+        page.evaluate("window.__rafStart()")  # the baseline: the page idles as long
+        time.sleep(stream["seconds"])
+        idle = page.evaluate("window.__rafStop()")
+        return {"chromium": browser.version, "open": opened, "stream": stream, "idle": idle}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="times each conversation is opened")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary data dir")
+    parser.add_argument("--trace", type=Path, default=default_trace("ui-render"))
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="ui-render-"))
+    errors: list[str] = []
+    server, seeded = setup(root)
+    try:
+        results = drive(server, seeded, args.runs, errors)
+    except (PlaywrightError, RuntimeError) as exc:
+        print(f"could not drive the UI: {exc}")
+        results = None
+    finally:
+        server.stop()
+    if results:
+        report(results)
+        args.trace.write_text(json.dumps({**results, "errors": errors}, indent=1))
+        print(f"trace: {args.trace}")
+    if errors:
+        print("errors in the page:", *errors, sep="\n  ")
+    clean_up(root, server, args.keep)
+    return 0 if results else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,194 @@
+/**
+ * The server's API: JSON requests with the bearer token, server-sent events
+ * read over fetch, and uploads with progress.
+ *
+ * Errors become `ApiError`s whose message is the server's `detail`; a 401 on a
+ * signed-in call also tells the app that the session is over.
+ */
+
+let getToken = () => null;
+let onUnauthorized = () => {};
+
+export function configureApi({ token, unauthorized }) {
+  getToken = token;
+  onUnauthorized = unauthorized;
+}
+
+export class ApiError extends Error {
+  constructor(message, status = 0, code = "") {
+    super(message);
+    this.name = "ApiError";
+    this.status = status;
+    this.code = code;
+  }
+}
+
+const OFFLINE = "The server is not reachable. Check that it is running and try again.";
+
+function detailOf(body) {
+  const detail = body && body.detail;
+  if (typeof detail === "string") return detail;
+  if (Array.isArray(detail)) {
+    return detail.map((item) => (item && item.msg) || "").filter(Boolean).join("; ");
+  }
+  return "";
+}
+
+function errorFromBody(status, statusText, body) {
+  const message = detailOf(body) || `The server answered ${status}${statusText ? ` ${statusText}` : ""}.`;
+  return new ApiError(message, status, (body && body.code) || "");
+}
+
+async function errorFromResponse(response) {
+  let body = null;
+  try {
+    body = await response.json();
+  } catch {
+    body = null;
+  }
+  return errorFromBody(response.status, response.statusText, body);
+}
+
+function headers(auth, extra) {
+  const result = { ...extra };
+  const token = getToken();
+  if (auth && token) result.Authorization = `Bearer ${token}`;
+  return result;
+}
+
+async function send(path, init, auth) {
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (error) {
+    if (error && error.name === "AbortError") throw error;
+    throw new ApiError(OFFLINE, 0, "network");
+  }
+  if (response.status === 401 && auth) onUnauthorized();
+  if (!response.ok) throw await errorFromResponse(response);
+  return response;
+}
+
+/** A JSON request; resolves to the parsed body, or null for 204. */
+export async function request(path, { method = "GET", body, signal, auth = true } = {}) {
+  const extra = { Accept: "application/json" };
+  if (body !== undefined) extra["Content-Type"] = "application/json";
+  const response = await send(
+    path,
+    {
+      method,
+      headers: headers(auth, extra),
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal,
+      cache: "no-store",
+    },
+    auth,
+  );
+  if (response.status === 204) return null;
+  const type = response.headers.get("content-type") || "";
+  return type.includes("json") ? response.json() : response.text();
+}
+
+/**
+ * Read a text/event-stream: `onEvent` gets each frame's JSON data, with `type`
+ * (from `event:`) and `seq` (from `id:`) filled in when the data lacks them.
+ * Resolves when the server closes the stream; rejects on a network error.
+ */
+export async function streamEvents(path, { signal, onEvent }) {
+  const response = await send(
+    path,
+    { headers: headers(true, { Accept: "text/event-stream" }), signal, cache: "no-store" },
+    true,
+  );
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  try {
+    for (;;) {
+      let chunk;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        if (error && error.name === "AbortError") throw error;
+        throw new ApiError(OFFLINE, 0, "network");
+      }
+      if (chunk.done) break;
+      buffer += chunk.value;
+      const boundary = /\r\n\r\n|\n\n|\r\r/g;
+      let start = 0;
+      let match;
+      while ((match = boundary.exec(buffer)) !== null) {
+        const event = parseFrame(buffer.slice(start, match.index));
+        start = boundary.lastIndex;
+        if (event) onEvent(event);
+      }
+      buffer = buffer.slice(start);
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}
+
+function parseFrame(frame) {
+  let id = "";
+  let type = "message";
+  const data = [];
+  for (const line of frame.split(/\r\n|\n|\r/)) {
+    if (!line || line.startsWith(":")) continue;
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "id") id = value;
+    else if (field === "event") type = value;
+    else if (field === "data") data.push(value);
+  }
+  if (!data.length) return null;
+  let payload;
+  try {
+    payload = JSON.parse(data.join("\n"));
+  } catch {
+    return null;
+  }
+  if (!payload || typeof payload !== "object") return null;
+  if (typeof payload.type !== "string") payload.type = type;
+  if (typeof payload.seq !== "number" && id !== "") payload.seq = Number(id);
+  return payload;
+}
+
+/**
+ * Upload one file with XMLHttpRequest, for its progress events.
+ * Returns `{promise, abort}`; the promise resolves to the server's metadata.
+ */
+export function uploadFile(file, sessionId, onProgress) {
+  const xhr = new XMLHttpRequest();
+  const promise = new Promise((resolve, reject) => {
+    xhr.open("POST", "/api/upload");
+    const token = getToken();
+    if (token) xhr.setRequestHeader("Authorization", `Bearer ${token}`);
+    xhr.setRequestHeader("Accept", "application/json");
+    xhr.upload.addEventListener("progress", (event) => {
+      if (event.lengthComputable && event.total > 0) onProgress(event.loaded / event.total);
+    });
+    xhr.addEventListener("load", () => {
+      let body = null;
+      try {
+        body = JSON.parse(xhr.responseText);
+      } catch {
+        body = null;
+      }
+      if (xhr.status >= 200 && xhr.status < 300 && body) {
+        resolve(body);
+        return;
+      }
+      if (xhr.status === 401) onUnauthorized();
+      reject(errorFromBody(xhr.status, xhr.statusText, body));
+    });
+    xhr.addEventListener("error", () => reject(new ApiError(OFFLINE, 0, "network")));
+    xhr.addEventListener("abort", () => reject(new ApiError("Upload cancelled.", 0, "aborted")));
+    const form = new FormData();
+    form.append("session_id", sessionId);
+    form.append("file", file, file.name);
+    xhr.send(form);
+  });
+  return { promise, abort: () => xhr.abort() };
+}

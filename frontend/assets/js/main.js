@@ -1,0 +1,87 @@
+/**
+ * Wires the page: the API's token, the views, sign-in and sign-out, and the
+ * start-up (restore the token, reopen the last conversation, reattach its run).
+ */
+
+import { configureApi, request } from "./api.js";
+import { mountComposer } from "./composer.js";
+import { mountConversations, restoreConversations } from "./conversations.js";
+import { byId } from "./dom.js";
+import { mountFiles } from "./files.js";
+import { mountLightbox } from "./lightbox.js";
+import { hideLogin, mountLogin, showLogin } from "./login.js";
+import { mountMessages } from "./messages.js";
+import { detachAll, retry } from "./runs.js";
+import { mountSidebar } from "./sidebar.js";
+import { emit, on, state, STORAGE, storage } from "./state.js";
+import { loadHealth, mountStatus } from "./status.js";
+import { mountUploads } from "./uploads.js";
+
+function signOutLocally(message = "") {
+  detachAll();
+  state.token = null;
+  state.user = null;
+  state.items = [];
+  state.conversations = [];
+  state.conversationId = null;
+  state.viewId += 1;
+  storage.set(STORAGE.token, null);
+  emit("auth");
+  showLogin(message);
+}
+
+async function logout() {
+  try {
+    await request("/api/auth/logout", { method: "POST" });
+  } catch {
+    /* signed out here either way */
+  }
+  signOutLocally();
+}
+
+async function enterApp(token) {
+  state.token = token;
+  state.user = await request("/api/users/me");
+  storage.set(STORAGE.token, token);
+  hideLogin();
+  byId("app").hidden = false;
+  emit("auth");
+  await restoreConversations();
+  byId("composer").focus();
+}
+
+async function start() {
+  configureApi({
+    token: () => state.token,
+    unauthorized: () => {
+      if (state.token) signOutLocally("Your session has ended. Please sign in again.");
+    },
+  });
+  mountStatus();
+  mountLogin({ onSignedIn: enterApp });
+  mountSidebar({ onLogout: logout });
+  mountMessages();
+  mountComposer();
+  mountFiles();
+  mountUploads();
+  mountLightbox();
+  mountConversations();
+  on("retry", (turn) => retry(turn));
+
+  const health = loadHealth();
+  const token = storage.get(STORAGE.token);
+  if (!token) {
+    showLogin();
+    await health;
+    return;
+  }
+  try {
+    await enterApp(token);
+  } catch (error) {
+    // 401 has already shown the form; anything else (server down) too, with its reason.
+    if (byId("login-view").hidden) showLogin(error.message);
+  }
+  await health;
+}
+
+start();

@@ -1,0 +1,176 @@
+/**
+ * The message column: draws the open conversation in one pass, appends new
+ * items, and redraws only the assistant turn that changed, at most once per
+ * animation frame. Follows the newest message unless the user scrolled up.
+ */
+
+import { byId, h } from "./dom.js";
+import { renderMarkdown } from "./render.js";
+import { emit, on, state } from "./state.js";
+import { renderPlots, renderTimeline } from "./timeline.js";
+import { renderUpload } from "./uploads.js";
+
+const STICK_DISTANCE = 80; // px from the bottom that still counts as "at the bottom"
+const views = new WeakMap(); // turn or upload → its view
+const dirty = new Set();
+let frame = 0;
+let scroller;
+let list;
+let emptyState;
+let jumpButton;
+let stick = true;
+
+export function mountMessages() {
+  scroller = byId("scroller");
+  list = byId("messages");
+  emptyState = byId("empty-state");
+  jumpButton = byId("jump-latest");
+  // Growing content never moves scrollTop, so only a move up (the user's) unsticks.
+  let lastTop = 0;
+  scroller.addEventListener("scroll", () => {
+    const top = scroller.scrollTop;
+    if (scroller.scrollHeight - top - scroller.clientHeight < STICK_DISTANCE) stick = true;
+    else if (top < lastTop) stick = false;
+    lastTop = top;
+    jumpButton.hidden = stick;
+  }, { passive: true });
+  jumpButton.addEventListener("click", () => {
+    stick = true;
+    scrollToBottom();
+  });
+  list.addEventListener("click", (event) => {
+    const retry = event.target.closest("[data-retry]");
+    if (!retry) return;
+    const item = state.items.find((i) => i.kind === "assistant" && i.turn.key === retry.dataset.retry);
+    if (item) emit("retry", item.turn);
+  });
+  // Images and deferred highlighting change heights after a redraw: keep following.
+  new ResizeObserver(() => {
+    if (stick) scrollToBottom();
+  }).observe(list);
+  on("conversation", renderAll);
+  on("item", appendItem);
+  on("turn", schedule);
+  on("upload", (upload) => {
+    const view = views.get(upload);
+    if (view) view.update(upload);
+  });
+}
+
+function renderAll() {
+  dirty.clear();
+  const fragment = document.createDocumentFragment();
+  for (const item of state.items) fragment.append(buildItem(item, "later"));
+  list.replaceChildren(fragment);
+  emptyState.hidden = state.items.length > 0;
+  stick = true;
+  jumpButton.hidden = true;
+  scrollToBottom();
+}
+
+function appendItem(item) {
+  list.append(buildItem(item, "now"));
+  emptyState.hidden = true;
+  if (item.kind === "user") stick = true; // sending follows the answer
+  if (stick) scrollToBottom();
+}
+
+function buildItem(item, mode) {
+  if (item.kind === "user") {
+    return h(
+      "article",
+      { class: "message message-user", testid: "message-user" },
+      h("div", { class: "bubble" }, item.text),
+    );
+  }
+  if (item.kind === "upload") {
+    const view = renderUpload(item.upload);
+    views.set(item.upload, view);
+    return view.el;
+  }
+  return buildAssistant(item.turn, mode);
+}
+
+function buildAssistant(turn, mode) {
+  const view = {
+    el: null,
+    timeline: h("div", { class: "timeline" }),
+    plots: h("div", { class: "plots" }),
+    answer: h("div", { class: "answer markdown" }),
+    error: h("div", { class: "error-slot" }),
+    foot: h("div", { class: "message-foot" }),
+    rev: -1,
+    textRev: -1,
+    mode,
+  };
+  view.el = h(
+    "article",
+    { class: "message message-assistant", testid: "message-assistant", dataset: { runState: turn.runState } },
+    h("div", { class: "avatar", "aria-hidden": "true" }, "π"),
+    h("div", { class: "message-body" }, view.timeline, view.plots, view.answer, view.error, view.foot),
+  );
+  views.set(turn, view);
+  updateAssistant(turn, view);
+  return view.el;
+}
+
+function errorCard(turn) {
+  return h(
+    "div",
+    { class: "error-card", testid: "error-card", role: "alert" },
+    h("div", { class: "error-card-title" }, "Something went wrong"),
+    h("p", { class: "error-card-message" }, turn.error.message),
+    turn.userText
+      ? h("button", { type: "button", class: "button button-secondary button-small", dataset: { retry: turn.key } }, "Retry")
+      : null,
+  );
+}
+
+function footer(turn) {
+  if (turn.runState === "running") {
+    const label = turn.text ? "Writing…" : "Working…";
+    return h("span", { class: "run-mark run-mark-running" }, h("span", { class: "spinner", "aria-hidden": "true" }), label);
+  }
+  if (turn.runState === "stopped") return h("span", { class: "run-mark run-mark-stopped" }, "Stopped");
+  return null;
+}
+
+function updateAssistant(turn, view) {
+  view.el.dataset.runState = turn.runState;
+  if (turn.runId) view.el.dataset.runId = turn.runId;
+  const mode = view.mode === "later" && turn.runState !== "running" ? "later" : "now";
+  if (view.rev !== turn.rev) {
+    view.rev = turn.rev;
+    renderTimeline(view.timeline, turn, mode);
+    renderPlots(view.plots, turn);
+    view.error.replaceChildren(turn.error ? errorCard(turn) : "");
+  }
+  if (view.textRev !== turn.textRev) {
+    view.textRev = turn.textRev;
+    const highlight = turn.runState === "running" ? "streaming" : mode;
+    view.answer.replaceChildren(renderMarkdown(turn.text, { highlight }));
+    view.answer.hidden = !turn.text;
+    view.foot.replaceChildren(footer(turn) || "");
+  }
+}
+
+/** Redraw `turn` in the next animation frame (many events, one redraw). */
+function schedule(turn) {
+  if (!views.has(turn)) return;
+  dirty.add(turn);
+  if (!frame) frame = requestAnimationFrame(flush);
+}
+
+function flush() {
+  frame = 0;
+  for (const turn of dirty) {
+    const view = views.get(turn);
+    if (view && view.el.isConnected) updateAssistant(turn, view);
+  }
+  dirty.clear();
+  if (stick) scrollToBottom();
+}
+
+function scrollToBottom() {
+  scroller.scrollTop = scroller.scrollHeight;
+}

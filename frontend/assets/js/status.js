@@ -1,0 +1,81 @@
+/**
+ * The status line (LLM backend and model, sandbox mode, from /health) and
+ * short notices for errors that belong to no message.
+ */
+
+import { request } from "./api.js";
+import { byId, h } from "./dom.js";
+import { emit, on, state } from "./state.js";
+
+export async function loadHealth() {
+  try {
+    state.health = await request("/health", { auth: false });
+  } catch {
+    state.health = null;
+  }
+  emit("health");
+}
+
+function demoNote() {
+  return h(
+    "div",
+    { class: "demo-note", role: "note" },
+    h("strong", {}, "Demo model. "),
+    "The built-in SmolLM2-135M runs offline: it proves the plumbing, not the analysis. For real analysis, connect Ollama: run ",
+    h("code", {}, "ollama serve"),
+    ", then ",
+    h("code", {}, "ollama pull qwen2.5-coder:7b"),
+    ", and restart with ",
+    h("code", {}, "OLLAMA_MODEL=qwen2.5-coder:7b make run"),
+    ".",
+  );
+}
+
+function render() {
+  const line = byId("status-line");
+  const health = state.health;
+  if (!health) {
+    line.replaceChildren(h("span", { class: "status-item status-bad" }, "The server is not reachable."));
+    return;
+  }
+  const llm = health.llm || {};
+  const sandbox = health.sandbox || {};
+  const isolated = Boolean(sandbox.isolated);
+  const parts = [
+    h(
+      "span",
+      { class: "status-item", title: llm.reason ? String(llm.reason) : null },
+      h("span", { class: "status-dot status-ok", "aria-hidden": "true" }),
+      `LLM: ${llm.backend || "unknown"}`,
+      llm.model ? h("span", { class: "muted" }, ` · ${llm.model}`) : null,
+    ),
+    h(
+      "span",
+      { class: `status-item${isolated ? "" : " status-warn"}`, title: sandbox.detail ? String(sandbox.detail) : null },
+      `Sandbox: ${sandbox.mode || "unknown"}`,
+      h("span", { class: "muted" }, isolated ? " · isolated" : " · not isolated"),
+    ),
+  ];
+  line.replaceChildren(h("div", { class: "status-items" }, parts), llm.backend === "embedded" ? demoNote() : "");
+}
+
+let noticeTimer = 0;
+
+/** A short notice at the top of the page (errors with no message to attach to). */
+export function notify(message) {
+  let box = byId("notice");
+  if (!box) {
+    box = h("div", { id: "notice", class: "notice", role: "alert" });
+    document.body.append(box);
+  }
+  box.replaceChildren(
+    h("span", {}, message),
+    h("button", { type: "button", class: "button button-ghost button-small", "aria-label": "Dismiss", onclick: () => box.remove() }, "×"),
+  );
+  clearTimeout(noticeTimer);
+  noticeTimer = setTimeout(() => box.remove(), 8000);
+}
+
+export function mountStatus() {
+  on("health", render);
+}

@@ -1,0 +1,102 @@
+"""Driving the UI in Debian's Chromium: console watching and the steps a person takes."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from playwright.sync_api import ConsoleMessage, Locator, Page, expect
+
+from tests.support.live_server import ROOT
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# Without the background-networking flags Chromium keeps dialling Google's hosts.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+SCREENSHOTS = ROOT / "data" / "ui-screenshots"
+# Records Content-Security-Policy violations before any of the page's scripts run.
+CSP_WATCH = (
+    "window.__csp = [];"
+    "document.addEventListener('securitypolicyviolation',"
+    " (e) => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));"
+)
+
+
+@dataclass
+class ConsoleWatch:
+    """What the pages complained about; HTTP statuses a test provokes on purpose are fine."""
+
+    errors: list[str] = field(default_factory=list)
+    expected_statuses: set[int] = field(default_factory=set)
+
+    def expect_status(self, status: int) -> None:
+        self.expected_statuses.add(status)
+
+    def on_console(self, message: ConsoleMessage) -> None:
+        if message.type == "error" or "Content Security Policy" in message.text:
+            self.errors.append(message.text)
+
+    def on_page_error(self, error: Exception) -> None:
+        self.errors.append(f"uncaught: {error}")
+
+    def unexpected(self) -> list[str]:
+        def expected(text: str) -> bool:
+            status = re.search(r"Failed to load resource: .*status of (\d{3})", text)
+            return status is not None and int(status.group(1)) in self.expected_statuses
+
+        return [text for text in self.errors if not expected(text)]
+
+
+class Person(NamedTuple):
+    username: str
+    password: str
+
+
+def login(page: Page, person: Person, password: str | None = None) -> None:
+    """Sign in through the form; with the right password, wait for the composer."""
+    page.get_by_test_id("login-username").fill(person.username)
+    page.get_by_test_id("login-password").fill(password or person.password)
+    page.get_by_test_id("login-submit").click()
+    if password is None:
+        expect(page.get_by_test_id("composer")).to_be_visible()
+
+
+def screenshot(page: Page, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path
+
+
+def drop_file(page: Page, name: str, data: bytes, mime: str = "text/csv") -> None:
+    """Drag a file onto the page and drop it, as a person would from their desktop."""
+    transfer = page.evaluate_handle(
+        """([name, bytes, mime]) => {
+            const transfer = new DataTransfer();
+            transfer.items.add(new File([new Uint8Array(bytes)], name, {type: mime}));
+            return transfer;
+        }""",
+        [name, list(data), mime],
+    )
+    for kind in ("dragenter", "dragover", "drop"):
+        page.dispatch_event("body", kind, {"dataTransfer": transfer})
+
+
+def send(page: Page, text: str) -> None:
+    composer = page.get_by_test_id("composer")
+    composer.fill(text)
+    composer.press("Enter")
+
+
+def last_answer(page: Page) -> Locator:
+    return page.get_by_test_id("message-assistant").last

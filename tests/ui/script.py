@@ -1,0 +1,60 @@
+"""What the scripted model answers in the UI tests: each test tags its messages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.support.agent_script import CODE, react_turn, slow_turn
+
+XSS_FLAG = "__xss"
+
+# Hostile strings for model output, file names and column names: none may run script.
+XSS_MARKDOWN = "\n\n".join(
+    [
+        "XSS-CORPUS answer follows.",
+        f"<script>window.{XSS_FLAG}=1</script>",
+        f'<img src=x onerror="window.{XSS_FLAG}=2">',
+        f"[click me](javascript:window.{XSS_FLAG}=3)",
+        f"[data link](data:text/html,<script>window.{XSS_FLAG}=4</script>)",
+        f'<svg onload="window.{XSS_FLAG}=5"><script>window.{XSS_FLAG}=6</script></svg>',
+        f"![pic](javascript:window.{XSS_FLAG}=7)",
+        f'[tricky](<javascript:window.{XSS_FLAG}=8> "t")',
+        f"[entity](&#106;avascript:window.{XSS_FLAG}=9)",
+        f'<a href="javascript:window.{XSS_FLAG}=10">raw anchor</a>',
+        f"```html\n<script>window.{XSS_FLAG}=11</script>\n```",
+        f"`<img src=x onerror=window.{XSS_FLAG}=12>`",
+        f"[![img link](x)](javascript:window.{XSS_FLAG}=15)",
+        f'<https://example.org/"onmouseover="window.{XSS_FLAG}=16>',
+        "A fine link: [docs](https://example.org/docs).",
+    ]
+)
+XSS_COLUMN = f"<img src=x onerror=window.{XSS_FLAG}=13>"
+XSS_FILE_NAME = f"<svg onload=window.{XSS_FLAG}=14>.csv"
+
+REACT_CODE = CODE + "df1.describe().to_csv('summary.csv')\n"
+MATH = "Prices were $5 and $10 today, and \\(x^2\\) grows."
+LONG_OUTPUT_CODE = "for i in range(45):\n    print('line', i)\n"
+# Runs until the test uploads go.csv (an event it controls, never a guessed delay).
+REATTACH_CODE = (
+    "import pathlib, time\n"
+    "for _ in range(1200):\n"
+    "    if pathlib.Path('uploads/go.csv').exists():\n"
+    "        break\n"
+    "    time.sleep(0.05)\n"
+    "print('mean price:', df1['price'].mean())\n"
+)
+
+
+def replies() -> list[dict[str, Any]]:
+    return [
+        *react_turn("Q-UI-REACT", code=REACT_CODE),
+        # Four statements are worth a review (fewer are "trivial"): it approves.
+        {"when": ["[stage: review]", "Q-UI-REACT"], "content": '{"answers_question": true}'},
+        *slow_turn("Q-UI-STOP"),
+        *react_turn("Q-UI-AFTER-STOP"),
+        *react_turn("Q-UI-RELOAD", code=REATTACH_CODE),
+        *react_turn("Q-UI-LONG", code=LONG_OUTPUT_CODE, answer="It printed 45 lines."),
+        {"when": "Q-UI-XSS", "content": XSS_MARKDOWN},
+        {"when": "Q-UI-MATH", "content": MATH},
+        {"when": "Q-UI-HELLO", "content": "Hello! Ask me about your data.", "repeat": True},
+    ]

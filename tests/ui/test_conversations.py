@@ -1,0 +1,78 @@
+"""The sidebar's conversations, the composer's keys, and the layout on a phone."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Dialog, expect
+
+from tests.ui.browser import Person, last_answer, login, screenshot, send
+from tests.ui.conftest import OpenPage
+
+
+def test_conversations_are_listed_newest_first_opened_and_deleted_after_confirming(
+    open_page: OpenPage,
+    person: Person,
+) -> None:
+    page = open_page()
+    login(page, person)
+    composer = page.get_by_test_id("composer")
+    composer.fill("Q-UI-HELLO first")
+    composer.press("Shift+Enter")  # a new line, not a send
+    composer.type("question")
+    expect(composer).to_have_value("Q-UI-HELLO first\nquestion")
+    composer.press("Enter")
+    expect(last_answer(page)).to_contain_text("Hello! Ask me about your data.")
+    expect(composer).to_have_value("")
+
+    page.get_by_test_id("new-chat").click()
+    expect(page.get_by_test_id("message-user")).to_have_count(0)
+    send(page, "Q-UI-HELLO second one")
+    expect(last_answer(page)).to_have_attribute("data-run-state", "done")
+
+    items = page.get_by_test_id("conversation-item")
+    expect(items).to_have_count(2)
+    expect(items.nth(0)).to_contain_text("Q-UI-HELLO second one")  # newest first
+    expect(items.nth(1)).to_have_text("Q-UI-HELLO first question×")  # titled on one line
+
+    items.nth(1).get_by_role("button", name="Q-UI-HELLO first question", exact=True).click()
+    expect(page.get_by_test_id("message-user")).to_contain_text("question")
+
+    answers: list[str] = []
+
+    def answer(dialog: Dialog, accept: bool) -> None:
+        answers.append(dialog.message)
+        if accept:
+            dialog.accept()
+        else:
+            dialog.dismiss()
+
+    page.once("dialog", lambda dialog: answer(dialog, accept=False))
+    items.nth(1).get_by_test_id("delete-conversation").click()
+    expect(items).to_have_count(2)  # dismissed: nothing is deleted
+    page.once("dialog", lambda dialog: answer(dialog, accept=True))
+    items.nth(1).get_by_test_id("delete-conversation").click()
+    expect(items).to_have_count(1)
+    expect(items.first).to_contain_text("Q-UI-HELLO second one")
+    expect(page.get_by_test_id("message-user")).to_have_count(0)  # the open one went with it
+    assert len(answers) == 2 and "Delete" in answers[0]
+
+    page.reload()
+    expect(page.get_by_test_id("conversation-item")).to_have_count(1)
+
+
+def test_the_ui_fits_a_375_px_phone(open_page: OpenPage, person: Person) -> None:
+    page = open_page(width=375, height=740)
+    login(page, person)
+    send(page, "Q-UI-HELLO on a phone")
+    expect(last_answer(page)).to_contain_text("Hello! Ask me about your data.")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    expect(page.get_by_test_id("send")).to_be_in_viewport()
+    expect(page.get_by_test_id("agent-select")).to_be_in_viewport()
+    expect(page.get_by_test_id("status-line")).to_be_visible()
+    screenshot(page, "phone-375")
+
+    toggle = page.get_by_test_id("sidebar-toggle")
+    toggle.click()
+    expect(page.get_by_test_id("conversation-list")).to_be_in_viewport()
+    screenshot(page, "phone-375-sidebar")
+    page.keyboard.press("Escape")
+    expect(toggle).to_have_attribute("aria-expanded", "false")

@@ -1,0 +1,155 @@
+"""A turn in the browser: the timeline, plots, long output, Stop and reattaching."""
+
+from __future__ import annotations
+
+import time
+
+from playwright.sync_api import Page, expect
+
+from tests.support.agent_script import SALES
+from tests.ui.browser import Person, drop_file, last_answer, login, screenshot, send
+from tests.ui.conftest import OpenPage
+
+
+def ready_with_sales(page: Page, person: Person) -> None:
+    login(page, person)
+    drop_file(page, "sales.csv", SALES)
+    expect(page.get_by_test_id("file-card")).to_contain_text("2 rows")
+
+
+def run_status(page: Page, run_id: str) -> str:
+    """The server's own view of a run, asked with the page's token."""
+    return str(
+        page.evaluate(
+            """async (id) => {
+                const token = localStorage.getItem("pda.token");
+                const response = await fetch(`/api/runs/${id}`,
+                    {headers: {Authorization: `Bearer ${token}`}});
+                return (await response.json()).status;
+            }""",
+            run_id,
+        )
+    )
+
+
+def test_a_react_turn_shows_router_code_output_plot_files_and_answer(
+    open_page: OpenPage,
+    person: Person,
+) -> None:
+    page = open_page()
+    ready_with_sales(page, person)
+    send(page, "Q-UI-REACT what is the mean price? Plot it.")
+
+    answer = last_answer(page)
+    expect(answer).to_have_attribute("data-run-state", "done", timeout=60_000)
+    expect(answer.get_by_test_id("step-router")).to_contain_text("ReAct")
+    expect(answer.get_by_test_id("step-code")).to_contain_text("plt.plot(df1['price'])")
+    expect(answer.get_by_test_id("step-code").locator(".hljs-keyword").first).to_be_visible()
+    expect(answer.get_by_test_id("step-output")).to_contain_text("mean price: 20.0")
+    expect(answer.locator(".chip", has_text="summary.csv")).to_be_visible()
+    expect(answer).to_contain_text("The mean price is 20.0.")
+
+    plot = answer.get_by_test_id("plot")
+    expect(plot).to_be_visible()
+    plot.scroll_into_view_if_needed()
+    page.wait_for_function(
+        "(img) => img.complete && img.naturalWidth > 0", arg=plot.element_handle()
+    )
+    screenshot(page, "react-turn")
+    plot.click()
+    expect(page.locator("#lightbox")).to_be_visible()
+    expect(page.locator("#lightbox-image")).to_have_attribute(
+        "src", plot.get_attribute("src") or ""
+    )
+    page.keyboard.press("Escape")
+    expect(page.locator("#lightbox")).to_be_hidden()
+
+    # The files panel lists the upload and what the code wrote.
+    panel = page.get_by_test_id("files-panel")
+    expect(panel.get_by_role("link", name="summary.csv")).to_be_visible()
+
+    # A stored turn draws the same way after a reload.
+    page.reload()
+    answer = last_answer(page)
+    expect(answer).to_have_attribute("data-run-state", "done")
+    expect(answer.get_by_test_id("step-output")).to_contain_text("mean price: 20.0")
+    expect(answer.get_by_test_id("plot")).to_be_visible()
+
+
+def test_long_output_is_collapsed_past_30_lines_with_show_all(
+    open_page: OpenPage, person: Person
+) -> None:
+    page = open_page()
+    ready_with_sales(page, person)
+    page.get_by_test_id("agent-select").select_option("react")
+    send(page, "Q-UI-LONG print many lines")
+    answer = last_answer(page)
+    expect(answer).to_have_attribute("data-run-state", "done", timeout=60_000)
+    output = answer.get_by_test_id("step-output")
+    expect(output).to_contain_text("line 29")
+    expect(output).not_to_contain_text("line 30")
+    answer.get_by_role("button", name="Show all 45 lines").click()
+    expect(output).to_contain_text("line 44")
+
+
+def test_stop_kills_the_run_keeps_the_partial_turn_and_frees_the_composer(
+    open_page: OpenPage,
+    person: Person,
+) -> None:
+    page = open_page()
+    ready_with_sales(page, person)
+    page.get_by_test_id("agent-select").select_option("react")
+    send(page, "Q-UI-STOP wait a while")
+    answer = last_answer(page)
+    # The 20-second code is running in the sandbox: its code card is there, without output.
+    expect(answer.get_by_test_id("step-code")).to_contain_text("time.sleep(20)", timeout=60_000)
+    run_id = answer.get_attribute("data-run-id")
+    assert run_id
+    expect(page.get_by_test_id("send")).to_be_hidden()
+
+    started = time.monotonic()
+    page.get_by_test_id("stop").click()
+    expect(answer).to_have_attribute("data-run-state", "stopped", timeout=2_000)
+    expect(page.get_by_test_id("send")).to_be_visible(timeout=2_000)
+    # On the server too: the run ended as cancelled, well before the code's 20 s.
+    deadline = started + 10
+    while run_status(page, run_id) != "cancelled":
+        assert time.monotonic() < deadline, "the server did not cancel the run"
+        page.wait_for_timeout(100)
+    stopped_after = time.monotonic() - started
+    assert stopped_after < 10, stopped_after
+    expect(answer).to_contain_text("Stopped")
+    expect(answer.get_by_test_id("step-code")).to_contain_text("time.sleep(20)")
+    screenshot(page, "stopped")
+
+    send(page, "Q-UI-AFTER-STOP and now the mean?")
+    after = last_answer(page)
+    expect(after).to_have_attribute("data-run-state", "done", timeout=60_000)
+    expect(after).to_contain_text("The mean price is 20.0.")
+    expect(after.get_by_test_id("step-output")).to_contain_text("mean price: 20.0")
+
+
+def test_a_reload_mid_run_reattaches_and_the_answer_completes(
+    open_page: OpenPage, person: Person
+) -> None:
+    page = open_page()
+    ready_with_sales(page, person)
+    page.get_by_test_id("agent-select").select_option("react")
+    send(page, "Q-UI-RELOAD the mean, slowly")
+    answer = last_answer(page)
+    expect(answer.get_by_test_id("step-code")).to_contain_text("go.csv", timeout=60_000)
+    expect(answer).to_have_attribute("data-run-state", "running")
+
+    page.reload()
+    answer = last_answer(page)
+    # What happened so far is replayed while the code still waits for go.csv ...
+    expect(answer.get_by_test_id("step-router")).to_contain_text("ReAct")
+    expect(answer.get_by_test_id("step-code")).to_contain_text("go.csv")
+    expect(answer).to_have_attribute("data-run-state", "running")
+    expect(page.get_by_test_id("stop")).to_be_visible()
+    # ... then the run is followed live to its end.
+    drop_file(page, "go.csv", b"go\n1\n")
+    expect(answer).to_have_attribute("data-run-state", "done", timeout=60_000)
+    expect(answer.get_by_test_id("step-output")).to_contain_text("mean price: 20.0")
+    expect(answer).to_contain_text("The mean price is 20.0.")
+    expect(page.get_by_test_id("send")).to_be_visible()

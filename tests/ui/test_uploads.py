@@ -1,0 +1,56 @@
+"""Uploads: drag and drop, the metadata card, the files panel and clear refusals."""
+
+from __future__ import annotations
+
+import httpx
+from playwright.sync_api import expect
+
+from tests.support.agent_script import SALES
+from tests.ui.browser import Person, drop_file, login, screenshot
+from tests.ui.conftest import OpenPage
+
+
+def test_a_dropped_csv_gets_a_metadata_card_and_a_download_in_the_files_panel(
+    open_page: OpenPage,
+    person: Person,
+) -> None:
+    page = open_page()
+    login(page, person)
+    drop_file(page, "sales.csv", SALES)
+
+    card = page.get_by_test_id("file-card")
+    expect(card).to_contain_text("sales.csv")
+    expect(card).to_contain_text("2 rows")
+    expect(card).to_contain_text("region")
+    expect(card).to_contain_text("price")
+    expect(card).to_contain_text("int")  # each column's type
+
+    panel = page.get_by_test_id("files-panel")
+    link = panel.get_by_role("link", name="sales.csv")
+    expect(link).to_be_visible()
+    expect(panel).to_contain_text("B")  # its size
+    screenshot(page, "upload")
+
+    # The link works through the HttpOnly cookie: no header, as a click would send.
+    href = link.get_attribute("href")
+    assert href and href.startswith("/api/sessions/")
+    cookies = {c["name"]: c["value"] for c in page.context.cookies()}
+    download = httpx.get(page.url.rstrip("/") + href, cookies=cookies)
+    assert download.status_code == 200 and download.content == SALES
+    assert httpx.get(page.url.rstrip("/") + href).status_code == 401
+
+
+def test_unsupported_and_too_large_files_get_a_clear_message(
+    open_page: OpenPage, person: Person
+) -> None:
+    page = open_page()
+    login(page, person)
+    drop_file(page, "tool.exe", b"MZ", mime="application/octet-stream")
+    errors = page.get_by_test_id("upload-error")
+    expect(errors.first).to_contain_text(".exe files are not supported")
+
+    big = b"a,b\n" + b"1,2\n" * 300_000  # 1.2 MB, over the server's 1 MB limit
+    drop_file(page, "big.csv", big)
+    expect(errors.last).to_contain_text("over the 1")
+    expect(page.get_by_test_id("file-card")).to_have_count(0)
+    screenshot(page, "upload-refused")
