@@ -56,5 +56,7 @@ def replies() -> list[dict[str, Any]]:
         *react_turn("Q-UI-LONG", code=LONG_OUTPUT_CODE, answer="It printed 45 lines."),
         {"when": "Q-UI-XSS", "content": XSS_MARKDOWN},
         {"when": "Q-UI-MATH", "content": MATH},
+        {"when": "Q-UI-RETRY", "error": "The upstream model timed out after 120 s."},
+        {"when": "Q-UI-RETRY", "content": "Second time lucky."},
         {"when": "Q-UI-HELLO", "content": "Hello! Ask me about your data.", "repeat": True},
     ]

@@ -76,3 +76,41 @@ def test_the_ui_fits_a_375_px_phone(open_page: OpenPage, person: Person) -> None
     screenshot(page, "phone-375-sidebar")
     page.keyboard.press("Escape")
     expect(toggle).to_have_attribute("aria-expanded", "false")
+
+
+def test_everything_works_from_the_keyboard(open_page: OpenPage, person: Person) -> None:
+    page = open_page()
+    keys = page.keyboard
+    expect(page.get_by_test_id("login-username")).to_be_focused()
+    keys.type(person.username)
+    keys.press("Tab")
+    keys.type(person.password)
+    keys.press("Enter")
+    composer = page.get_by_test_id("composer")
+    expect(composer).to_be_focused()
+    keys.type("Q-UI-HELLO typed only")
+    keys.press("Enter")
+    expect(last_answer(page)).to_contain_text("Hello! Ask me about your data.")
+
+    # Tab reaches the agent selector, and arrow keys choose an agent.
+    composer.focus()
+    for _ in range(10):
+        keys.press("Tab")
+        if page.evaluate("document.activeElement.dataset.testid") == "agent-select":
+            break
+    expect(page.get_by_test_id("agent-select")).to_be_focused()
+    keys.press("ArrowDown")
+    expect(page.get_by_test_id("agent-select")).to_have_value("chat")
+
+    # New chat, then Tab to the conversation below it, opened with Enter.
+    page.get_by_test_id("new-chat").focus()
+    keys.press("Enter")
+    expect(page.get_by_test_id("message-user")).to_have_count(0)
+    expect(composer).to_be_focused()  # ready to type
+    page.get_by_test_id("new-chat").focus()
+    keys.press("Tab")
+    opener = page.get_by_role("button", name="Q-UI-HELLO typed only", exact=True)
+    expect(opener).to_be_focused()
+    assert page.evaluate("getComputedStyle(document.activeElement).outlineStyle") != "none"
+    keys.press("Enter")
+    expect(page.get_by_test_id("message-user")).to_contain_text("Q-UI-HELLO typed only")

@@ -111,13 +111,10 @@ def test_stop_kills_the_run_keeps_the_partial_turn_and_frees_the_composer(
     page.get_by_test_id("stop").click()
     expect(answer).to_have_attribute("data-run-state", "stopped", timeout=2_000)
     expect(page.get_by_test_id("send")).to_be_visible(timeout=2_000)
-    # On the server too: the run ended as cancelled, well before the code's 20 s.
-    deadline = started + 10
+    # On the server too: the run ended as cancelled within 2 s, its code killed.
     while run_status(page, run_id) != "cancelled":
-        assert time.monotonic() < deadline, "the server did not cancel the run"
-        page.wait_for_timeout(100)
-    stopped_after = time.monotonic() - started
-    assert stopped_after < 10, stopped_after
+        assert time.monotonic() - started < 2, "the server did not cancel the run in 2 s"
+        page.wait_for_timeout(50)
     expect(answer).to_contain_text("Stopped")
     expect(answer.get_by_test_id("step-code")).to_contain_text("time.sleep(20)")
     screenshot(page, "stopped")
@@ -153,3 +150,23 @@ def test_a_reload_mid_run_reattaches_and_the_answer_completes(
     expect(answer.get_by_test_id("step-output")).to_contain_text("mean price: 20.0")
     expect(answer).to_contain_text("The mean price is 20.0.")
     expect(page.get_by_test_id("send")).to_be_visible()
+
+
+def test_an_error_card_shows_the_servers_message_and_retry_sends_again(
+    open_page: OpenPage, person: Person
+) -> None:
+    page = open_page()
+    login(page, person)
+    page.get_by_test_id("agent-select").select_option("chat")
+    send(page, "Q-UI-RETRY say something")
+    failed = last_answer(page)
+    expect(failed).to_have_attribute("data-run-state", "error")
+    card = failed.get_by_test_id("error-card")
+    expect(card).to_contain_text("The upstream model timed out after 120 s.")
+    screenshot(page, "error-card")
+
+    card.get_by_role("button", name="Retry").click()
+    expect(page.get_by_test_id("message-user")).to_have_count(2)
+    retried = last_answer(page)
+    expect(retried).to_have_attribute("data-run-state", "done")
+    expect(retried).to_contain_text("Second time lucky.")

@@ -288,10 +288,12 @@ class ScriptedBackend(LLMBackend):
         return self._model
 
     def explain(self, exc: Exception) -> LLMError:
-        from backend.core.llm.scripted import ScriptExhausted
+        from backend.core.llm.scripted import ScriptedFailure, ScriptExhausted
 
         if isinstance(exc, ScriptExhausted):
             return LLMError(f"The scripted model has no reply left: {exc}.")
+        if isinstance(exc, ScriptedFailure):
+            return LLMError(str(exc))
         return super().explain(exc)
 
 

@@ -1,7 +1,8 @@
 """A chat model that replays scripted replies, for tests that need exact answers.
 
 Replies come from a list or a JSON file: strings, or objects
-`{"content": str, "when": str | [str], "repeat": bool, "token_delay": seconds}`.
+`{"content": str, "when": str | [str], "repeat": bool, "token_delay": seconds}`, or
+`{"error": str, "when": ...}` to fail that call as an unreachable upstream would.
 Each call takes the first unused reply whose `when` occurs in the last user
 message (a list: all of them; no `when` matches anything); a reply is used up
 unless `repeat` is true. Streaming splits a reply into word tokens, paced by
@@ -35,6 +36,10 @@ class ScriptExhausted(Exception):
     """Every scripted reply has been used."""
 
 
+class ScriptedFailure(Exception):
+    """A reply that scripts a failed call."""
+
+
 class ScriptedChatModel(BaseChatModel):
     replies: list[dict[str, Any]]
     model_name: str = "scripted"
@@ -63,6 +68,8 @@ class ScriptedChatModel(BaseChatModel):
                     continue
                 if not reply.get("repeat"):
                     self._used.add(index)
+                if "error" in reply:
+                    raise ScriptedFailure(reply["error"])
                 return reply
         raise ScriptExhausted(f"no scripted reply is left for {last_user[:60]!r}")
 
