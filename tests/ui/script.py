@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tests.support.agent_script import CODE, react_turn, slow_turn
@@ -45,6 +46,37 @@ REATTACH_CODE = (
 )
 
 
+PLAN = {
+    "steps": [
+        {"goal": "see which files there are", "tool": "list_files", "success_criterion": "listed"},
+        {"goal": "Q-UI-PLAN mean price", "tool": "python_coder", "success_criterion": "a number"},
+    ]
+}
+
+
+def plan_turn() -> list[dict[str, Any]]:
+    """A Plan-and-Execute turn: list the files, compute with python_coder, answer."""
+    tag = "Q-UI-PLAN"
+    return [
+        {"when": ["[stage: plan]", tag], "content": json.dumps(PLAN)},
+        {"when": ["[stage: replan]", tag], "content": '{"decision": "continue"}', "repeat": True},
+        {"when": ["[stage: generate]", tag], "content": f"```python\n{CODE}```"},
+        {"when": ["[stage: answer]", tag], "content": "The mean price is 20.0."},
+        {"when": ["[stage: final]", tag], "content": "The mean price is 20.0."},
+    ]
+
+
+def retried_turn() -> list[dict[str, Any]]:
+    """A ReAct turn whose first code fails; the fixed second attempt works."""
+    tag = "Q-UI-FIX"
+    broken = "print('mean price:', df1['cost'].mean())\n"
+    return [  # the first matching reply wins: the broken code comes first
+        {"when": ["[stage: generate]", tag], "content": f"```python\n{broken}```"},
+        {"when": ["[stage: fix]", tag], "content": f"```python\n{CODE}```"},
+        *react_turn(tag),
+    ]
+
+
 def replies() -> list[dict[str, Any]]:
     return [
         *react_turn("Q-UI-REACT", code=REACT_CODE),
@@ -54,6 +86,8 @@ def replies() -> list[dict[str, Any]]:
         *react_turn("Q-UI-AFTER-STOP"),
         *react_turn("Q-UI-RELOAD", code=REATTACH_CODE),
         *react_turn("Q-UI-LONG", code=LONG_OUTPUT_CODE, answer="It printed 45 lines."),
+        *plan_turn(),
+        *retried_turn(),
         {"when": "Q-UI-XSS", "content": XSS_MARKDOWN},
         {"when": "Q-UI-MATH", "content": MATH},
         {"when": "Q-UI-RETRY", "error": "The upstream model timed out after 120 s."},

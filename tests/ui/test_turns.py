@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 from playwright.sync_api import Page, expect
@@ -74,6 +75,53 @@ def test_a_react_turn_shows_router_code_output_plot_files_and_answer(
     expect(answer).to_have_attribute("data-run-state", "done")
     expect(answer.get_by_test_id("step-output")).to_contain_text("mean price: 20.0")
     expect(answer.get_by_test_id("plot")).to_be_visible()
+
+
+def test_a_plan_and_execute_turn_shows_the_plan_as_a_checklist(
+    open_page: OpenPage, person: Person
+) -> None:
+    page = open_page()
+    ready_with_sales(page, person)
+    page.get_by_test_id("agent-select").select_option("plan_execute")
+    send(page, "Q-UI-PLAN what is the mean price?")
+    answer = last_answer(page)
+    expect(answer).to_have_attribute("data-run-state", "done", timeout=60_000)
+    expect(answer.get_by_test_id("step-router")).to_contain_text("Plan & Execute")
+    steps = answer.get_by_test_id("step-plan").locator("li")
+    expect(steps).to_have_count(2)
+    expect(steps.nth(0)).to_contain_text("see which files there are")
+    expect(steps.nth(1)).to_contain_text("Q-UI-PLAN mean price")
+    for i in range(2):
+        expect(steps.nth(i)).to_have_attribute("data-status", "done")
+    expect(answer.get_by_test_id("step-output").last).to_contain_text("mean price: 20.0")
+    expect(answer.get_by_test_id("plot")).to_be_visible()
+    expect(answer).to_contain_text("The mean price is 20.0.")
+    screenshot(page, "plan-execute")
+
+
+def test_each_retry_is_a_numbered_attempt_and_errors_are_red(
+    open_page: OpenPage, person: Person
+) -> None:
+    page = open_page()
+    ready_with_sales(page, person)
+    page.get_by_test_id("agent-select").select_option("react")
+    send(page, "Q-UI-FIX the mean price")
+    answer = last_answer(page)
+    expect(answer).to_have_attribute("data-run-state", "done", timeout=60_000)
+    codes = answer.get_by_test_id("step-code")
+    expect(codes).to_have_count(2)
+    expect(codes.nth(0)).to_contain_text("Attempt 1")
+    expect(codes.nth(0)).to_contain_text("df1['cost']")
+    expect(codes.nth(1)).to_contain_text("Attempt 2")
+    outputs = answer.get_by_test_id("step-output")
+    expect(outputs.nth(0)).to_contain_text("KeyError")
+    expect(outputs.nth(0)).to_have_class(re.compile(r"\bis-error\b"))
+    color = outputs.nth(0).evaluate("(el) => getComputedStyle(el).color")
+    red, green, blue = (int(part) for part in re.findall(r"\d+", color)[:3])
+    assert red > 150 and red > 2 * green and red > 2 * blue, color
+    expect(outputs.nth(1)).to_contain_text("mean price: 20.0")
+    expect(outputs.nth(1)).not_to_have_class(re.compile(r"\bis-error\b"))
+    screenshot(page, "attempts")
 
 
 def test_long_output_is_collapsed_past_30_lines_with_show_all(
