@@ -39,12 +39,8 @@ from playwright.sync_api import Error as PlaywrightError
 from backend.storage import open_store
 from benchmarks.coder_small_model import PASSWORD, benchmark_server, clean_up, default_trace
 from tests.support.live_server import LiveServer
+from tests.ui.browser import CHROMIUM, CHROMIUM_ARGS
 
-CHROMIUM = "/usr/bin/chromium"
-# Without the background-networking flags Chromium keeps dialling Google's hosts.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--disable-quic"]  # fmt: skip
 STREAM_TAG, STREAM_WORDS, TOKEN_DELAY = "Q-BENCH-STREAM", 2000, 0.005
 OPEN_GOAL_MS, TASK_GOAL_MS = 1000.0, 50.0
 ANSWER = '[data-testid="message-assistant"]'

@@ -100,3 +100,11 @@ def send(page: Page, text: str) -> None:
 
 def last_answer(page: Page) -> Locator:
     return page.get_by_test_id("message-assistant").last
+
+
+def ask(page: Page, text: str, agent: str | None = None) -> Locator:
+    """Send `text` (to `agent`, if given) and return its answer's message."""
+    if agent:
+        page.get_by_test_id("agent-select").select_option(agent)
+    send(page, text)
+    return last_answer(page)

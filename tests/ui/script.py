@@ -33,6 +33,12 @@ XSS_COLUMN = f"<img src=x onerror=window.{XSS_FLAG}=13>"
 XSS_FILE_NAME = f"<svg onload=window.{XSS_FLAG}=14>.csv"
 
 REACT_CODE = CODE + "df1.describe().to_csv('summary.csv')\n"
+# Streamed slowly enough (120 tokens, 50 ms apart) to be seen with its fence still open.
+FENCE = (
+    "Here is the code:\n\n```python\n"
+    + "".join(f"x{i} = {i}\n" for i in range(40))
+    + "```\n\nDone."
+)
 MATH = "Prices were $5 and $10 today, and \\(x^2\\) grows."
 LONG_OUTPUT_CODE = "for i in range(45):\n    print('line', i)\n"
 # Runs until the test uploads go.csv (an event it controls, never a guessed delay).
@@ -90,6 +96,7 @@ def replies() -> list[dict[str, Any]]:
         *retried_turn(),
         {"when": "Q-UI-XSS", "content": XSS_MARKDOWN},
         {"when": "Q-UI-MATH", "content": MATH},
+        {"when": "Q-UI-FENCE", "content": FENCE, "token_delay": 0.05},
         {"when": "Q-UI-RETRY", "error": "The upstream model timed out after 120 s."},
         {"when": "Q-UI-RETRY", "content": "Second time lucky."},
         {"when": "Q-UI-HELLO", "content": "Hello! Ask me about your data.", "repeat": True},

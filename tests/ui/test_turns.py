@@ -8,7 +8,7 @@ import time
 from playwright.sync_api import Page, expect
 
 from tests.support.agent_script import SALES
-from tests.ui.browser import Person, drop_file, last_answer, login, screenshot, send
+from tests.ui.browser import Person, ask, drop_file, last_answer, login, screenshot, send
 from tests.ui.conftest import OpenPage
 
 
@@ -82,9 +82,7 @@ def test_a_plan_and_execute_turn_shows_the_plan_as_a_checklist(
 ) -> None:
     page = open_page()
     ready_with_sales(page, person)
-    page.get_by_test_id("agent-select").select_option("plan_execute")
-    send(page, "Q-UI-PLAN what is the mean price?")
-    answer = last_answer(page)
+    answer = ask(page, "Q-UI-PLAN what is the mean price?", "plan_execute")
     expect(answer).to_have_attribute("data-run-state", "done", timeout=60_000)
     expect(answer.get_by_test_id("step-router")).to_contain_text("Plan & Execute")
     steps = answer.get_by_test_id("step-plan").locator("li")
@@ -104,9 +102,7 @@ def test_each_retry_is_a_numbered_attempt_and_errors_are_red(
 ) -> None:
     page = open_page()
     ready_with_sales(page, person)
-    page.get_by_test_id("agent-select").select_option("react")
-    send(page, "Q-UI-FIX the mean price")
-    answer = last_answer(page)
+    answer = ask(page, "Q-UI-FIX the mean price", "react")
     expect(answer).to_have_attribute("data-run-state", "done", timeout=60_000)
     codes = answer.get_by_test_id("step-code")
     expect(codes).to_have_count(2)
@@ -129,9 +125,7 @@ def test_long_output_is_collapsed_past_30_lines_with_show_all(
 ) -> None:
     page = open_page()
     ready_with_sales(page, person)
-    page.get_by_test_id("agent-select").select_option("react")
-    send(page, "Q-UI-LONG print many lines")
-    answer = last_answer(page)
+    answer = ask(page, "Q-UI-LONG print many lines", "react")
     expect(answer).to_have_attribute("data-run-state", "done", timeout=60_000)
     output = answer.get_by_test_id("step-output")
     expect(output).to_contain_text("line 29")
@@ -146,9 +140,7 @@ def test_stop_kills_the_run_keeps_the_partial_turn_and_frees_the_composer(
 ) -> None:
     page = open_page()
     ready_with_sales(page, person)
-    page.get_by_test_id("agent-select").select_option("react")
-    send(page, "Q-UI-STOP wait a while")
-    answer = last_answer(page)
+    answer = ask(page, "Q-UI-STOP wait a while", "react")
     # The 20-second code is running in the sandbox: its code card is there, without output.
     expect(answer.get_by_test_id("step-code")).to_contain_text("time.sleep(20)", timeout=60_000)
     run_id = answer.get_attribute("data-run-id")
@@ -179,9 +171,7 @@ def test_a_reload_mid_run_reattaches_and_the_answer_completes(
 ) -> None:
     page = open_page()
     ready_with_sales(page, person)
-    page.get_by_test_id("agent-select").select_option("react")
-    send(page, "Q-UI-RELOAD the mean, slowly")
-    answer = last_answer(page)
+    answer = ask(page, "Q-UI-RELOAD the mean, slowly", "react")
     expect(answer.get_by_test_id("step-code")).to_contain_text("go.csv", timeout=60_000)
     expect(answer).to_have_attribute("data-run-state", "running")
 
@@ -205,9 +195,7 @@ def test_an_error_card_shows_the_servers_message_and_retry_sends_again(
 ) -> None:
     page = open_page()
     login(page, person)
-    page.get_by_test_id("agent-select").select_option("chat")
-    send(page, "Q-UI-RETRY say something")
-    failed = last_answer(page)
+    failed = ask(page, "Q-UI-RETRY say something", "chat")
     expect(failed).to_have_attribute("data-run-state", "error")
     card = failed.get_by_test_id("error-card")
     expect(card).to_contain_text("The upstream model timed out after 120 s.")

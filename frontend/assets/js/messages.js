@@ -7,6 +7,7 @@
 import { byId, h } from "./dom.js";
 import { renderMarkdown } from "./render.js";
 import { emit, on, state } from "./state.js";
+import { drawStreaming } from "./streaming.js";
 import { renderPlots, renderTimeline } from "./timeline.js";
 import { renderUpload } from "./uploads.js";
 
@@ -101,6 +102,7 @@ function buildAssistant(turn, mode) {
     foot: h("div", { class: "message-foot" }),
     rev: -1,
     textRev: -1,
+    stream: null, // what drawStreaming kept of the streaming answer
     mode,
   };
   view.el = h(
@@ -147,8 +149,12 @@ function updateAssistant(turn, view) {
   }
   if (view.textRev !== turn.textRev) {
     view.textRev = turn.textRev;
-    const highlight = turn.runState === "running" ? "streaming" : mode;
-    view.answer.replaceChildren(renderMarkdown(turn.text, { highlight }));
+    if (turn.runState === "running") {
+      view.stream = drawStreaming(view.answer, turn.text, view.stream);
+    } else {
+      view.stream = null;
+      view.answer.replaceChildren(renderMarkdown(turn.text, { highlight: mode }));
+    }
     view.answer.hidden = !turn.text;
     view.foot.replaceChildren(footer(turn) || "");
   }
