@@ -3,7 +3,8 @@
 A browser reloads, loses its network for a moment, or leaves a conversation and
 comes back; the run goes on regardless. Each run keeps a bounded buffer of its
 public events, numbered from 1, so a client can replay what it missed
-(`follow(after=N)`) and then follow live. Only `cancel` stops a run.
+(`follow(after=N)`) and then follow live; when a long answer's tokens overflow
+the buffer, its oldest tokens go and its steps stay. Only `cancel` stops a run.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class RunInProgress(Exception):
 
 
 class Run:
-    def __init__(self, turn: Turn, user_id: int) -> None:
+    def __init__(self, turn: Turn, user_id: int, max_events: int = MAX_EVENTS) -> None:
         self.id = uuid.uuid4().hex
         self.turn = turn
         self.user_id = user_id
@@ -43,7 +44,9 @@ class Run:
         self.status: RunStatus = "running"
         self.finished_at: float | None = None
         self.last_seq = 0
-        self._events: deque[dict[str, Any]] = deque(maxlen=MAX_EVENTS)
+        self._events: deque[dict[str, Any]] = deque(maxlen=max_events)
+        # Steps pushed out of the buffer by a long answer's tokens: a replay still draws them.
+        self._kept_steps: list[dict[str, Any]] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -56,6 +59,8 @@ class Run:
 
     def _append(self, payload: dict[str, Any]) -> None:
         self.last_seq += 1
+        if len(self._events) == self._events.maxlen and self._events[0]["type"] != "token":
+            self._kept_steps.append(self._events[0])
         self._events.append({**payload, "seq": self.last_seq})
         wake, self._wake = self._wake, asyncio.Event()
         wake.set()
@@ -84,7 +89,7 @@ class Run:
         """Every buffered event numbered above `after`, then new ones until the run ends."""
         while True:
             wake = self._wake  # taken before reading, so no event slips between
-            for event in list(self._events):
+            for event in [*self._kept_steps, *self._events]:
                 if event["seq"] > after:
                     after = event["seq"]
                     yield event
