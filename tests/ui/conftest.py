@@ -68,8 +68,13 @@ def open_page(browser: Browser, ui_server: LiveServer, watch: ConsoleWatch) -> I
     """A fresh browser context on the UI; fails the test on console errors or CSP reports."""
     pages: list[Page] = []
 
-    def open_(width: int = 1440, height: int = 900, server: LiveServer = ui_server) -> Page:
-        context = browser.new_context(viewport={"width": width, "height": height})
+    def open_(
+        width: int = 1440, height: int = 900, server: LiveServer = ui_server, dark: bool = False
+    ) -> Page:
+        context = browser.new_context(
+            viewport={"width": width, "height": height},
+            color_scheme="dark" if dark else "light",
+        )
         context.add_init_script(CSP_WATCH)
         page = context.new_page()
         page.on("console", watch.on_console)

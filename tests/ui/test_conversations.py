@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from playwright.sync_api import Dialog, expect
+import re
+
+from playwright.sync_api import Dialog, Page, expect
 
 from tests.ui.browser import Person, last_answer, login, screenshot, send
 from tests.ui.conftest import OpenPage
@@ -114,3 +116,15 @@ def test_everything_works_from_the_keyboard(open_page: OpenPage, person: Person)
     assert page.evaluate("getComputedStyle(document.activeElement).outlineStyle") != "none"
     keys.press("Enter")
     expect(page.get_by_test_id("message-user")).to_contain_text("Q-UI-HELLO typed only")
+
+
+def test_dark_mode_follows_the_os(open_page: OpenPage, person: Person) -> None:
+    def background(page: Page) -> int:
+        color = page.evaluate("getComputedStyle(document.body).backgroundColor")
+        return sum(int(part) for part in re.findall(r"\d+", color)[:3])
+
+    light, dark = open_page(), open_page(dark=True)
+    for page in (light, dark):
+        login(page, person)
+    assert background(light) > 600 and background(dark) < 150
+    screenshot(dark, "dark")

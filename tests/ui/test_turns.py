@@ -166,7 +166,7 @@ def test_stop_kills_the_run_keeps_the_partial_turn_and_frees_the_composer(
     expect(after.get_by_test_id("step-output")).to_contain_text("mean price: 20.0")
 
 
-def test_a_reload_mid_run_reattaches_and_the_answer_completes(
+def test_leaving_or_reloading_mid_run_reattaches_and_the_answer_completes(
     open_page: OpenPage, person: Person
 ) -> None:
     page = open_page()
@@ -175,7 +175,14 @@ def test_a_reload_mid_run_reattaches_and_the_answer_completes(
     expect(answer.get_by_test_id("step-code")).to_contain_text("go.csv", timeout=60_000)
     expect(answer).to_have_attribute("data-run-state", "running")
 
-    page.reload()
+    # Leaving the conversation and coming back shows the run going on ...
+    page.get_by_test_id("new-chat").click()
+    expect(page.get_by_test_id("message-assistant")).to_have_count(0)
+    page.get_by_test_id("conversation-item").first.locator(".conversation-open").click()
+    expect(answer.get_by_test_id("step-code")).to_contain_text("go.csv")
+    expect(answer).to_have_attribute("data-run-state", "running")
+
+    page.reload()  # ... and so does a reload
     answer = last_answer(page)
     # What happened so far is replayed while the code still waits for go.csv ...
     expect(answer.get_by_test_id("step-router")).to_contain_text("ReAct")
