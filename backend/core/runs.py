@@ -112,25 +112,28 @@ class RunRegistry:
     def __init__(self, keep_finished_seconds: float = KEEP_FINISHED_SECONDS) -> None:
         self.keep_finished_seconds = keep_finished_seconds
         self._runs: dict[str, Run] = {}
-        self._starting: set[str] = set()  # sessions whose turn is being opened
+        self._starting: set[tuple[int, str]] = set()  # (user, session) whose turn is opening
 
     async def start(
         self, user_id: int, session_id: str | None, open_turn: Callable[[], Awaitable[Turn]]
     ) -> Run:
         """Open a turn with `open_turn` and run it in the background.
 
-        Refused while the session has a run going or starting: the check comes
+        Refused while the user's session has a run going or starting: the check comes
         before `open_turn` stores the user's message, so a refused turn leaves no trace.
+        (Another user's session is `open_turn`'s to refuse, as unknown.)
         """
         self._forget_old()
+        key = (user_id, session_id or "")
         if session_id is not None:
-            if session_id in self._starting or self.active_for(session_id) is not None:
+            active = self.active_for(session_id)
+            if key in self._starting or (active is not None and active.user_id == user_id):
                 raise RunInProgress(session_id)
-            self._starting.add(session_id)
+            self._starting.add(key)
         try:
             turn = await open_turn()
         finally:
-            self._starting.discard(session_id or "")
+            self._starting.discard(key)
         run = Run(turn, user_id)
         self._runs[run.id] = run
         run.start()
