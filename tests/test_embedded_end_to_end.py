@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import openai
+from pydantic import BaseModel
 
 from tests.conftest import StartServer
 from tests.support.live_server import free_port
@@ -78,3 +81,36 @@ def test_the_embedded_model_answers_through_the_react_agent(start_server: StartS
     assert "21.25" in reply["answer"]
     assert reply["metadata"]["tool_calls"][0]["tool"] == "python_coder"
     assert reply["metadata"]["iterations"] == 1
+
+
+class City(BaseModel):
+    city: str
+    population: int
+
+
+def test_structured_outputs_follow_the_schema_on_the_embedded_model(
+    start_server: StartServer,
+) -> None:
+    server = start_server(LLM_BACKEND="embedded")
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+    question = [{"role": "user", "content": "The largest city of France and its population?"}]
+    # json_schema, strict: the SDK builds the schema from the model and parses the reply.
+    parsed = client.chat.completions.parse(
+        model="smollm2-135m-instruct", messages=question, response_format=City, max_tokens=120
+    )
+    city = parsed.choices[0].message.parsed
+    assert isinstance(city, City) and city.city
+
+    # json_object, streamed: the pieces join into one JSON object.
+    pieces = [
+        chunk.choices[0].delta.content
+        for chunk in client.chat.completions.create(
+            model="smollm2-135m-instruct",
+            messages=question,
+            response_format={"type": "json_object"},
+            max_tokens=120,
+            stream=True,
+        )
+        if chunk.choices and chunk.choices[0].delta.content
+    ]
+    assert len(pieces) > 1 and isinstance(json.loads("".join(pieces)), dict)

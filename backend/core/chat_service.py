@@ -116,7 +116,11 @@ class ChatService:
         coder_llm = CoderLLM.for_backend(
             self.llm, model, self.audit, user=user.username, session_id=session_id
         )
-        decision = await self._route(request.agent_type, user_text, session_id, coder_llm)
+        if request.agent_type == "auto" and request.options.response_format is not None:
+            # The client wants its own format back: plain chat answers in it.
+            decision = RouteDecision("chat", "the request sets response_format")
+        else:
+            decision = await self._route(request.agent_type, user_text, session_id, coder_llm)
         turn = Turn(conversation, decision, model, user=user.username, prompt=messages)
         turn.agent_llm = coder_llm
         if decision.agent_type == "chat" or self.agents is None:

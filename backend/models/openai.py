@@ -11,7 +11,7 @@ import uuid
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from backend.core.router import AgentType
 from backend.models.common import SessionId, Text
@@ -39,8 +39,35 @@ class StreamOptions(BaseModel):
     include_usage: bool = False
 
 
+class JsonSchemaFormat(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    name: Text = Field(min_length=1, max_length=64)
+    description: Text | None = None
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    strict: bool | None = None
+
+
+class ResponseFormat(BaseModel):
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JsonSchemaFormat | None = None
+
+    @model_validator(mode="after")
+    def _schema_when_asked(self) -> ResponseFormat:
+        if self.type == "json_schema" and self.json_schema is None:
+            raise ValueError("a json_schema response format needs its json_schema")
+        return self
+
+
+# Parameters OpenAI defines that change nothing in the answer, so accepting them hides nothing.
+_INFORMATIONAL = {"user", "store", "metadata", "service_tier", "safety_identifier",
+                  "prompt_cache_key"}  # fmt: skip
+
+
 class ChatCompletionRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # Extra fields are kept so that `unsupported_parameter` can name them: a parameter
+    # the server cannot honour is refused, never silently ignored.
+    model_config = ConfigDict(extra="allow")
 
     model: Text = Field(min_length=1)
     messages: list[ChatMessageIn] = Field(min_length=1)
@@ -51,6 +78,10 @@ class ChatCompletionRequest(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
     stop: Text | list[Text] | None = None
+    seed: int | None = None
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
+    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
+    response_format: ResponseFormat | None = None
     n: int = Field(default=1, ge=1, le=1, description="Only one choice is supported.")
     # Extensions: which agent answers, and which stored session to continue.
     agent_type: AgentType = "auto"
@@ -70,6 +101,25 @@ class ChatCompletionRequest(BaseModel):
     @property
     def stop_list(self) -> list[str] | None:
         return [self.stop] if isinstance(self.stop, str) else self.stop
+
+    @property
+    def response_format_dict(self) -> dict[str, Any] | None:
+        """The response format in OpenAI's shape; None for plain text."""
+        if self.response_format is None or self.response_format.type == "text":
+            return None
+        return self.response_format.model_dump(by_alias=True, exclude_none=True)
+
+    def unsupported_parameter(self) -> str | None:
+        """The first parameter this server would have to ignore, if any."""
+        for name, value in (self.model_extra or {}).items():
+            if value is None or name in _INFORMATIONAL:
+                continue
+            if name in ("logprobs", "parallel_tool_calls") and value is False:
+                continue  # asking for the default
+            if name == "top_logprobs" and value == 0:
+                continue
+            return name
+        return None
 
 
 def new_completion_id() -> str:
@@ -93,7 +143,7 @@ def completion_body(
     content: str,
     finish_reason: str,
     usage: dict[str, int],
-    metadata: dict[str, Any],
+    agent: dict[str, Any],
 ) -> dict[str, Any]:
     return {
         "id": completion_id,
@@ -109,7 +159,7 @@ def completion_body(
             }
         ],
         "usage": usage_body(usage),
-        "metadata": metadata,
+        "agent": agent,  # our extension: which agent answered, and how
     }
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
+from pydantic import BaseModel
 
 from tests.conftest import ADMIN_PASSWORD, write_replies
 from tests.support.live_server import LiveServer
@@ -16,6 +17,7 @@ from tests.support.live_server import LiveServer
 REPLIES = [
     {"when": "capital", "content": "Paris is the capital of France.", "repeat": True},
     {"when": "count", "content": "One two three four.", "repeat": True},
+    {"when": "largest city", "content": '{"city": "Paris", "population": 2100000}', "repeat": True},
 ]
 
 
@@ -55,9 +57,11 @@ def test_non_streaming_completion(client: openai.OpenAI) -> None:
     assert completion.choices[0].message.content == "Paris is the capital of France."
     assert completion.choices[0].finish_reason == "stop"
     assert completion.usage is not None and completion.usage.completion_tokens == 6
-    metadata = completion.metadata
-    assert metadata["agent_type"] == "chat"
-    assert metadata["session_id"] and metadata["conversation_id"]
+    # Our extension has a field of its own; OpenAI's `metadata` is left to OpenAI's meaning.
+    agent = completion.agent  # type: ignore[attr-defined]
+    assert agent["agent_type"] == "chat"
+    assert agent["session_id"] and agent["conversation_id"]
+    assert completion.metadata is None
 
 
 def test_streaming_completion_chunk_order(client: openai.OpenAI) -> None:
@@ -88,7 +92,7 @@ def test_stream_ends_with_done_on_the_wire(server: LiveServer) -> None:
     assert events[-1] == "data: [DONE]"
     payloads = [json.loads(line[6:]) for line in events[:-1]]
     assert all(p["object"] == "chat.completion.chunk" for p in payloads)
-    assert payloads[0]["metadata"]["agent_type"] == "chat"
+    assert payloads[0]["agent"]["agent_type"] == "chat" and "metadata" not in payloads[0]
 
 
 def test_unknown_model_is_not_found(client: openai.OpenAI) -> None:
@@ -176,3 +180,68 @@ def test_unknown_route_and_wrong_method_are_clean(server: LiveServer) -> None:
         response = http.get("/v1/chat/completions")
     assert response.status_code == 405
     assert "error" in response.json()
+
+
+class City(BaseModel):
+    city: str
+    population: int
+
+
+def test_parse_with_a_pydantic_model_is_answered_by_plain_chat(client: openai.OpenAI) -> None:
+    completion = client.chat.completions.parse(
+        model="scripted",
+        messages=[{"role": "user", "content": "The largest city of France, with its population?"}],
+        response_format=City,
+        extra_body={"agent_type": "auto"},
+    )
+    assert completion.choices[0].message.parsed == City(city="Paris", population=2_100_000)
+    agent = completion.agent  # type: ignore[attr-defined]
+    assert (
+        agent["agent_type"] == "chat"
+        and agent["route_reason"] == "the request sets response_format"
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "param"),
+    [
+        ({"logprobs": True}, "logprobs"),
+        ({"logit_bias": {"50256": -100}}, "logit_bias"),
+        ({"extra_body": {"frobnicate": 1}}, "frobnicate"),
+    ],
+)
+def test_a_parameter_the_server_cannot_honour_is_a_400_naming_it(
+    client: openai.OpenAI, extra: dict[str, object], param: str
+) -> None:
+    with pytest.raises(openai.BadRequestError) as error:
+        client.chat.completions.create(
+            model="scripted", messages=[{"role": "user", "content": "capital?"}], **extra
+        )
+    assert error.value.param == param
+    assert error.value.code == "unsupported_parameter"
+    assert f"'{param}'" in error.value.message
+
+
+def test_informational_and_supported_parameters_are_accepted(client: openai.OpenAI) -> None:
+    completion = client.chat.completions.create(
+        model="scripted",
+        messages=[{"role": "user", "content": "capital?"}],
+        user="analyst-7",
+        seed=7,
+        presence_penalty=0.5,
+        frequency_penalty=0.5,
+        logprobs=False,
+        response_format={"type": "text"},
+    )
+    assert completion.choices[0].message.content == "Paris is the capital of France."
+
+
+def test_a_response_format_on_an_agent_is_refused(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as error:
+        client.chat.completions.create(
+            model="scripted",
+            messages=[{"role": "user", "content": "capital?"}],
+            response_format={"type": "json_object"},
+            extra_body={"agent_type": "react"},
+        )
+    assert error.value.param == "response_format"

@@ -45,7 +45,7 @@ def test_client_disconnect_stops_generation_and_keeps_the_conversation(
                         seen.append(json.loads(line[6:]))
                     if len(seen) == 4:
                         break  # leaving the block closes the connection mid-stream
-            conversation_id = seen[0]["metadata"]["conversation_id"]
+            conversation_id = seen[0]["agent"]["conversation_id"]
 
             stats_url = upstream.url.removesuffix("/v1") + "/stats"
             assert _wait_for(lambda: httpx.get(stats_url).json()["disconnected"] == 1)
@@ -83,6 +83,55 @@ def test_openai_upstream_through_the_sdk(start_server: StartServer) -> None:
         )
     assert completion.choices[0].message.content == "tok0 tok1 tok2 tok3 tok4 "
     assert streamed == completion.choices[0].message.content
+
+
+SCHEMA_FORMAT = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "city",
+        "strict": True,
+        "schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+
+
+def test_an_openai_upstream_gets_the_response_format_and_sampling_as_sent(
+    start_server: StartServer,
+) -> None:
+    with FakeUpstreamThread(free_port(), tokens=3, delay=0.001) as upstream:
+        server = start_server(
+            LLM_BACKEND="openai", OPENAI_BASE_URL=upstream.url, OPENAI_MODEL="fake-upstream"
+        )
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+        client.chat.completions.create(
+            model="fake-upstream",
+            messages=[{"role": "user", "content": "hi"}],
+            response_format=SCHEMA_FORMAT,  # type: ignore[arg-type]
+            seed=3,
+            presence_penalty=0.25,
+        )
+        sent = httpx.get(upstream.url.removesuffix("/v1") + "/stats").json()["last_request"]
+    assert sent["response_format"] == SCHEMA_FORMAT
+    assert sent["seed"] == 3 and sent["presence_penalty"] == 0.25
+
+
+def test_ollama_gets_the_schema_as_format_and_sampling_as_options(
+    start_server: StartServer,
+) -> None:
+    with FakeOllama(free_port(), models=["qwen:latest"], reply='{"city": "Paris"}') as ollama:
+        server = start_server(LLM_BACKEND="ollama", OLLAMA_HOST=ollama.url)
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+        completion = client.chat.completions.create(
+            model="qwen:latest",
+            messages=[{"role": "user", "content": "hi"}],
+            response_format=SCHEMA_FORMAT,  # type: ignore[arg-type]
+            seed=3,
+            max_tokens=50,
+        )
+    assert json.loads(completion.choices[0].message.content or "") == {"city": "Paris"}
+    sent = ollama.requests[-1]
+    assert sent["format"] == SCHEMA_FORMAT["json_schema"]["schema"]  # type: ignore[index]
+    assert sent["options"]["seed"] == 3 and sent["options"]["num_predict"] == 50
 
 
 def test_unreachable_openai_upstream_is_a_clear_503(start_server: StartServer) -> None:

@@ -1,9 +1,10 @@
-"""A minimal Ollama on loopback: `/api/tags` and a streamed `/api/chat`."""
+"""A minimal Ollama on loopback: `/api/tags` and a streamed `/api/chat` (bodies kept)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -13,12 +14,13 @@ from starlette.routing import Route
 from tests.support.threaded_server import ThreadedServer
 
 
-def create_app(models: list[str], reply: str) -> Starlette:
+def create_app(models: list[str], reply: str, seen: list[dict[str, Any]]) -> Starlette:
     async def tags(request: Request) -> JSONResponse:
         return JSONResponse({"models": [{"name": name, "model": name} for name in models]})
 
     async def chat(request: Request) -> StreamingResponse | JSONResponse:
         body = await request.json()
+        seen.append(body)
         if body["model"] not in models:
             return JSONResponse({"error": f"model '{body['model']}' not found"}, status_code=404)
 
@@ -39,5 +41,6 @@ def create_app(models: list[str], reply: str) -> Starlette:
 
 class FakeOllama(ThreadedServer):
     def __init__(self, port: int, models: list[str], reply: str = "Hello from Ollama.") -> None:
-        super().__init__(create_app(models, reply), port)
+        self.requests: list[dict[str, Any]] = []  # the /api/chat bodies, in order
+        super().__init__(create_app(models, reply, self.requests), port)
         self.url = self.base_url

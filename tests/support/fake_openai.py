@@ -26,7 +26,7 @@ MODEL = "fake-upstream"
 
 
 def create_app(tokens: int = 20, delay: float = 0.005) -> Starlette:
-    stats = {"requests": 0, "completed": 0, "disconnected": 0}
+    stats: dict[str, Any] = {"requests": 0, "completed": 0, "disconnected": 0}
 
     def chunk(
         delta: dict[str, Any], finish: str | None = None, *, usage: dict[str, int] | None = None
@@ -45,6 +45,7 @@ def create_app(tokens: int = 20, delay: float = 0.005) -> Starlette:
     async def chat(request: Request) -> Any:
         body = await request.json()
         stats["requests"] += 1
+        stats["last_request"] = body
         if not body.get("stream"):
             await asyncio.sleep(delay * tokens)
             stats["completed"] += 1

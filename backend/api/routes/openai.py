@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse, Response
 
 from backend.api.deps import ChatServiceDep, CurrentUser, ServicesDep
 from backend.api.disconnect import ClientGone, unless_disconnected
-from backend.api.errors import error_body
+from backend.api.errors import ApiError, error_body
 from backend.api.sse import SSE_HEADERS, SSEResponse, sse_data
 from backend.api.streaming import start_stream
 from backend.core.chat_service import Turn, TurnRequest
@@ -44,11 +44,31 @@ async def create_chat_completion(
     body: ChatCompletionRequest, user: CurrentUser, chat: ChatServiceDep, http: Request
 ) -> Response:
     """Chat completion, plain JSON or SSE with `stream: true`."""
+    unsupported = body.unsupported_parameter()
+    if unsupported is not None:
+        raise ApiError(
+            400,
+            f"Unsupported parameter: '{unsupported}' is not supported by this server.",
+            code="unsupported_parameter",
+            param=unsupported,
+        )
+    response_format = body.response_format_dict
+    if response_format is not None and body.agent_type not in ("auto", "chat"):
+        raise ApiError(
+            400,
+            "response_format is answered by plain chat: use agent_type 'chat' or 'auto'.",
+            code="unsupported_parameter",
+            param="response_format",
+        )
     options = GenerationOptions(
         temperature=body.temperature,
         top_p=body.top_p,
         max_tokens=body.max_completion_tokens or body.max_tokens,
         stop=body.stop_list,
+        seed=body.seed,
+        frequency_penalty=body.frequency_penalty,
+        presence_penalty=body.presence_penalty,
+        response_format=response_format,
     )
     turn_request = TurnRequest(
         messages=body.langchain_messages(),
@@ -85,11 +105,9 @@ async def _completion_chunks(
     with the first token, and the closing chunks go out together.
     """
     model = turn.model
-    # The first chunk carries our extension fields; OpenAI clients ignore them.
+    # The first chunk carries our extension field; OpenAI clients ignore it.
     pending = sse_data(
-        chunk_body(
-            completion_id, model, {"role": "assistant", "content": ""}, metadata=turn.metadata
-        )
+        chunk_body(completion_id, model, {"role": "assistant", "content": ""}, agent=turn.metadata)
     )
     try:
         async with contextlib.aclosing(events):

@@ -29,6 +29,33 @@ class GenerationOptions:
     top_p: float | None = None
     max_tokens: int | None = None
     stop: list[str] | None = None
+    seed: int | None = None
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+    # OpenAI's shape: {"type": "json_object"} or {"type": "json_schema", "json_schema": {...}}
+    response_format: dict[str, Any] | None = None
+
+    @property
+    def sampling(self) -> dict[str, Any]:
+        """The sampling options that were given, under OpenAI's names."""
+        given = {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "stop": self.stop,
+            "seed": self.seed,
+            "frequency_penalty": self.frequency_penalty,
+            "presence_penalty": self.presence_penalty,
+        }
+        return {key: value for key, value in given.items() if value is not None}
+
+    @property
+    def json_schema(self) -> dict[str, Any] | None:
+        """The schema a `json_schema` response format asks for ({} for any JSON object)."""
+        if self.response_format is None:
+            return None
+        spec = self.response_format.get("json_schema") or {}
+        return dict(spec.get("schema") or {"type": "object"})
 
 
 class LLMBackend(ABC):
@@ -46,13 +73,11 @@ class LLMBackend(ABC):
 
     def call_kwargs(self, options: GenerationOptions) -> dict[str, Any]:
         """Per-call keyword arguments for this backend's chat model."""
-        given = {
-            "temperature": options.temperature,
-            "top_p": options.top_p,
-            "max_tokens": options.max_tokens,
-            "stop": options.stop,
-        }
-        return {key: value for key, value in given.items() if value is not None}
+        return {**options.sampling, **self._format_kwargs(options)}
+
+    def _format_kwargs(self, options: GenerationOptions) -> dict[str, Any]:
+        schema = options.json_schema
+        return (self.structured_kwargs(schema) or {}) if schema is not None else {}
 
     def structured_kwargs(self, schema: dict[str, Any]) -> dict[str, Any] | None:
         """Call arguments that constrain a reply to `schema`, or None if unsupported."""
@@ -136,15 +161,12 @@ class OllamaBackend(LLMBackend):
         return _ollama_chat_model(self.host, model, self.timeout)
 
     def call_kwargs(self, options: GenerationOptions) -> dict[str, Any]:
-        given = {
-            "temperature": options.temperature,
-            "top_p": options.top_p,
-            "num_predict": options.max_tokens,
-            "stop": options.stop,
-        }
         # ChatOllama sends either these options or its own defaults, never a mix.
-        ollama_options = {key: value for key, value in given.items() if value is not None}
-        return {"options": ollama_options} if ollama_options else {}
+        ollama_options = options.sampling
+        if "max_tokens" in ollama_options:
+            ollama_options["num_predict"] = ollama_options.pop("max_tokens")
+        kwargs: dict[str, Any] = {"options": ollama_options} if ollama_options else {}
+        return {**kwargs, **self._format_kwargs(options)}
 
     def structured_kwargs(self, schema: dict[str, Any]) -> dict[str, Any] | None:
         return {"format": schema}
@@ -199,6 +221,13 @@ class OpenAIBackend(LLMBackend):
 
     def chat_model(self, model: str) -> BaseChatModel:
         return self._model
+
+    def call_kwargs(self, options: GenerationOptions) -> dict[str, Any]:
+        # The upstream speaks OpenAI: the response format goes through as the client sent it.
+        kwargs = options.sampling
+        if options.response_format is not None:
+            kwargs["response_format"] = options.response_format
+        return kwargs
 
     def explain(self, exc: Exception) -> LLMError:
         import openai

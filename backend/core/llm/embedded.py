@@ -34,7 +34,15 @@ from pydantic import BaseModel, PrivateAttr
 SHIPPED_MODEL_NAME = "smollm2-135m-instruct"
 _SHIPPED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _ROLES = {"system": "system", "human": "user", "ai": "assistant"}
-_GENERATION_KWARGS = ("temperature", "top_p", "max_tokens", "response_format")
+_GENERATION_KWARGS = (
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "seed",
+    "frequency_penalty",
+    "presence_penalty",
+    "response_format",
+)
 _DONE = object()
 
 
