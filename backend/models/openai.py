@@ -122,6 +122,23 @@ class ChatCompletionRequest(BaseModel):
         return None
 
 
+class EmbeddingRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")  # passed on to an OpenAI upstream, else refused
+
+    model: Text = Field(min_length=1)
+    input: Text | list[Text] = Field(min_length=1)
+    encoding_format: Literal["float", "base64"] = "float"
+    user: Text | None = None
+
+    @property
+    def texts(self) -> list[str]:
+        return [self.input] if isinstance(self.input, str) else self.input
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        return {k: v for k, v in (self.model_extra or {}).items() if v is not None}
+
+
 def new_completion_id() -> str:
     return f"chatcmpl-{uuid.uuid4().hex}"
 

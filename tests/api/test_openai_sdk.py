@@ -245,3 +245,11 @@ def test_a_response_format_on_an_agent_is_refused(client: openai.OpenAI) -> None
             extra_body={"agent_type": "react"},
         )
     assert error.value.param == "response_format"
+
+
+def test_embeddings_without_an_embedding_backend_say_how_to_get_one(
+    client: openai.OpenAI,
+) -> None:
+    with pytest.raises(openai.BadRequestError) as error:
+        client.embeddings.create(model="bge-m3", input="hello")
+    assert "Embeddings need Ollama or an OpenAI-compatible upstream" in error.value.message

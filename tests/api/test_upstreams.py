@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 import openai
+import pytest
 
 from tests.conftest import StartServer, write_replies
 from tests.support.fake_ollama import FakeOllama
@@ -192,3 +193,43 @@ def test_a_model_failing_mid_turn_is_a_clear_error_not_a_500(
         response = http.post("/api/chat", json={"message": "hello"})
     assert response.status_code == 503
     assert "no reply left" in response.json()["detail"]
+
+
+def test_embeddings_come_from_ollama_in_openai_shape(start_server: StartServer) -> None:
+    with FakeOllama(free_port(), models=["qwen:latest", "bge-m3:latest"]) as ollama:
+        server = start_server(LLM_BACKEND="ollama", OLLAMA_HOST=ollama.url)
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+        # The SDK asks for base64 by default and decodes it; float is the other format.
+        default = client.embeddings.create(model="bge-m3:latest", input=["a", "abc def"])
+        floats = client.embeddings.create(
+            model="bge-m3:latest", input="abc", encoding_format="float"
+        )
+        with pytest.raises(openai.NotFoundError) as missing:
+            client.embeddings.create(model="nomic-embed-text", input="a")
+        with pytest.raises(openai.BadRequestError) as dimensions:
+            client.embeddings.create(model="bge-m3:latest", input="a", dimensions=8)
+    assert [d.embedding for d in default.data] == [[1.0, 0.5, -1.0], [7.0, 0.5, -1.0]]
+    assert [d.index for d in default.data] == [0, 1] and default.usage.prompt_tokens == 3
+    assert floats.data[0].embedding == [3.0, 0.5, -1.0]
+    assert "ollama pull nomic-embed-text" in missing.value.message
+    assert "'dimensions'" in dimensions.value.message
+    assert ollama.requests[0] == {"model": "bge-m3:latest", "input": ["a", "abc def"]}
+
+
+def test_embeddings_pass_through_to_an_openai_upstream(start_server: StartServer) -> None:
+    with FakeUpstreamThread(free_port()) as upstream:
+        server = start_server(
+            LLM_BACKEND="openai", OPENAI_BASE_URL=upstream.url, OPENAI_MODEL="fake-upstream"
+        )
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+        answer = client.embeddings.create(
+            model="text-embedding-3-small", input="hello", encoding_format="float", dimensions=2
+        )
+        sent = httpx.get(upstream.url.removesuffix("/v1") + "/stats").json()["last_request"]
+    assert answer.data[0].embedding == [0.25, -0.5]
+    assert sent == {
+        "model": "text-embedding-3-small",
+        "input": ["hello"],
+        "encoding_format": "float",
+        "dimensions": 2,
+    }

@@ -36,7 +36,24 @@ def create_app(models: list[str], reply: str, seen: list[dict[str, Any]]) -> Sta
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")
 
-    return Starlette(routes=[Route("/api/tags", tags), Route("/api/chat", chat, methods=["POST"])])
+    async def embed(request: Request) -> JSONResponse:
+        body = await request.json()
+        seen.append(body)
+        if body["model"] not in models:
+            return JSONResponse({"error": f"model '{body['model']}' not found"}, status_code=404)
+        texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
+        # A vector per text that depends on the text: its length, and a constant.
+        vectors = [[float(len(text)), 0.5, -1.0] for text in texts]
+        return JSONResponse({"model": body["model"], "embeddings": vectors,
+                             "prompt_eval_count": sum(len(t.split()) for t in texts)})  # fmt: skip
+
+    return Starlette(
+        routes=[
+            Route("/api/tags", tags),
+            Route("/api/chat", chat, methods=["POST"]),
+            Route("/api/embed", embed, methods=["POST"]),
+        ]
+    )
 
 
 class FakeOllama(ThreadedServer):

@@ -99,10 +99,18 @@ def create_app(tokens: int = 20, delay: float = 0.005) -> Starlette:
     async def read_stats(request: Request) -> JSONResponse:
         return JSONResponse(stats)
 
+    async def embeddings(request: Request) -> JSONResponse:
+        body = await request.json()
+        stats["last_request"] = body
+        data = [{"object": "embedding", "index": 0, "embedding": [0.25, -0.5]}]
+        usage = {"prompt_tokens": 1, "total_tokens": 1}
+        return JSONResponse({"object": "list", "data": data, "model": MODEL, "usage": usage})
+
     return Starlette(
         routes=[
             Route("/v1/chat/completions", chat, methods=["POST"]),
             Route("/v1/models", models),
+            Route("/v1/embeddings", embeddings, methods=["POST"]),
             Route("/stats", read_stats),
         ]
     )

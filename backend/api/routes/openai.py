@@ -17,8 +17,10 @@ from backend.api.streaming import start_stream
 from backend.core.chat_service import Turn, TurnRequest
 from backend.core.events import STEP_EVENTS, AgentEvent
 from backend.core.llm import GenerationOptions, LLMError
+from backend.core.llm.embeddings import create_embeddings
 from backend.models.openai import (
     ChatCompletionRequest,
+    EmbeddingRequest,
     chunk_body,
     completion_body,
     new_completion_id,
@@ -37,6 +39,16 @@ async def read_models(services: ServicesDep, user: CurrentUser) -> dict[str, Any
         "object": "list",
         "data": [{"id": m, "object": "model", "created": 0, "owned_by": owner} for m in models],
     }
+
+
+@router.post("/embeddings")
+async def create_embedding(
+    body: EmbeddingRequest, user: CurrentUser, services: ServicesDep
+) -> dict[str, Any]:
+    """Embeddings from Ollama or the OpenAI-compatible upstream, in OpenAI's shape."""
+    return await create_embeddings(
+        services.llm, body.model, body.texts, body.encoding_format, body.extra
+    )
 
 
 @router.post("/chat/completions")

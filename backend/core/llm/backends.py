@@ -204,14 +204,16 @@ class OpenAIBackend(LLMBackend):
                 raise ConfigError(f"{variable}: required when LLM_BACKEND=openai")
         super().__init__(settings.OPENAI_MODEL, reason)
         self.base_url = settings.OPENAI_BASE_URL
+        self.api_key = settings.OPENAI_API_KEY or "unused"
+        self.timeout = httpx.Timeout(settings.LLM_REQUEST_TIMEOUT, connect=_CONNECT_TIMEOUT)
         from langchain_openai import ChatOpenAI
 
         self._model = ChatOpenAI(
             model=settings.OPENAI_MODEL,
             base_url=settings.OPENAI_BASE_URL,
             # Local servers (vLLM, llama.cpp, LM Studio) accept any key.
-            api_key=settings.OPENAI_API_KEY or "unused",  # type: ignore[arg-type]
-            timeout=httpx.Timeout(settings.LLM_REQUEST_TIMEOUT, connect=_CONNECT_TIMEOUT),
+            api_key=self.api_key,  # type: ignore[arg-type]
+            timeout=self.timeout,
             max_retries=0,
             stream_usage=True,
         )

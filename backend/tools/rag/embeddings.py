@@ -55,8 +55,13 @@ class OllamaEmbedder:
         return self._model
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
+        vectors, _ = await self.embed_with_usage(texts)
+        return vectors
+
+    async def embed_with_usage(self, texts: list[str]) -> tuple[list[list[float]], int]:
+        """The vectors, and how many tokens Ollama read (0 if it does not say)."""
         if not texts:
-            return []
+            return [], 0
         try:
             async with httpx.AsyncClient(
                 timeout=self._timeout, transport=self._transport
@@ -74,7 +79,8 @@ class OllamaEmbedder:
             body = response.json()
         except ValueError:
             raise EmbeddingFailed(f"{self.host}/api/embed did not answer with JSON") from None
-        return _checked_vectors(body, len(texts))
+        tokens = body.get("prompt_eval_count") if isinstance(body, dict) else None
+        return _checked_vectors(body, len(texts)), tokens if isinstance(tokens, int) else 0
 
     def _refusal(self, response: httpx.Response) -> str:
         try:
