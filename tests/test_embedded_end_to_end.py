@@ -114,3 +114,31 @@ def test_structured_outputs_follow_the_schema_on_the_embedded_model(
         if chunk.choices and chunk.choices[0].delta.content
     ]
     assert len(pieces) > 1 and isinstance(json.loads("".join(pieces)), dict)
+
+
+def test_a_required_tool_call_is_valid_on_the_embedded_model(start_server: StartServer) -> None:
+    server = start_server(LLM_BACKEND="embedded")
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+    weather = {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "The current weather in a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+    completion = client.chat.completions.create(
+        model="smollm2-135m-instruct",
+        messages=[{"role": "user", "content": "What is the weather in Paris?"}],
+        tools=[weather],  # type: ignore[list-item]
+        tool_choice="required",
+        max_tokens=80,
+    )
+    (call,) = completion.choices[0].message.tool_calls or []
+    assert call.function.name == "get_weather"
+    assert isinstance(json.loads(call.function.arguments)["city"], str)
+    assert completion.choices[0].finish_reason == "tool_calls"

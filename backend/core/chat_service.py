@@ -18,6 +18,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from backend.core.agents.chat import run_chat
+from backend.core.agents.client_tools import ClientTools
 from backend.core.agents.runner import AgentRunner
 from backend.core.audit import AuditLog
 from backend.core.events import STEP_EVENTS, AgentEvent
@@ -34,6 +35,7 @@ class TurnRequest:
     session_id: str | None = None
     agent_type: AgentType = "auto"
     options: GenerationOptions = field(default_factory=GenerationOptions)
+    tools: ClientTools | None = None  # the client's own tools (its agent loop runs them)
 
 
 @dataclass
@@ -48,6 +50,7 @@ class Turn:
     user: str = ""
     prompt: list[BaseMessage] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)  # the agent's step events
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # calls of the client's tools
     agent_llm: CoderLLM | None = None  # counts the router's and the agents' model calls
 
     @property
@@ -116,7 +119,10 @@ class ChatService:
         coder_llm = CoderLLM.for_backend(
             self.llm, model, self.audit, user=user.username, session_id=session_id
         )
-        if request.agent_type == "auto" and request.options.response_format is not None:
+        if request.agent_type == "auto" and request.tools is not None:
+            # The client runs its own agent loop: plain chat answers with calls to its tools.
+            decision = RouteDecision("chat", "the request carries its own tools")
+        elif request.agent_type == "auto" and request.options.response_format is not None:
             # The client wants its own format back: plain chat answers in it.
             decision = RouteDecision("chat", "the request sets response_format")
         else:
@@ -124,9 +130,7 @@ class ChatService:
         turn = Turn(conversation, decision, model, user=user.username, prompt=messages)
         turn.agent_llm = coder_llm
         if decision.agent_type == "chat" or self.agents is None:
-            agent_events = run_chat(
-                self.llm.chat_model(model), messages, self.llm.call_kwargs(request.options)
-            )
+            agent_events = self._chat(model, messages, request)
         else:
             history = [
                 ("user" if m.type == "human" else "assistant", str(m.text))
@@ -138,6 +142,24 @@ class ChatService:
             )
         turn.events = self._recorded(turn, agent_events)
         return turn
+
+    def _chat(
+        self, model: str, messages: list[BaseMessage], request: TurnRequest
+    ) -> AsyncGenerator[AgentEvent, None]:
+        tools = request.tools
+        native = forced = None
+        if tools is not None:
+            native = self.llm.tool_kwargs(tools.tools, tools.choice)
+            if tools.required:
+                forced = self.llm.structured_kwargs(tools.call_schema())
+        return run_chat(
+            self.llm.chat_model(model),
+            messages,
+            self.llm.call_kwargs(request.options),
+            tools,
+            native_kwargs=native,
+            forced_kwargs=forced,
+        )
 
     async def _route(
         self, requested: AgentType, text: str, session_id: str, llm: CoderLLM
@@ -185,6 +207,8 @@ class ChatService:
                         turn.usage = event.data
                     elif event.type == "finish":
                         turn.finish_reason = event.data["reason"]
+                    elif event.type == "tool_calls":
+                        turn.tool_calls = event.data["calls"]
                     elif event.type in STEP_EVENTS:
                         turn.steps.append({"type": event.type, **event.data})
                     yield event
@@ -203,6 +227,8 @@ class ChatService:
                 "finish_reason": finish,
                 "steps": turn.steps,
             }
+            if turn.tool_calls:
+                metadata["client_tool_calls"] = turn.tool_calls
             if error:
                 metadata["error"] = error
             answer = "".join(turn.answer)

@@ -14,6 +14,7 @@ EventType = Literal[
     "execution",
     "plot",
     "token",
+    "tool_calls",
     "usage",
     "finish",
     "final",

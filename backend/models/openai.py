@@ -6,11 +6,12 @@ their shape is fixed by OpenAI's API, not by us.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from backend.core.router import AgentType
@@ -22,17 +23,51 @@ class TextPart(BaseModel):
     text: Text
 
 
+class FunctionCallIn(BaseModel):
+    name: Text
+    arguments: Text = "{}"
+
+
+class ToolCallIn(BaseModel):
+    id: Text
+    type: Literal["function"] = "function"
+    function: FunctionCallIn
+
+
 class ChatMessageIn(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    role: Literal["system", "developer", "user", "assistant"]
+    role: Literal["system", "developer", "user", "assistant", "tool"]
     content: Text | list[TextPart] | None = None
+    tool_calls: list[ToolCallIn] | None = None  # an assistant's calls of the client's tools
+    tool_call_id: Text | None = None  # a tool message answers this call
 
     @property
     def text(self) -> str:
         if isinstance(self.content, list):
             return "".join(part.text for part in self.content)
         return self.content or ""
+
+
+class FunctionSpec(BaseModel):
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    description: Text | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+
+class ToolSpec(BaseModel):
+    type: Literal["function"]
+    function: FunctionSpec
+
+
+class NamedFunction(BaseModel):
+    name: Text
+
+
+class NamedToolChoice(BaseModel):
+    type: Literal["function"]
+    function: NamedFunction
 
 
 class StreamOptions(BaseModel):
@@ -82,6 +117,9 @@ class ChatCompletionRequest(BaseModel):
     frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
     presence_penalty: float | None = Field(default=None, ge=-2, le=2)
     response_format: ResponseFormat | None = None
+    tools: list[ToolSpec] | None = Field(default=None, max_length=128)
+    tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
+    parallel_tool_calls: bool | None = None
     n: int = Field(default=1, ge=1, le=1, description="Only one choice is supported.")
     # Extensions: which agent answers, and which stored session to continue.
     agent_type: AgentType = "auto"
@@ -94,9 +132,36 @@ class ChatCompletionRequest(BaseModel):
                 converted.append(SystemMessage(message.text))
             elif message.role == "user":
                 converted.append(HumanMessage(message.text))
+            elif message.role == "tool":
+                converted.append(ToolMessage(message.text, tool_call_id=message.tool_call_id or ""))
             else:
-                converted.append(AIMessage(message.text))
+                calls = [
+                    {"id": c.id, "name": c.function.name, "args": _arguments(c.function.arguments)}
+                    for c in message.tool_calls or []
+                ]
+                converted.append(AIMessage(message.text, tool_calls=calls))
         return converted
+
+    @model_validator(mode="after")
+    def _tool_choice_names_a_tool(self) -> ChatCompletionRequest:
+        if self.tool_choice is not None and self.tool_choice != "none" and not self.tools:
+            raise ValueError("tool_choice needs tools")
+        if isinstance(self.tool_choice, NamedToolChoice):
+            name = self.tool_choice.function.name
+            if name not in [tool.function.name for tool in self.tools or []]:
+                raise ValueError(f"tool_choice names '{name}', which is not among the tools")
+        return self
+
+    @property
+    def client_tools(self) -> tuple[list[dict[str, Any]], str | dict[str, Any]] | None:
+        """The tools as sent and the choice among them; None without tools."""
+        if not self.tools:
+            return None
+        choice = self.tool_choice or "auto"
+        return (
+            [tool.model_dump(exclude_none=True) for tool in self.tools],
+            choice if isinstance(choice, str) else choice.model_dump(),
+        )
 
     @property
     def stop_list(self) -> list[str] | None:
@@ -139,6 +204,14 @@ class EmbeddingRequest(BaseModel):
         return {k: v for k, v in (self.model_extra or {}).items() if v is not None}
 
 
+def _arguments(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"arguments": text}
+    return value if isinstance(value, dict) else {"value": value}
+
+
 def new_completion_id() -> str:
     return f"chatcmpl-{uuid.uuid4().hex}"
 
@@ -161,7 +234,11 @@ def completion_body(
     finish_reason: str,
     usage: dict[str, int],
     agent: dict[str, Any],
+    tool_calls: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message.update(content=content or None, tool_calls=tool_calls)
     return {
         "id": completion_id,
         "object": "chat.completion",
@@ -170,7 +247,7 @@ def completion_body(
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": content},
+                "message": message,
                 "finish_reason": finish_reason,
                 "logprobs": None,
             }

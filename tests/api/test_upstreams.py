@@ -233,3 +233,23 @@ def test_embeddings_pass_through_to_an_openai_upstream(start_server: StartServer
         "encoding_format": "float",
         "dimensions": 2,
     }
+
+
+def test_ollama_calls_the_clients_tools_natively(start_server: StartServer) -> None:
+    weather = {
+        "type": "function",
+        "function": {"name": "get_weather", "parameters": {"type": "object"}},
+    }
+    with FakeOllama(free_port(), models=["qwen:latest"]) as ollama:
+        server = start_server(LLM_BACKEND="ollama", OLLAMA_HOST=ollama.url)
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+        completion = client.chat.completions.create(
+            model="qwen:latest",
+            messages=[{"role": "user", "content": "weather?"}],
+            tools=[weather],  # type: ignore[list-item]
+        )
+    (call,) = completion.choices[0].message.tool_calls or []
+    assert call.function.name == "get_weather"
+    assert json.loads(call.function.arguments) == {"city": "Paris"}
+    assert completion.choices[0].finish_reason == "tool_calls"
+    assert ollama.requests[-1]["tools"][0]["function"]["name"] == "get_weather"

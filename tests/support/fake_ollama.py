@@ -26,6 +26,11 @@ def create_app(models: list[str], reply: str, seen: list[dict[str, Any]]) -> Sta
 
         def lines() -> Iterator[str]:
             base = {"model": body["model"], "created_at": "2026-01-01T00:00:00Z"}
+            if body.get("tools"):  # native tool calling: call the first tool
+                name = body["tools"][0]["function"]["name"]
+                call = {"function": {"name": name, "arguments": {"city": "Paris"}}}
+                message = {"role": "assistant", "content": "", "tool_calls": [call]}
+                yield json.dumps({**base, "message": message, "done": False}) + "\n"
             for word in reply.split(" "):
                 message = {"role": "assistant", "content": word + " "}
                 yield json.dumps({**base, "message": message, "done": False}) + "\n"

@@ -14,6 +14,7 @@ from backend.api.disconnect import ClientGone, unless_disconnected
 from backend.api.errors import ApiError, error_body
 from backend.api.sse import SSE_HEADERS, SSEResponse, sse_data
 from backend.api.streaming import start_stream
+from backend.core.agents.client_tools import ClientTools
 from backend.core.chat_service import Turn, TurnRequest
 from backend.core.events import STEP_EVENTS, AgentEvent
 from backend.core.llm import GenerationOptions, LLMError
@@ -65,13 +66,15 @@ async def create_chat_completion(
             param=unsupported,
         )
     response_format = body.response_format_dict
-    if response_format is not None and body.agent_type not in ("auto", "chat"):
-        raise ApiError(
-            400,
-            "response_format is answered by plain chat: use agent_type 'chat' or 'auto'.",
-            code="unsupported_parameter",
-            param="response_format",
-        )
+    client_tools = body.client_tools
+    for param, given in (("response_format", response_format), ("tools", client_tools)):
+        if given is not None and body.agent_type not in ("auto", "chat"):
+            raise ApiError(
+                400,
+                f"{param} is answered by plain chat: use agent_type 'chat' or 'auto'.",
+                code="unsupported_parameter",
+                param=param,
+            )
     options = GenerationOptions(
         temperature=body.temperature,
         top_p=body.top_p,
@@ -88,6 +91,7 @@ async def create_chat_completion(
         session_id=body.session_id,
         agent_type=body.agent_type,
         options=options,
+        tools=ClientTools(*client_tools) if client_tools else None,
     )
     turn = await chat.open_turn(user, turn_request)
     completion_id = new_completion_id()
@@ -98,7 +102,13 @@ async def create_chat_completion(
             return Response(status_code=499)  # nobody is listening any more
         return JSONResponse(
             completion_body(
-                completion_id, turn.model, answer, turn.finish_reason, turn.usage, turn.metadata
+                completion_id,
+                turn.model,
+                answer,
+                turn.finish_reason,
+                turn.usage,
+                turn.metadata,
+                turn.tool_calls,
             )
         )
     events = await start_stream(turn.events)
@@ -127,6 +137,11 @@ async def _completion_chunks(
                 if event.type == "token":
                     text = event.data["text"]
                     yield pending + sse_data(chunk_body(completion_id, model, {"content": text}))
+                    pending = ""
+                elif event.type == "tool_calls":
+                    calls = [{"index": i, **call} for i, call in enumerate(event.data["calls"])]
+                    delta = {"tool_calls": calls}
+                    yield pending + sse_data(chunk_body(completion_id, model, delta))
                     pending = ""
                 elif event.type in STEP_EVENTS:
                     # An agent's step rides in an extension field with an empty delta, which

@@ -83,6 +83,10 @@ class LLMBackend(ABC):
         """Call arguments that constrain a reply to `schema`, or None if unsupported."""
         return None
 
+    def tool_kwargs(self, tools: list[dict[str, Any]], choice: Any) -> dict[str, Any] | None:
+        """Call arguments for native tool calling under `choice`, or None to prompt for calls."""
+        return None
+
     async def resolve_model(self, requested: str) -> str:
         """Return the model to use, or raise `LLMError` (404) naming the fix."""
         models = await self.list_models()
@@ -171,6 +175,10 @@ class OllamaBackend(LLMBackend):
     def structured_kwargs(self, schema: dict[str, Any]) -> dict[str, Any] | None:
         return {"format": schema}
 
+    def tool_kwargs(self, tools: list[dict[str, Any]], choice: Any) -> dict[str, Any] | None:
+        # Ollama's tools have no tool_choice: a required call goes through `format` instead.
+        return {"tools": tools} if choice == "auto" else None
+
     def explain(self, exc: Exception) -> LLMError:
         from ollama import ResponseError
 
@@ -223,6 +231,9 @@ class OpenAIBackend(LLMBackend):
 
     def chat_model(self, model: str) -> BaseChatModel:
         return self._model
+
+    def tool_kwargs(self, tools: list[dict[str, Any]], choice: Any) -> dict[str, Any] | None:
+        return {"tools": tools, "tool_choice": choice}
 
     def call_kwargs(self, options: GenerationOptions) -> dict[str, Any]:
         # The upstream speaks OpenAI: the response format goes through as the client sent it.
