@@ -9,6 +9,7 @@ from backend.api.routes import (
     files,
     health,
     openai,
+    responses,
     runs,
     tools,
     users,
@@ -19,6 +20,7 @@ api_router.include_router(health.router)
 api_router.include_router(auth.router)
 api_router.include_router(users.router)
 api_router.include_router(openai.router)
+api_router.include_router(responses.router)
 api_router.include_router(chat.router)
 api_router.include_router(runs.router)
 api_router.include_router(conversations.router)

@@ -176,15 +176,7 @@ class ChatCompletionRequest(BaseModel):
 
     def unsupported_parameter(self) -> str | None:
         """The first parameter this server would have to ignore, if any."""
-        for name, value in (self.model_extra or {}).items():
-            if value is None or name in _INFORMATIONAL:
-                continue
-            if name in ("logprobs", "parallel_tool_calls") and value is False:
-                continue  # asking for the default
-            if name == "top_logprobs" and value == 0:
-                continue
-            return name
-        return None
+        return first_unsupported(self.model_extra or {})
 
 
 class EmbeddingRequest(BaseModel):
@@ -202,6 +194,19 @@ class EmbeddingRequest(BaseModel):
     @property
     def extra(self) -> dict[str, Any]:
         return {k: v for k, v in (self.model_extra or {}).items() if v is not None}
+
+
+def first_unsupported(extra: dict[str, Any]) -> str | None:
+    """The first of a request's unknown parameters that would change the answer, if any."""
+    for name, value in extra.items():
+        if value is None or name in _INFORMATIONAL:
+            continue
+        if name in ("logprobs", "parallel_tool_calls") and value is False:
+            continue  # asking for the default
+        if name == "top_logprobs" and value == 0:
+            continue
+        return name
+    return None
 
 
 def _arguments(text: str) -> dict[str, Any]:

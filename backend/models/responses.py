@@ -1,0 +1,233 @@
+"""OpenAI's Responses API (`POST /v1/responses`), request and response shapes.
+
+Input is a string or a list of items (messages, function calls and their
+outputs); function tools are flat (`{"type": "function", "name", ...}`).
+Everything maps onto a chat turn, so the same agents and backends answer.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from pydantic import BaseModel, ConfigDict, Field
+
+from backend.core.router import AgentType
+from backend.models.common import SessionId, Text
+from backend.models.openai import first_unsupported
+
+
+class ContentPart(BaseModel):
+    type: Literal["input_text", "output_text", "text"]
+    text: Text
+
+
+class MessageItem(BaseModel):
+    type: Literal["message"] = "message"
+    role: Literal["user", "assistant", "system", "developer"]
+    content: Text | list[ContentPart]
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(part.text for part in self.content)
+
+
+class FunctionCallItem(BaseModel):
+    type: Literal["function_call"]
+    call_id: Text
+    name: Text
+    arguments: Text = "{}"
+    id: Text | None = None
+    status: Text | None = None
+
+
+class FunctionCallOutputItem(BaseModel):
+    type: Literal["function_call_output"]
+    call_id: Text
+    output: Text
+
+
+class FunctionTool(BaseModel):
+    type: Literal["function"]
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    description: Text | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+
+class NamedFunctionChoice(BaseModel):
+    type: Literal["function"]
+    name: Text
+
+
+class TextFormat(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    type: Literal["text", "json_object", "json_schema"]
+    name: Text | None = None
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    strict: bool | None = None
+
+
+class TextOptions(BaseModel):
+    format: TextFormat | None = None
+
+
+class ResponseRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")  # named in a 400 by `unsupported_parameter`
+
+    model: Text = Field(min_length=1)
+    input: Text | list[MessageItem | FunctionCallItem | FunctionCallOutputItem] = Field(
+        min_length=1
+    )
+    instructions: Text | None = None
+    stream: bool = False
+    previous_response_id: Text | None = None
+    tools: list[FunctionTool] | None = Field(default=None, max_length=128)
+    tool_choice: Literal["none", "auto", "required"] | NamedFunctionChoice | None = None
+    parallel_tool_calls: bool | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    text: TextOptions | None = None
+    # Extensions, as on chat completions.
+    agent_type: AgentType = "auto"
+    session_id: SessionId | None = None
+
+    def unsupported_parameter(self) -> str | None:
+        return first_unsupported(self.model_extra or {})
+
+    def messages(self) -> list[BaseMessage]:
+        converted: list[BaseMessage] = []
+        if self.instructions:
+            converted.append(SystemMessage(self.instructions))
+        items = (
+            [MessageItem(role="user", content=self.input)]
+            if isinstance(self.input, str)
+            else self.input
+        )
+        names: dict[str, str] = {}
+        for item in items:
+            if isinstance(item, MessageItem):
+                if item.role in ("system", "developer"):
+                    converted.append(SystemMessage(item.text))
+                elif item.role == "user":
+                    converted.append(HumanMessage(item.text))
+                else:
+                    converted.append(AIMessage(item.text))
+            elif isinstance(item, FunctionCallItem):
+                names[item.call_id] = item.name
+                call = {"id": item.call_id, "name": item.name, "args": _object(item.arguments)}
+                converted.append(AIMessage("", tool_calls=[call]))
+            else:
+                converted.append(ToolMessage(item.output, tool_call_id=item.call_id))
+        return converted
+
+    @property
+    def client_tools(self) -> tuple[list[dict[str, Any]], str | dict[str, Any]] | None:
+        """The tools in chat-completions shape, and the choice among them."""
+        if not self.tools:
+            return None
+        tools = [
+            {"type": "function", "function": t.model_dump(exclude={"type"}, exclude_none=True)}
+            for t in self.tools
+        ]
+        choice = self.tool_choice or "auto"
+        if isinstance(choice, NamedFunctionChoice):
+            return tools, {"type": "function", "function": {"name": choice.name}}
+        return tools, choice
+
+    @property
+    def response_format(self) -> dict[str, Any] | None:
+        """`text.format` in chat-completions shape; None for plain text."""
+        spec = self.text.format if self.text else None
+        if spec is None or spec.type == "text":
+            return None
+        if spec.type == "json_object":
+            return {"type": "json_object"}
+        schema = {"name": spec.name or "response", "schema": spec.schema_ or {"type": "object"}}
+        return {"type": "json_schema", "json_schema": schema}
+
+
+def _object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"arguments": text}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def new_response_id(conversation_id: str) -> str:
+    """`resp_` + the conversation's id + a suffix: `previous_response_id` finds it again."""
+    return f"resp_{conversation_id}{uuid.uuid4().hex[:16]}"
+
+
+def conversation_of(response_id: str) -> str | None:
+    body = response_id.removeprefix("resp_")
+    return body[:32] if response_id.startswith("resp_") and len(body) == 48 else None
+
+
+def message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
+    content = [{"type": "output_text", "text": text, "annotations": []}]
+    return {
+        "type": "message",
+        "id": item_id,
+        "status": status,
+        "role": "assistant",
+        "content": content if text or status == "completed" else [],
+    }
+
+
+def function_call_item(call: dict[str, Any], status: str = "completed") -> dict[str, Any]:
+    return {
+        "type": "function_call",
+        "id": f"fc_{call['id']}",
+        "call_id": call["id"],
+        "name": call["function"]["name"],
+        "arguments": call["function"]["arguments"],
+        "status": status,
+    }
+
+
+def response_body(
+    response_id: str,
+    model: str,
+    status: str,
+    output: list[dict[str, Any]],
+    usage: dict[str, int] | None = None,
+    agent: dict[str, Any] | None = None,
+    previous_response_id: str | None = None,
+    error: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": response_id,
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": status,
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "previous_response_id": previous_response_id,
+        "error": error,
+        "incomplete_details": None,
+        "usage": None,
+    }
+    if usage:
+        prompt, completion = usage["prompt_tokens"], usage["completion_tokens"]
+        body["usage"] = {
+            "input_tokens": prompt,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": completion,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": prompt + completion,
+        }
+    if agent is not None:
+        body["agent"] = agent  # our extension, as on chat completions
+    return body
