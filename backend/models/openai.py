@@ -42,6 +42,12 @@ class ChatMessageIn(BaseModel):
     tool_calls: list[ToolCallIn] | None = None  # an assistant's calls of the client's tools
     tool_call_id: Text | None = None  # a tool message answers this call
 
+    @model_validator(mode="after")
+    def _tool_results_name_their_call(self) -> ChatMessageIn:
+        if self.role == "tool" and not self.tool_call_id:
+            raise ValueError("a tool message needs the tool_call_id it answers")
+        return self
+
     @property
     def text(self) -> str:
         if isinstance(self.content, list):
