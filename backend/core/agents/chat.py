@@ -19,6 +19,8 @@ from backend.core.agents.client_tools import ClientTools, ToolCall, as_plain_mes
 from backend.core.events import AgentEvent
 from backend.core.llm import LLMError
 
+_MAYBE_A_CALL = "{`<"  # how a reply that holds a call (JSON, a fence, reasoning first) opens
+
 
 async def run_chat(
     model: BaseChatModel,
@@ -111,8 +113,8 @@ async def _prompted(
     """Tools described in a system message; a reply that is a JSON call becomes a call.
 
     A required call is decoded under the call's schema and never shown as text. With
-    `auto`, text streams as usual unless the reply opens like JSON, which is held
-    back until it is known to be a call or not.
+    `auto`, text streams as usual unless the reply opens like JSON, a fence or a
+    reasoning block (`<think>`), which is held back until it is known to be a call or not.
     """
     prompt = [tools.prompt(), *as_plain_messages(messages)]
     kwargs = {**call_kwargs, **forced_kwargs} if tools.required else call_kwargs
@@ -127,7 +129,7 @@ async def _prompted(
         else:
             held.append(event.data["text"])
             opening = "".join(held).lstrip()
-            if not tools.required and opening and opening[0] not in "{`":
+            if not tools.required and opening and opening[0] not in _MAYBE_A_CALL:
                 showing = True
                 yield AgentEvent("token", {"text": "".join(held)})
     if showing:

@@ -10,14 +10,11 @@ grammar, Ollama's `format`), so even the embedded model produces a valid one.
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-
-_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -95,27 +92,25 @@ class ClientTools:
         )
 
     def parse(self, text: str) -> ToolCall | None:
-        """The call in a reply (JSON, perhaps fenced or after some prose), or None."""
-        match = _OBJECT.search(text)
-        if match is None:
-            return None
-        try:
-            data = json.loads(match.group(0))
-        except ValueError:
-            return None
-        if not isinstance(data, dict) or data.get("name") not in [
-            t["function"]["name"] for t in self.offered
-        ]:
-            return None
-        arguments = data.get("arguments", data.get("parameters", {}))
-        if isinstance(arguments, str):
+        """The first call in a reply: bare JSON, fenced, or after prose or reasoning."""
+        names = [t["function"]["name"] for t in self.offered]
+        decoder = json.JSONDecoder()
+        for start in (i for i, ch in enumerate(text) if ch == "{"):
             try:
-                arguments = json.loads(arguments)
+                data, _ = decoder.raw_decode(text, start)
             except ValueError:
-                return None
-        if not isinstance(arguments, dict):
-            return None
-        return ToolCall(new_call_id(), str(data["name"]), json.dumps(arguments))
+                continue
+            if not isinstance(data, dict) or data.get("name") not in names:
+                continue
+            arguments = data.get("arguments", data.get("parameters", {}))
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments)
+                except ValueError:
+                    continue
+            if isinstance(arguments, dict):
+                return ToolCall(new_call_id(), str(data["name"]), json.dumps(arguments))
+        return None
 
 
 def as_plain_messages(messages: list[BaseMessage]) -> list[BaseMessage]:
