@@ -6,13 +6,15 @@ through our server (LLM_BACKEND=openai), interleaved so machine noise hits both
 alike. We print the added latency at p50/p99, for the whole request and for the
 first token, then run concurrent streams through the server and count errors.
 
-A third path calls langchain-openai's `ChatOpenAI` (which the server uses for this
-backend) in this process, so the report separates what that client costs from
-what the server itself adds.
+The floor is a minimal Starlette + httpx pass-through proxy (benchmarks/baseline_proxy.py)
+measured in the same run: what any proxy adds. A fourth path calls langchain-openai's
+`ChatOpenAI` (which the server uses for this backend) in this process, so the report
+separates what that client costs from what the server itself adds.
 
     .venv/bin/python -m benchmarks.gateway_overhead [--requests 200] [--concurrency 64]
 
-Goals: <= 1 ms added at p50, <= 5 ms added to the first token, 0 errors at 64 streams.
+Goals: added latency at p50 within 1.3x of the floor's, first token within 2 ms of the
+floor's, and 0 errors with 64 concurrent streams in each of 3 rounds.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import socket
 import statistics
 import subprocess
 import sys
@@ -74,6 +77,19 @@ async def langchain_once(model: ChatOpenAI) -> Sample:
     return Sample(time.perf_counter() - started, first_token)
 
 
+def wait_for_port(port: int, timeout: float = 30) -> None:
+    """Until something accepts connections on 127.0.0.1:`port`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
@@ -84,11 +100,12 @@ def report(
     direct: list[float],
     gateway: list[float],
     other: tuple[str, list[float]] | None = None,
+    via: str = "via server",
 ) -> None:
     for q in (50, 99):
         d, g = percentile(direct, q), percentile(gateway, q)
         line = (
-            f"  {label:<12} p{q}: direct {d * 1000:8.2f} ms   via server {g * 1000:8.2f} ms"
+            f"  {label:<12} p{q}: direct {d * 1000:8.2f} ms   {via} {g * 1000:8.2f} ms"
             f"   added {(g - d) * 1000:+7.2f} ms   ratio {g / d:5.3f}"
         )
         if other:
@@ -98,7 +115,12 @@ def report(
 
 
 async def sequential(
-    client: httpx.AsyncClient, upstream_url: str, gateway_url: str, token: str, requests: int
+    client: httpx.AsyncClient,
+    upstream_url: str,
+    proxy_url: str,
+    gateway_url: str,
+    token: str,
+    requests: int,
 ) -> None:
     auth = {"Authorization": f"Bearer {token}"}
     direct_url = f"{upstream_url}/chat/completions"
@@ -110,6 +132,7 @@ async def sequential(
     )
     paths: dict[str, Callable[[], Awaitable[Sample]]] = {
         "direct": lambda: stream_once(client, direct_url, {}),
+        "proxy": lambda: stream_once(client, proxy_url, {}),
         "server": lambda: stream_once(client, gateway_url, auth),
         "langchain": lambda: langchain_once(langchain),
     }
@@ -119,16 +142,25 @@ async def sequential(
             await measure_once()
     for i in range(requests):
         order = list(paths.items())
-        order = order[i % 3 :] + order[: i % 3]  # rotate so no path always goes first
+        turn = i % len(order)
+        order = order[turn:] + order[:turn]  # rotate so no path always goes first
         for name, measure_once in order:
             samples[name].append(await measure_once())
     print(f"Sequential streams: {requests} on each path")
     for label, field in (("request", "total"), ("first token", "first_token")):
-        direct, server, chat_openai = (
+        direct, proxy, server, chat_openai = (
             [getattr(sample, field) for sample in samples[name]]
-            for name in ("direct", "server", "langchain")
+            for name in ("direct", "proxy", "server", "langchain")
         )
         report(label, direct, server, ("ChatOpenAI in-process", chat_openai))
+        report(label, direct, proxy, None, via="via floor ")
+        floor = percentile(proxy, 50) - percentile(direct, 50)
+        ours = percentile(server, 50) - percentile(direct, 50)
+        print(
+            f"  {label:<12} p50 added: server {ours * 1000:+.2f} ms, floor {floor * 1000:+.2f} ms,"
+            f" ratio {ours / floor if floor > 0 else float('nan'):.2f}x,"
+            f" difference {(ours - floor) * 1000:+.2f} ms"
+        )
 
 
 async def concurrent(
@@ -153,7 +185,9 @@ async def concurrent(
     return totals, errors
 
 
-async def measure(args: argparse.Namespace, upstream_url: str, server: LiveServer) -> None:
+async def measure(
+    args: argparse.Namespace, upstream_url: str, proxy_url: str, server: LiveServer
+) -> None:
     token = server.token()
     limits = httpx.Limits(max_connections=args.concurrency * 2)
     async with httpx.AsyncClient(timeout=60, limits=limits) as client:
@@ -163,16 +197,21 @@ async def measure(args: argparse.Namespace, upstream_url: str, server: LiveServe
             f"Upstream: {args.tokens} tokens, {args.delay_ms:g} ms apart "
             f"(ideal {args.tokens * args.delay_ms:g} ms per request)"
         )
-        await sequential(client, upstream_url, gateway_url, token, args.requests)
+        proxied_url = f"{proxy_url}/chat/completions"
+        await sequential(client, upstream_url, proxied_url, gateway_url, token, args.requests)
 
         print(f"Concurrent streams: {args.concurrency} at once, {args.rounds} rounds")
         auth = {"Authorization": f"Bearer {token}"}
         direct, direct_errors = await concurrent(
             client, direct_url, {}, args.concurrency, args.rounds
         )
+        proxied, proxy_errors = await concurrent(
+            client, proxied_url, {}, args.concurrency, args.rounds
+        )
         gateway, errors = await concurrent(client, gateway_url, auth, args.concurrency, args.rounds)
-        print(f"  errors: direct {direct_errors}, via server {errors}")
+        print(f"  errors: direct {direct_errors}, via floor {proxy_errors}, via server {errors}")
         report("request", direct, gateway)
+        report("request", direct, proxied, via="via floor ")
         added = statistics.median(gateway) - statistics.median(direct)
         print(f"  median added per stream under load: {added * 1000:+.2f} ms")
 
@@ -193,6 +232,13 @@ def main() -> None:
         cwd=ROOT,
     )  # fmt: skip
     upstream_url = f"http://127.0.0.1:{upstream_port}/v1"
+    proxy_port = free_port()
+    proxy = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.baseline_proxy", "--port", str(proxy_port),
+         "--upstream", upstream_url],
+        cwd=ROOT,
+    )  # fmt: skip
+    proxy_url = f"http://127.0.0.1:{proxy_port}/v1"
     with tempfile.TemporaryDirectory() as tmp:
         server = LiveServer(
             Path(tmp) / "data",
@@ -204,11 +250,14 @@ def main() -> None:
         )
         try:
             server.start()
-            asyncio.run(measure(args, upstream_url, server))
+            wait_for_port(upstream_port)
+            wait_for_port(proxy_port)
+            asyncio.run(measure(args, upstream_url, proxy_url, server))
         finally:
             server.stop()
-            upstream.terminate()
-            upstream.wait(timeout=10)
+            for process in (proxy, upstream):
+                process.terminate()
+                process.wait(timeout=10)
 
 
 if __name__ == "__main__":
