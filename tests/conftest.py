@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +20,23 @@ StartServer = Callable[..., LiveServer]
 def write_replies(path: Path, replies: list[Any]) -> str:
     path.write_text(json.dumps(replies))
     return str(path)
+
+
+@contextlib.contextmanager
+def scripted_server(root: Path, replies: list[Any], **env: str) -> Iterator[LiveServer]:
+    """A live server on the scripted model, answering with `replies`, in `root`."""
+    live = LiveServer(
+        root / "data",
+        LLM_BACKEND="scripted",
+        SCRIPTED_REPLIES=write_replies(root / "replies.json", replies),
+        ADMIN_PASSWORD=ADMIN_PASSWORD,
+        **env,
+    )
+    live.start()
+    try:
+        yield live
+    finally:
+        live.stop()
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tests.conftest import ADMIN_PASSWORD, write_replies
+from tests.conftest import ADMIN_PASSWORD, scripted_server
 from tests.support.agent_script import react_turn
-from tests.support.live_server import ROOT, LiveServer
+from tests.support.live_server import ROOT
 
 MEDIAN_SPECS = {
     "functions": [
@@ -71,23 +71,13 @@ REPLIES: list[dict[str, Any]] = [
 def executed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """The notebook, run: each tagged cell's text output (and a marker for images)."""
     root = tmp_path_factory.mktemp("notebook")
-    server = LiveServer(
-        root / "data",
-        LLM_BACKEND="scripted",
-        SCRIPTED_REPLIES=write_replies(root / "replies.json", REPLIES),
-        ADMIN_PASSWORD=ADMIN_PASSWORD,
-    )
-    server.start()
     notebook = nbformat.read(ROOT / "API_examples.ipynb", as_version=4)
-    with pytest.MonkeyPatch.context() as env:
+    with scripted_server(root, REPLIES) as server, pytest.MonkeyPatch.context() as env:
         env.setenv("PDA_URL", server.url)
         env.setenv("PDA_PASSWORD", ADMIN_PASSWORD)
-        try:
-            NotebookClient(
-                notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": root}}
-            ).execute()
-        finally:
-            server.stop()
+        NotebookClient(
+            notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": root}}
+        ).execute()
     yield {tag: _text(cell) for cell in notebook.cells for tag in cell.metadata.get("tags", [])}
 
 

@@ -8,8 +8,7 @@ import pytest
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, SecretStr
 
-from tests.conftest import ADMIN_PASSWORD, write_replies
-from tests.support.live_server import LiveServer
+from tests.conftest import scripted_server
 
 REPLIES = [
     {"when": "capital", "content": "Paris is the capital of France.", "repeat": True},
@@ -24,21 +23,13 @@ class City(BaseModel):
 
 @pytest.fixture(scope="module")
 def chat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChatOpenAI]:
-    root = tmp_path_factory.mktemp("langchain")
-    live = LiveServer(
-        root / "data",
-        LLM_BACKEND="scripted",
-        SCRIPTED_REPLIES=write_replies(root / "replies.json", REPLIES),
-        ADMIN_PASSWORD=ADMIN_PASSWORD,
-    )
-    live.start()
-    yield ChatOpenAI(
-        model="scripted",
-        base_url=f"{live.url}/v1",
-        api_key=SecretStr(live.token()),
-        max_retries=0,
-    )
-    live.stop()
+    with scripted_server(tmp_path_factory.mktemp("langchain"), REPLIES) as live:
+        yield ChatOpenAI(
+            model="scripted",
+            base_url=f"{live.url}/v1",
+            api_key=SecretStr(live.token()),
+            max_retries=0,
+        )
 
 
 def test_invoke_stream_and_ainvoke(chat: ChatOpenAI) -> None:

@@ -11,7 +11,7 @@ import openai
 import pytest
 from pydantic import BaseModel
 
-from tests.conftest import ADMIN_PASSWORD, write_replies
+from tests.conftest import scripted_server
 from tests.support.live_server import LiveServer
 
 REPLIES = [
@@ -24,17 +24,8 @@ REPLIES = [
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     root = tmp_path_factory.mktemp("sdk")
-    replies = write_replies(root / "replies.json", REPLIES)
-    live = LiveServer(
-        root / "data",
-        LLM_BACKEND="scripted",
-        SCRIPTED_REPLIES=replies,
-        ADMIN_PASSWORD=ADMIN_PASSWORD,
-        MAX_REQUEST_SIZE_MB="0.5",
-    )
-    live.start()
-    yield live
-    live.stop()
+    with scripted_server(root, REPLIES, MAX_REQUEST_SIZE_MB="0.5") as live:
+        yield live
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import openai
 import pytest
 
-from tests.conftest import ADMIN_PASSWORD, write_replies
+from tests.conftest import scripted_server
 from tests.support.live_server import LiveServer
 
 REPLIES = [
@@ -31,16 +31,8 @@ WEATHER = {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    root = tmp_path_factory.mktemp("responses")
-    live = LiveServer(
-        root / "data",
-        LLM_BACKEND="scripted",
-        SCRIPTED_REPLIES=write_replies(root / "replies.json", REPLIES),
-        ADMIN_PASSWORD=ADMIN_PASSWORD,
-    )
-    live.start()
-    yield live
-    live.stop()
+    with scripted_server(tmp_path_factory.mktemp("responses"), REPLIES) as live:
+        yield live
 
 
 @pytest.fixture(scope="module")

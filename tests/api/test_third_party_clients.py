@@ -14,7 +14,7 @@ import openai
 import pytest
 from pydantic import BaseModel
 
-from tests.conftest import ADMIN_PASSWORD, write_replies
+from tests.conftest import scripted_server
 from tests.support.live_server import ROOT, LiveServer
 
 REPLIES = [
@@ -41,16 +41,8 @@ class City(BaseModel):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    root = tmp_path_factory.mktemp("clients")
-    live = LiveServer(
-        root / "data",
-        LLM_BACKEND="scripted",
-        SCRIPTED_REPLIES=write_replies(root / "replies.json", REPLIES),
-        ADMIN_PASSWORD=ADMIN_PASSWORD,
-    )
-    live.start()
-    yield live
-    live.stop()
+    with scripted_server(tmp_path_factory.mktemp("clients"), REPLIES) as live:
+        yield live
 
 
 async def test_the_async_openai_sdk(server: LiveServer) -> None:

@@ -11,7 +11,7 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, SecretStr
 
-from tests.conftest import ADMIN_PASSWORD, write_replies
+from tests.conftest import scripted_server
 from tests.support.live_server import LiveServer
 
 CALL = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
@@ -39,16 +39,8 @@ WEATHER = {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    root = tmp_path_factory.mktemp("tools")
-    live = LiveServer(
-        root / "data",
-        LLM_BACKEND="scripted",
-        SCRIPTED_REPLIES=write_replies(root / "replies.json", REPLIES),
-        ADMIN_PASSWORD=ADMIN_PASSWORD,
-    )
-    live.start()
-    yield live
-    live.stop()
+    with scripted_server(tmp_path_factory.mktemp("tools"), REPLIES) as live:
+        yield live
 
 
 @pytest.fixture(scope="module")
