@@ -31,6 +31,26 @@ from backend.models.openai import (
 router = APIRouter(prefix="/v1", tags=["openai"])
 
 
+def check_parameters(unsupported: str | None, agent_type: str, **for_chat: object) -> None:
+    """400s naming a parameter: one the server cannot honour, or one (of `for_chat`, given)
+    that only plain chat answers while the request asks for an agent."""
+    if unsupported is not None:
+        raise ApiError(
+            400,
+            f"Unsupported parameter: '{unsupported}' is not supported by this server.",
+            code="unsupported_parameter",
+            param=unsupported,
+        )
+    for param, given in for_chat.items():
+        if given is not None and agent_type not in ("auto", "chat"):
+            raise ApiError(
+                400,
+                f"{param} is answered by plain chat: use agent_type 'chat' or 'auto'.",
+                code="unsupported_parameter",
+                param=param,
+            )
+
+
 @router.get("/models")
 async def read_models(services: ServicesDep, user: CurrentUser) -> dict[str, Any]:
     """The models this server can answer with, in OpenAI's list shape."""
@@ -57,24 +77,14 @@ async def create_chat_completion(
     body: ChatCompletionRequest, user: CurrentUser, chat: ChatServiceDep, http: Request
 ) -> Response:
     """Chat completion, plain JSON or SSE with `stream: true`."""
-    unsupported = body.unsupported_parameter()
-    if unsupported is not None:
-        raise ApiError(
-            400,
-            f"Unsupported parameter: '{unsupported}' is not supported by this server.",
-            code="unsupported_parameter",
-            param=unsupported,
-        )
     response_format = body.response_format_dict
     client_tools = body.client_tools
-    for param, given in (("response_format", response_format), ("tools", client_tools)):
-        if given is not None and body.agent_type not in ("auto", "chat"):
-            raise ApiError(
-                400,
-                f"{param} is answered by plain chat: use agent_type 'chat' or 'auto'.",
-                code="unsupported_parameter",
-                param=param,
-            )
+    check_parameters(
+        body.unsupported_parameter(),
+        body.agent_type,
+        response_format=response_format,
+        tools=client_tools,
+    )
     options = GenerationOptions(
         temperature=body.temperature,
         top_p=body.top_p,

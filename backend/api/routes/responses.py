@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse, Response
 from backend.api.deps import ChatServiceDep, CurrentUser, StoreDep
 from backend.api.disconnect import ClientGone, unless_disconnected
 from backend.api.errors import ApiError
+from backend.api.routes.openai import check_parameters
 from backend.api.sse import SSE_HEADERS, SSEResponse, sse_data
 from backend.api.streaming import start_stream
 from backend.core.agents.client_tools import ClientTools
@@ -41,23 +42,11 @@ async def create_response(
     body: ResponseRequest, user: CurrentUser, chat: ChatServiceDep, store: StoreDep, http: Request
 ) -> Response:
     """A model response, plain JSON or SSE events with `stream: true`."""
-    unsupported = body.unsupported_parameter()
-    if unsupported is not None:
-        raise ApiError(
-            400,
-            f"Unsupported parameter: '{unsupported}' is not supported by this server.",
-            code="unsupported_parameter",
-            param=unsupported,
-        )
     client_tools = body.client_tools
     response_format = body.response_format
-    if (client_tools or response_format) and body.agent_type not in ("auto", "chat"):
-        raise ApiError(
-            400,
-            "tools and text.format are answered by plain chat: use agent_type 'chat' or 'auto'.",
-            code="unsupported_parameter",
-            param="tools" if client_tools else "text",
-        )
+    check_parameters(
+        body.unsupported_parameter(), body.agent_type, tools=client_tools, text=response_format
+    )
     session_id = body.session_id
     if body.previous_response_id is not None:
         conversation_id = conversation_of(body.previous_response_id)
