@@ -11,7 +11,7 @@ from typing import Any
 import openai
 import pytest
 
-from tests.conftest import ADMIN_PASSWORD, StartServer, write_replies
+from tests.conftest import StartServer, scripted_server, write_replies
 from tests.support.agent_script import CODE, react_turn, slow_turn, sse_events, upload
 from tests.support.live_server import LiveServer
 
@@ -21,16 +21,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     folder = tmp_path_factory.mktemp("agents")
     replies = [*react_turn("Q-SSE"), *react_turn("Q-SDK"), *react_turn("Q-JSON")]
     replies.append({"when": "Q-HELLO", "content": "Hi! How can I help?"})
-    (folder / "replies.json").write_text(json.dumps(replies))
-    live = LiveServer(
-        folder / "data",
-        ADMIN_PASSWORD=ADMIN_PASSWORD,
-        LLM_BACKEND="scripted",
-        SCRIPTED_REPLIES=str(folder / "replies.json"),
-    )
-    live.start()
-    yield live
-    live.stop()
+    with scripted_server(folder, replies) as live:
+        yield live
 
 
 def test_api_chat_streams_the_steps_in_order(server: LiveServer) -> None:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import ADMIN_PASSWORD
+from tests.conftest import scripted_server
 from tests.support.agent_script import CODE, react_turn, slow_turn, sse_events, upload
 from tests.support.live_server import LiveServer
 
@@ -26,19 +25,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         *slow_turn("Q-GONE"),
         {"when": "Q-CHAT", "content": "Hello from the run.", "token_delay": 0.01},
     ]
-    (folder / "replies.json").write_text(json.dumps(replies))
-    live = LiveServer(
-        folder / "data",
-        ADMIN_PASSWORD=ADMIN_PASSWORD,
-        LLM_BACKEND="scripted",
-        SCRIPTED_REPLIES=str(folder / "replies.json"),
-    )
-    live.start()
-    with live.client() as admin:
-        created = admin.post("/api/users", json={"username": "eve", "password": "eve-password"})
-        assert created.status_code == 201
-    yield live
-    live.stop()
+    with scripted_server(folder, replies) as live:
+        with live.client() as admin:
+            created = admin.post("/api/users", json={"username": "eve", "password": "eve-password"})
+            assert created.status_code == 201
+        yield live
 
 
 def start(http: httpx.Client, message: str, session: str) -> dict[str, Any]:

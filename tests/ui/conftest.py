@@ -8,14 +8,13 @@ provokes an HTTP error on purpose names the status it expects.
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Callable, Iterator
 
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from tests.conftest import ADMIN_PASSWORD
+from tests.conftest import scripted_server
 from tests.support.live_server import LiveServer
 from tests.ui.browser import CHROMIUM, CHROMIUM_ARGS, CSP_WATCH, ConsoleWatch, Person
 from tests.ui.script import replies
@@ -25,18 +24,11 @@ OpenPage = Callable[..., Page]
 
 @pytest.fixture(scope="session")
 def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    folder = tmp_path_factory.mktemp("ui")
-    (folder / "replies.json").write_text(json.dumps(replies()))
-    live = LiveServer(
-        folder / "data",
-        ADMIN_PASSWORD=ADMIN_PASSWORD,
-        LLM_BACKEND="scripted",
-        SCRIPTED_REPLIES=str(folder / "replies.json"),
-        PYTHON_CODE_MAX_FILE_SIZE="1",
-    )
-    live.start()
-    yield live
-    live.stop()
+    # Uploads over 1 MB are refused, so the UI's "too large" message can be shown.
+    with scripted_server(
+        tmp_path_factory.mktemp("ui"), replies(), PYTHON_CODE_MAX_FILE_SIZE="1"
+    ) as live:
+        yield live
 
 
 @pytest.fixture(scope="session")

@@ -51,7 +51,7 @@ class GenerationOptions:
 
     @property
     def json_schema(self) -> dict[str, Any] | None:
-        """The schema a `json_schema` response format asks for ({} for any JSON object)."""
+        """The schema a response format asks for (any JSON object for `json_object`)."""
         if self.response_format is None:
             return None
         spec = self.response_format.get("json_schema") or {}
