@@ -51,6 +51,7 @@ class Turn:
     prompt: list[BaseMessage] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)  # the agent's step events
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # calls of the client's tools
+    logprobs: list[dict[str, Any]] = field(default_factory=list)  # the tokens', when asked for
     agent_llm: CoderLLM | None = None  # counts the router's and the agents' model calls
 
     @property
@@ -153,7 +154,7 @@ class ChatService:
             if tools.required:
                 forced = self.llm.structured_kwargs(tools.call_schema())
         return run_chat(
-            self.llm.chat_model(model),
+            self.llm.chat_stream(model),
             messages,
             self.llm.call_kwargs(request.options),
             tools,
@@ -203,6 +204,7 @@ class ChatService:
                 async for event in events:
                     if event.type == "token":
                         turn.answer.append(event.data["text"])
+                        turn.logprobs.extend(event.data.get("logprobs") or ())
                     elif event.type == "usage":
                         turn.usage = event.data
                     elif event.type == "finish":

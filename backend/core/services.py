@@ -46,6 +46,7 @@ class Services:
         if self.chat.agents is not None:
             await self.chat.agents.aclose()
         self.catalog.runner.close()
+        await self.llm.aclose()
         self.store.close()
 
 

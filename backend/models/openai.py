@@ -126,6 +126,8 @@ class ChatCompletionRequest(BaseModel):
     tools: list[ToolSpec] | None = Field(default=None, max_length=128)
     tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
     parallel_tool_calls: bool | None = None
+    logprobs: bool | None = None
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
     n: int = Field(default=1, ge=1, le=1, description="Only one choice is supported.")
     # Extensions: which agent answers, and which stored session to continue.
     agent_type: AgentType = "auto"
@@ -156,6 +158,8 @@ class ChatCompletionRequest(BaseModel):
             name = self.tool_choice.function.name
             if name not in [tool.function.name for tool in self.tools or []]:
                 raise ValueError(f"tool_choice names '{name}', which is not among the tools")
+        if self.top_logprobs and not self.logprobs:
+            raise ValueError("top_logprobs needs logprobs: true")
         return self
 
     @property
@@ -246,6 +250,7 @@ def completion_body(
     usage: dict[str, int],
     agent: dict[str, Any],
     tool_calls: list[dict[str, Any]] | None = None,
+    logprobs: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls:
@@ -260,7 +265,7 @@ def completion_body(
                 "index": 0,
                 "message": message,
                 "finish_reason": finish_reason,
-                "logprobs": None,
+                "logprobs": {"content": logprobs} if logprobs else None,
             }
         ],
         "usage": usage_body(usage),
@@ -273,13 +278,20 @@ def chunk_body(
     model: str,
     delta: dict[str, Any],
     finish_reason: str | None = None,
+    logprobs: list[dict[str, Any]] | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
+    choice = {
+        "index": 0,
+        "delta": delta,
+        "finish_reason": finish_reason,
+        "logprobs": {"content": logprobs} if logprobs else None,
+    }
     return {
         "id": completion_id,
         "object": "chat.completion.chunk",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}],
+        "choices": [choice],
         **extra,
     }

@@ -253,3 +253,124 @@ def test_ollama_calls_the_clients_tools_natively(start_server: StartServer) -> N
     assert json.loads(call.function.arguments) == {"city": "Paris"}
     assert completion.choices[0].finish_reason == "tool_calls"
     assert ollama.requests[-1]["tools"][0]["function"]["name"] == "get_weather"
+
+
+WEATHER = {
+    "type": "function",
+    "function": {"name": "get_weather", "parameters": {"type": "object"}},
+}
+
+
+def test_an_openai_upstreams_tool_calls_come_back_whole_and_streamed(
+    start_server: StartServer,
+) -> None:
+    with FakeUpstreamThread(free_port(), tokens=3, delay=0.001) as upstream:
+        server = start_server(
+            LLM_BACKEND="openai", OPENAI_BASE_URL=upstream.url, OPENAI_MODEL="fake-upstream"
+        )
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+        question = [{"role": "user", "content": "weather in Paris?"}]
+        completion = client.chat.completions.create(
+            model="fake-upstream",
+            messages=question,
+            tools=[WEATHER],  # type: ignore[list-item]
+        )
+        with client.chat.completions.stream(
+            model="fake-upstream",
+            messages=question,
+            tools=[WEATHER],  # type: ignore[list-item]
+        ) as stream:
+            streamed = stream.get_final_completion()
+        sent_tools = httpx.get(upstream.url.removesuffix("/v1") + "/stats").json()["last_request"]
+        # The client ran the tool; the result goes back upstream in OpenAI's shape.
+        (call,) = completion.choices[0].message.tool_calls or []
+        client.chat.completions.create(
+            model="fake-upstream",
+            messages=[
+                *question,
+                {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
+                {"role": "tool", "tool_call_id": call.id, "content": "18 C, sunny"},
+            ],  # type: ignore[list-item]
+        )
+        sent_result = httpx.get(upstream.url.removesuffix("/v1") + "/stats").json()["last_request"]
+    for answer in (completion, streamed):
+        (made,) = answer.choices[0].message.tool_calls or []
+        assert made.id == "call_upstream1" and made.function.name == "get_weather"
+        assert json.loads(made.function.arguments) == {"city": "Paris"}
+        assert answer.choices[0].finish_reason == "tool_calls"
+    assert sent_tools["tools"] == [WEATHER] and sent_tools["tool_choice"] == "auto"
+    assistant, tool = sent_result["messages"][1:]
+    assert assistant["tool_calls"][0]["id"] == "call_upstream1"
+    assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == {"city": "Paris"}
+    assert tool == {"role": "tool", "content": "18 C, sunny", "tool_call_id": "call_upstream1"}
+
+
+def test_logprobs_come_through_from_an_openai_upstream(start_server: StartServer) -> None:
+    with FakeUpstreamThread(free_port(), tokens=3, delay=0.001) as upstream:
+        server = start_server(
+            LLM_BACKEND="openai", OPENAI_BASE_URL=upstream.url, OPENAI_MODEL="fake-upstream"
+        )
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+        question = [{"role": "user", "content": "hi"}]
+        completion = client.chat.completions.create(
+            model="fake-upstream", messages=question, logprobs=True, top_logprobs=1
+        )
+        chunks = list(
+            client.chat.completions.create(
+                model="fake-upstream", messages=question, logprobs=True, stream=True
+            )
+        )
+        sent = httpx.get(upstream.url.removesuffix("/v1") + "/stats").json()["last_request"]
+    whole = completion.choices[0].logprobs
+    assert whole is not None and whole.content is not None
+    assert [t.token for t in whole.content] == ["tok0 ", "tok1 ", "tok2 "]
+    assert whole.content[0].logprob == -0.25 and whole.content[0].top_logprobs[0].token == "other"
+    streamed = [
+        t.token
+        for chunk in chunks
+        if chunk.choices and chunk.choices[0].logprobs
+        for t in chunk.choices[0].logprobs.content or []
+    ]
+    assert streamed == ["tok0 ", "tok1 ", "tok2 "]
+    assert sent["logprobs"] is True and "top_logprobs" not in sent
+
+
+def test_logprobs_come_through_from_ollama(start_server: StartServer) -> None:
+    with FakeOllama(free_port(), models=["qwen:latest"], reply="Bonjour Paris") as ollama:
+        server = start_server(LLM_BACKEND="ollama", OLLAMA_HOST=ollama.url)
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+        completion = client.chat.completions.create(
+            model="qwen:latest",
+            messages=[{"role": "user", "content": "hi"}],
+            logprobs=True,
+            top_logprobs=2,
+        )
+    content = completion.choices[0].logprobs.content  # type: ignore[union-attr]
+    assert [t.token for t in content or []] == ["Bonjour ", "Paris "]
+    assert ollama.requests[-1]["logprobs"] is True and ollama.requests[-1]["top_logprobs"] == 2
+
+
+@pytest.mark.parametrize(
+    ("said", "words"),
+    [("fail with 500", "answered 500: the GPU caught fire"), ("stream garbage", "not JSON")],
+)
+def test_a_failing_upstream_is_a_clear_error_and_the_turn_is_stored(
+    start_server: StartServer, said: str, words: str
+) -> None:
+    with FakeUpstreamThread(free_port(), tokens=3, delay=0.001) as upstream:
+        server = start_server(
+            LLM_BACKEND="openai", OPENAI_BASE_URL=upstream.url, OPENAI_MODEL="fake-upstream"
+        )
+        body = {"model": "fake-upstream", "messages": [{"role": "user", "content": said}]}
+        with server.client() as http:
+            whole = http.post("/v1/chat/completions", json={**body, "session_id": "whole"})
+            # Nothing was streamed yet: a streamed request gets the same HTTP error.
+            streamed = http.post("/v1/chat/completions", json={**body, "stream": True})
+            conversations = http.get("/api/conversations").json()
+            (conversation,) = [c for c in conversations if c["session_id"] == "whole"]
+            stored = http.get(f"/api/conversations/{conversation['id']}").json()
+    for response in (whole, streamed):
+        assert response.status_code == 502 and words in response.json()["error"]["message"]
+    user, answer = stored["messages"]
+    assert user["content"] == said and answer["metadata"]["finish_reason"] == "error"
+    assert words in answer["metadata"]["error"]

@@ -33,7 +33,10 @@ def create_app(models: list[str], reply: str, seen: list[dict[str, Any]]) -> Sta
                 yield json.dumps({**base, "message": message, "done": False}) + "\n"
             for word in reply.split(" "):
                 message = {"role": "assistant", "content": word + " "}
-                yield json.dumps({**base, "message": message, "done": False}) + "\n"
+                chunk = {**base, "message": message, "done": False}
+                if body.get("logprobs"):  # Ollama's shape is OpenAI's
+                    chunk["logprobs"] = [{"token": word + " ", "logprob": -0.5, "top_logprobs": []}]
+                yield json.dumps(chunk) + "\n"
             final = {"role": "assistant", "content": ""}
             counts = {"prompt_eval_count": 7, "eval_count": len(reply.split(" "))}
             done = {**base, "message": final, "done": True, "done_reason": "stop", **counts}

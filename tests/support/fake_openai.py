@@ -1,5 +1,8 @@
 """A scripted OpenAI-compatible upstream: streams N tokens with fixed pacing.
 
+With `tools` it calls the first one (in streamed pieces); with `logprobs` each
+token carries one. The messages "fail with 500" and "stream garbage" get just that.
+
 Used by the disconnect tests and by `benchmarks/gateway_overhead.py`. It counts
 streams that finished and streams whose client went away, at `GET /stats`.
 Run standalone with `python -m tests.support.fake_openai --port P`.
@@ -29,14 +32,25 @@ def create_app(tokens: int = 20, delay: float = 0.005) -> Starlette:
     stats: dict[str, Any] = {"requests": 0, "completed": 0, "disconnected": 0}
 
     def chunk(
-        delta: dict[str, Any], finish: str | None = None, *, usage: dict[str, int] | None = None
+        delta: dict[str, Any],
+        finish: str | None = None,
+        *,
+        usage: dict[str, int] | None = None,
+        logprobs: bool = False,
     ) -> str:
+        choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": finish}
+        if logprobs:  # one made-up probability per token, with one alternative
+            token = delta["content"]
+            alternative = {"token": "other", "logprob": -2.5, "bytes": list(b"other")}
+            choice["logprobs"] = {"content": [{"token": token, "logprob": -0.25,
+                                               "bytes": list(token.encode()),
+                                               "top_logprobs": [alternative]}]}  # fmt: skip
         body: dict[str, Any] = {
             "id": "chatcmpl-fake",
             "object": "chat.completion.chunk",
             "created": int(time.time()),
             "model": MODEL,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            "choices": [choice],
         }
         if usage is not None:
             body["choices"], body["usage"] = [], usage
@@ -46,6 +60,11 @@ def create_app(tokens: int = 20, delay: float = 0.005) -> Starlette:
         body = await request.json()
         stats["requests"] += 1
         stats["last_request"] = body
+        said = body["messages"][-1].get("content")
+        if said == "fail with 500":
+            return JSONResponse({"error": {"message": "the GPU caught fire"}}, status_code=500)
+        if said == "stream garbage":
+            return StreamingResponse(iter(["data: {not json\n\n"]), media_type="text/event-stream")
         if not body.get("stream"):
             await asyncio.sleep(delay * tokens)
             stats["completed"] += 1
@@ -74,10 +93,19 @@ def create_app(tokens: int = 20, delay: float = 0.005) -> Starlette:
         async def stream() -> AsyncIterator[str]:
             try:
                 yield chunk({"role": "assistant", "content": ""})
-                for i in range(tokens):
-                    await asyncio.sleep(delay)
-                    yield chunk({"content": f"tok{i} "})
-                yield chunk({}, "stop")
+                if body.get("tools"):  # native tool calling: call the first tool, in pieces
+                    name = body["tools"][0]["function"]["name"]
+                    opening = {"index": 0, "id": "call_upstream1", "type": "function",
+                               "function": {"name": name, "arguments": '{"city": '}}  # fmt: skip
+                    yield chunk({"tool_calls": [opening]})
+                    rest = {"index": 0, "function": {"arguments": '"Paris"}'}}
+                    yield chunk({"tool_calls": [rest]})
+                    yield chunk({}, "tool_calls")
+                else:
+                    for i in range(tokens):
+                        await asyncio.sleep(delay)
+                        yield chunk({"content": f"tok{i} "}, logprobs=bool(body.get("logprobs")))
+                    yield chunk({}, "stop")
                 if (body.get("stream_options") or {}).get("include_usage"):
                     usage = {
                         "prompt_tokens": 5,

@@ -84,7 +84,16 @@ async def create_chat_completion(
         body.agent_type,
         response_format=response_format,
         tools=client_tools,
+        logprobs=body.logprobs or None,
     )
+    if body.logprobs and not chat.llm.supports_logprobs:
+        raise ApiError(
+            400,
+            f"Unsupported parameter: 'logprobs' needs a backend that reports token "
+            f"probabilities (the {chat.llm.name} backend does not).",
+            code="unsupported_parameter",
+            param="logprobs",
+        )
     options = GenerationOptions(
         temperature=body.temperature,
         top_p=body.top_p,
@@ -94,6 +103,8 @@ async def create_chat_completion(
         frequency_penalty=body.frequency_penalty,
         presence_penalty=body.presence_penalty,
         response_format=response_format,
+        logprobs=bool(body.logprobs),
+        top_logprobs=body.top_logprobs,
     )
     turn_request = TurnRequest(
         messages=body.langchain_messages(),
@@ -119,6 +130,7 @@ async def create_chat_completion(
                 turn.usage,
                 turn.metadata,
                 turn.tool_calls,
+                turn.logprobs,
             )
         )
     events = await start_stream(turn.events)
@@ -145,8 +157,10 @@ async def _completion_chunks(
         async with contextlib.aclosing(events):
             async for event in events:
                 if event.type == "token":
-                    text = event.data["text"]
-                    yield pending + sse_data(chunk_body(completion_id, model, {"content": text}))
+                    delta = {"content": event.data["text"]}
+                    logprobs = event.data.get("logprobs")
+                    chunk = chunk_body(completion_id, model, delta, None, logprobs)
+                    yield pending + sse_data(chunk)
                     pending = ""
                 elif event.type == "tool_calls":
                     calls = [{"index": i, **call} for i, call in enumerate(event.data["calls"])]

@@ -10,11 +10,12 @@ grammar, Ollama's `format`), so even the embedded model produces a valid one.
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+from backend.core.llm.chat_stream import new_call_id
 
 
 @dataclass(frozen=True)
@@ -29,10 +30,6 @@ class ToolCall:
             "type": "function",
             "function": {"name": self.name, "arguments": self.arguments},
         }
-
-
-def new_call_id() -> str:
-    return f"call_{uuid.uuid4().hex[:24]}"
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,9 @@
 
 Each backend knows its models, builds LangChain `BaseChatModel` objects, maps
 request options to its own parameter names, and turns its library's exceptions
-into an `LLMError` that tells the user how to fix things. Everything above this
-module sees only `BaseChatModel`.
+into an `LLMError` that tells the user how to fix things. The agents see a
+`BaseChatModel`; plain chat sees a `ChatStream`, which on the `openai` and
+`ollama` backends talks to the upstream directly (`upstream.py`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import httpx
 from langchain_core.language_models import BaseChatModel
 
 from backend.config import ConfigError, Settings
+from backend.core.llm.chat_stream import ChatStream, langchain_stream
 from backend.core.llm.errors import LLMError
+from backend.core.llm.upstream import Upstream, UpstreamError, ollama_stream, openai_stream
 
 _CONNECT_TIMEOUT = 2.0
 
@@ -34,6 +37,8 @@ class GenerationOptions:
     presence_penalty: float | None = None
     # OpenAI's shape: {"type": "json_object"} or {"type": "json_schema", "json_schema": {...}}
     response_format: dict[str, Any] | None = None
+    logprobs: bool = False
+    top_logprobs: int | None = None
 
     @property
     def sampling(self) -> dict[str, Any]:
@@ -60,6 +65,7 @@ class GenerationOptions:
 
 class LLMBackend(ABC):
     name: str
+    supports_logprobs = False  # whether `logprobs` can be honoured
 
     def __init__(self, default_model: str, reason: str) -> None:
         self.default_model = default_model
@@ -71,9 +77,16 @@ class LLMBackend(ABC):
     @abstractmethod
     def chat_model(self, model: str) -> BaseChatModel: ...
 
+    def chat_stream(self, model: str) -> ChatStream:
+        """Plain chat's model, as a stream of events."""
+        return langchain_stream(self.chat_model(model))
+
+    async def aclose(self) -> None:  # noqa: B027 (most backends hold no connections)
+        """Release pooled connections."""
+
     def call_kwargs(self, options: GenerationOptions) -> dict[str, Any]:
         """Per-call keyword arguments for this backend's chat model."""
-        return {**options.sampling, **self._format_kwargs(options)}
+        return {**options.sampling, **self._format_kwargs(options), **_logprobs(options)}
 
     def _format_kwargs(self, options: GenerationOptions) -> dict[str, Any]:
         schema = options.json_schema
@@ -108,11 +121,13 @@ class LLMBackend(ABC):
 
 class OllamaBackend(LLMBackend):
     name = "ollama"
+    supports_logprobs = True  # Ollama answers them since 0.12.11; older ones leave them out
 
     def __init__(self, settings: Settings, reason: str) -> None:
         super().__init__(settings.OLLAMA_MODEL, reason)
         self.host = settings.OLLAMA_HOST
         self.timeout = settings.LLM_REQUEST_TIMEOUT
+        self.upstream = Upstream(self.host, httpx.Timeout(self.timeout, connect=_CONNECT_TIMEOUT))
         self._models: tuple[float, list[str]] = (0.0, [])
 
     async def list_models(self) -> list[str]:
@@ -164,13 +179,19 @@ class OllamaBackend(LLMBackend):
     def chat_model(self, model: str) -> BaseChatModel:
         return _ollama_chat_model(self.host, model, self.timeout)
 
+    def chat_stream(self, model: str) -> ChatStream:
+        return ollama_stream(self.upstream, model)
+
+    async def aclose(self) -> None:
+        await self.upstream.aclose()
+
     def call_kwargs(self, options: GenerationOptions) -> dict[str, Any]:
-        # ChatOllama sends either these options or its own defaults, never a mix.
+        # Ollama takes either these options or the model's defaults, never a mix.
         ollama_options = options.sampling
         if "max_tokens" in ollama_options:
             ollama_options["num_predict"] = ollama_options.pop("max_tokens")
         kwargs: dict[str, Any] = {"options": ollama_options} if ollama_options else {}
-        return {**kwargs, **self._format_kwargs(options)}
+        return {**kwargs, **self._format_kwargs(options), **_logprobs(options)}
 
     def structured_kwargs(self, schema: dict[str, Any]) -> dict[str, Any] | None:
         return {"format": schema}
@@ -182,11 +203,17 @@ class OllamaBackend(LLMBackend):
     def explain(self, exc: Exception) -> LLMError:
         from ollama import ResponseError
 
-        if isinstance(exc, ResponseError) and exc.status_code == 404:
+        if isinstance(exc, (ResponseError, UpstreamError)) and exc.status_code == 404:
+            said = exc.error if isinstance(exc, ResponseError) else exc.message
             return LLMError(
-                f"Ollama at {self.host} says: {exc.error}. Run `ollama pull <model>` first.",
+                f"Ollama at {self.host} says: {said}. Run `ollama pull <model>` first.",
                 status_code=404,
                 code="model_not_found",
+            )
+        if isinstance(exc, UpstreamError):
+            return LLMError(
+                f"Ollama at {self.host} answered {exc.status_code}: {exc.message}",
+                status_code=502,
             )
         if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, ConnectionError)):
             return LLMError(
@@ -205,6 +232,7 @@ class OllamaBackend(LLMBackend):
 
 class OpenAIBackend(LLMBackend):
     name = "openai"
+    supports_logprobs = True  # passed through: the upstream answers them or says why not
 
     def __init__(self, settings: Settings, reason: str) -> None:
         for variable in ("OPENAI_BASE_URL", "OPENAI_MODEL"):
@@ -225,6 +253,9 @@ class OpenAIBackend(LLMBackend):
             max_retries=0,
             stream_usage=True,
         )
+        self.upstream = Upstream(
+            self.base_url, self.timeout, {"Authorization": f"Bearer {self.api_key}"}
+        )
 
     async def list_models(self) -> list[str]:
         return [self.default_model]
@@ -232,12 +263,18 @@ class OpenAIBackend(LLMBackend):
     def chat_model(self, model: str) -> BaseChatModel:
         return self._model
 
+    def chat_stream(self, model: str) -> ChatStream:
+        return openai_stream(self.upstream, model)
+
+    async def aclose(self) -> None:
+        await self.upstream.aclose()
+
     def tool_kwargs(self, tools: list[dict[str, Any]], choice: Any) -> dict[str, Any] | None:
         return {"tools": tools, "tool_choice": choice}
 
     def call_kwargs(self, options: GenerationOptions) -> dict[str, Any]:
         # The upstream speaks OpenAI: the response format goes through as the client sent it.
-        kwargs = options.sampling
+        kwargs = {**options.sampling, **_logprobs(options)}
         if options.response_format is not None:
             kwargs["response_format"] = options.response_format
         return kwargs
@@ -245,11 +282,20 @@ class OpenAIBackend(LLMBackend):
     def explain(self, exc: Exception) -> LLMError:
         import openai
 
-        if isinstance(exc, openai.APITimeoutError):
+        if isinstance(exc, UpstreamError) and exc.status_code in (401, 403):
+            return LLMError(
+                f"The upstream at {self.base_url} rejected OPENAI_API_KEY.", status_code=502
+            )
+        if isinstance(exc, UpstreamError):
+            return LLMError(
+                f"The upstream at {self.base_url} answered {exc.status_code}: {exc.message}",
+                status_code=502,
+            )
+        if isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException)):
             return LLMError(
                 f"The upstream at {self.base_url} timed out.", status_code=504, code="llm_timeout"
             )
-        if isinstance(exc, openai.APIConnectionError):
+        if isinstance(exc, (openai.APIConnectionError, httpx.TransportError)):
             return LLMError(
                 f"The upstream OpenAI-compatible server at {self.base_url} is not reachable. "
                 "Check OPENAI_BASE_URL and that the server is running."
@@ -337,6 +383,15 @@ class ScriptedBackend(LLMBackend):
         if isinstance(exc, ScriptedFailure):
             return LLMError(str(exc))
         return super().explain(exc)
+
+
+def _logprobs(options: GenerationOptions) -> dict[str, Any]:
+    """OpenAI's names, which Ollama and llama.cpp share."""
+    if not options.logprobs:
+        return {}
+    if options.top_logprobs:
+        return {"logprobs": True, "top_logprobs": options.top_logprobs}
+    return {"logprobs": True}
 
 
 @cache

@@ -1,0 +1,108 @@
+"""A chat model as a stream of events: the one shape plain chat reads.
+
+A `ChatStream` is called with the messages and the backend's call arguments and
+yields `token` events (with the tokens' `logprobs` when they were asked for),
+`tool_calls` (the model's native calls of the client's tools), `usage` and
+`finish`. LangChain chat models are wrapped by `langchain_stream`; the `openai`
+and `ollama` backends stream straight from the upstream (`upstream.py`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from collections.abc import AsyncGenerator, Callable
+from typing import Any, cast
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+
+from backend.core.events import AgentEvent
+
+ChatStream = Callable[[list[BaseMessage], dict[str, Any]], AsyncGenerator[AgentEvent, None]]
+
+
+def new_call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def finish_event(reason: str | None) -> AgentEvent:
+    """OpenAI's finish reasons; anything else an upstream says is a plain stop."""
+    known = reason if reason in ("length", "tool_calls", "content_filter") else "stop"
+    return AgentEvent("finish", {"reason": known})
+
+
+def usage_event(prompt_tokens: int, completion_tokens: int) -> AgentEvent:
+    return AgentEvent(
+        "usage", {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+    )
+
+
+class CallPieces:
+    """Tool calls as they stream: ids, names and argument text arrive in pieces."""
+
+    def __init__(self) -> None:
+        self._slots: dict[int, dict[str, str]] = {}
+
+    def add(
+        self, index: int | None, call_id: str | None, name: str | None, args: str | None
+    ) -> None:
+        slot = self._slots.setdefault(
+            len(self._slots) if index is None else index, {"id": "", "name": "", "args": ""}
+        )
+        slot["id"] = slot["id"] or call_id or ""
+        slot["name"] += name or ""
+        slot["args"] += args or ""
+
+    def event(self) -> AgentEvent | None:
+        """The calls in OpenAI's shape, or None when the model called nothing."""
+        if not self._slots:
+            return None
+        calls = [
+            {
+                "id": slot["id"] or new_call_id(),
+                "type": "function",
+                "function": {"name": slot["name"], "arguments": slot["args"] or "{}"},
+            }
+            for _, slot in sorted(self._slots.items())
+        ]
+        return AgentEvent("tool_calls", {"calls": calls})
+
+
+def langchain_stream(model: BaseChatModel) -> ChatStream:
+    """`model`'s streamed reply as events."""
+
+    async def stream(
+        messages: list[BaseMessage], call_kwargs: dict[str, Any]
+    ) -> AsyncGenerator[AgentEvent, None]:
+        pieces = CallPieces()
+        finish: str | None = None
+        chunks = cast(AsyncGenerator[Any, None], model.astream(messages, **call_kwargs))
+        async with contextlib.aclosing(chunks):
+            async for chunk in chunks:
+                if chunk.text:
+                    yield AgentEvent("token", {"text": str(chunk.text)})
+                _gather(chunk, pieces)
+                metadata = chunk.response_metadata
+                finish = metadata.get("finish_reason") or metadata.get("done_reason") or finish
+                usage = getattr(chunk, "usage_metadata", None)
+                if usage:
+                    yield usage_event(usage["input_tokens"], usage["output_tokens"])
+        calls = pieces.event()
+        if calls is not None:
+            yield calls
+            finish = "tool_calls"
+        if finish:
+            yield finish_event(finish)
+
+    return stream
+
+
+def _gather(chunk: Any, pieces: CallPieces) -> None:
+    """Fold a chunk's tool-call pieces (streamed names and argument text) into `pieces`."""
+    for piece in getattr(chunk, "tool_call_chunks", None) or []:
+        pieces.add(piece.get("index"), piece.get("id"), piece.get("name"), piece.get("args"))
+    if not getattr(chunk, "tool_call_chunks", None):  # a backend that hands over whole calls
+        for call in getattr(chunk, "tool_calls", None) or []:
+            pieces.add(None, call.get("id"), call["name"], json.dumps(call["args"]))

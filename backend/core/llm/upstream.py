@@ -1,0 +1,245 @@
+"""Plain chat straight to the upstream's wire protocol: the lean path.
+
+Plain chat is the hottest path and, on the `openai` and `ollama` backends, close
+to a proxy. LangChain's callbacks, message-chunk merging and the SDKs' response
+models cost more per request than the proxying itself
+(benchmarks/gateway_overhead.py), so this path skips them: the request goes out
+on a pooled connection and each streamed chunk is decoded once into events. The
+agents keep their LangChain models.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from backend.core.events import AgentEvent
+from backend.core.llm.chat_stream import CallPieces, ChatStream, finish_event, usage_event
+
+_ROLES = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
+
+
+class UpstreamError(Exception):
+    """The upstream answered with an error status, or streamed something unreadable."""
+
+    def __init__(self, status_code: int, message: str) -> None:
+        super().__init__(f"{status_code}: {message}")
+        self.status_code = status_code
+        self.message = message
+
+
+class Upstream:
+    """One pooled HTTP client for an upstream, made in the event loop that uses it."""
+
+    def __init__(
+        self, base_url: str, timeout: httpx.Timeout, headers: dict[str, str] | None = None
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.headers = headers or {}
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def client(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client = httpx.AsyncClient(
+                base_url=self.base_url,
+                timeout=self.timeout,
+                headers=self.headers,
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+            )
+            self._loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None and self._loop is asyncio.get_running_loop():
+            await self._client.aclose()
+        self._client = None
+
+    @asynccontextmanager
+    async def post(self, path: str, body: dict[str, Any]) -> AsyncIterator[httpx.Response]:
+        """A streamed POST; an error status raises `UpstreamError` with the upstream's words."""
+        client = self.client()
+        response = await client.send(client.build_request("POST", path, json=body), stream=True)
+        try:
+            if response.status_code >= 400:
+                await response.aread()
+                raise UpstreamError(response.status_code, _error_text(response))
+            yield response
+        finally:
+            await response.aclose()
+
+
+def openai_stream(upstream: Upstream, model: str) -> ChatStream:
+    """Chat completions from an OpenAI-compatible server, streamed as events."""
+
+    async def stream(
+        messages: list[BaseMessage], call_kwargs: dict[str, Any]
+    ) -> AsyncGenerator[AgentEvent, None]:
+        body = {
+            "model": model,
+            "messages": openai_messages(messages),
+            **call_kwargs,
+            "stream": True,
+            "stream_options": {"include_usage": True},  # for the stored turn and the audit log
+        }
+        pieces = CallPieces()
+        finish: str | None = None
+        done = False
+        async with upstream.post("/chat/completions", body) as response:
+            async for line in response.aiter_lines():
+                if not line.startswith("data:"):
+                    continue  # blank separators, comments, `event:` lines
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    done = True
+                    break
+                chunk = _decoded(data)
+                for choice in chunk.get("choices") or ():
+                    delta = choice.get("delta") or {}
+                    if delta.get("content"):
+                        logprobs = (choice.get("logprobs") or {}).get("content")
+                        yield _token(delta["content"], logprobs)
+                    for piece in delta.get("tool_calls") or ():
+                        function = piece.get("function") or {}
+                        pieces.add(
+                            piece.get("index"),
+                            piece.get("id"),
+                            function.get("name"),
+                            function.get("arguments"),
+                        )
+                    finish = choice.get("finish_reason") or finish
+                usage = chunk.get("usage")
+                if usage:
+                    yield usage_event(
+                        usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
+                    )
+        if not done and finish is None:
+            raise UpstreamError(502, "the stream ended before the answer did")
+        async for event in _ending(pieces, finish):
+            yield event
+
+    return stream
+
+
+def ollama_stream(upstream: Upstream, model: str) -> ChatStream:
+    """Ollama's `/api/chat`, streamed as events."""
+
+    async def stream(
+        messages: list[BaseMessage], call_kwargs: dict[str, Any]
+    ) -> AsyncGenerator[AgentEvent, None]:
+        body = {"model": model, "messages": ollama_messages(messages), **call_kwargs}
+        body["stream"] = True
+        pieces = CallPieces()
+        finish: str | None = None
+        async with upstream.post("/api/chat", body) as response:
+            async for line in response.aiter_lines():
+                if not line.strip():
+                    continue
+                chunk = _decoded(line)
+                message = chunk.get("message") or {}
+                if message.get("content"):
+                    yield _token(message["content"], chunk.get("logprobs"))
+                for call in message.get("tool_calls") or ():
+                    function = call.get("function") or {}
+                    arguments = function.get("arguments")
+                    if not isinstance(arguments, str):
+                        arguments = json.dumps(arguments or {})
+                    pieces.add(None, call.get("id"), function.get("name"), arguments)
+                if chunk.get("done"):
+                    finish = chunk.get("done_reason") or "stop"
+                    yield usage_event(
+                        chunk.get("prompt_eval_count") or 0, chunk.get("eval_count") or 0
+                    )
+        if finish is None:
+            raise UpstreamError(502, "the stream ended before the answer did")
+        async for event in _ending(pieces, finish):
+            yield event
+
+    return stream
+
+
+async def _ending(pieces: CallPieces, finish: str | None) -> AsyncGenerator[AgentEvent, None]:
+    calls = pieces.event()
+    if calls is not None:
+        yield calls
+        finish = "tool_calls"
+    yield finish_event(finish)
+
+
+def _token(text: str, logprobs: list[dict[str, Any]] | None) -> AgentEvent:
+    data: dict[str, Any] = {"text": text}
+    if logprobs:
+        data["logprobs"] = logprobs
+    return AgentEvent("token", data)
+
+
+def _decoded(data: str) -> dict[str, Any]:
+    try:
+        chunk = json.loads(data)
+    except ValueError:
+        raise UpstreamError(502, f"streamed something that is not JSON: {data[:200]!r}") from None
+    if not isinstance(chunk, dict):
+        raise UpstreamError(502, f"streamed something that is not a JSON object: {data[:200]!r}")
+    error = chunk.get("error")
+    if error:  # some servers report a failure mid-stream as a chunk
+        message = error.get("message") if isinstance(error, dict) else error
+        raise UpstreamError(502, str(message))
+    return chunk
+
+
+def _error_text(response: httpx.Response) -> str:
+    """The upstream's own words: OpenAI's `{"error": {"message"}}`, Ollama's `{"error"}`."""
+    try:
+        error = response.json().get("error")
+    except (ValueError, AttributeError):
+        return response.text[:500] or response.reason_phrase
+    if isinstance(error, dict):
+        return str(error.get("message") or error)
+    return str(error or response.text[:500])
+
+
+def openai_messages(messages: list[BaseMessage]) -> list[dict[str, Any]]:
+    """LangChain messages in OpenAI's chat format."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        item: dict[str, Any] = {"role": _ROLES.get(message.type, "user"), "content": message.text}
+        if isinstance(message, AIMessage) and message.tool_calls:
+            item["content"] = message.text or None
+            item["tool_calls"] = [
+                {
+                    "id": call["id"],
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": json.dumps(call["args"])},
+                }
+                for call in message.tool_calls
+            ]
+        elif isinstance(message, ToolMessage):
+            item["tool_call_id"] = message.tool_call_id
+        wire.append(item)
+    return wire
+
+
+def ollama_messages(messages: list[BaseMessage]) -> list[dict[str, Any]]:
+    """LangChain messages in Ollama's chat format (call arguments are objects)."""
+    wire: list[dict[str, Any]] = []
+    names: dict[str, str] = {}  # call id -> tool name, for the tool results
+    for message in messages:
+        item: dict[str, Any] = {"role": _ROLES.get(message.type, "user"), "content": message.text}
+        if isinstance(message, AIMessage) and message.tool_calls:
+            item["tool_calls"] = [
+                {"function": {"name": call["name"], "arguments": call["args"]}}
+                for call in message.tool_calls
+            ]
+            names.update((str(call["id"]), call["name"]) for call in message.tool_calls)
+        elif isinstance(message, ToolMessage) and message.tool_call_id in names:
+            item["tool_name"] = names[message.tool_call_id]
+        wire.append(item)
+    return wire
