@@ -99,8 +99,8 @@ def openai_stream(upstream: Upstream, model: str) -> ChatStream:
                     continue  # blank separators, comments, `event:` lines
                 data = line[5:].strip()
                 if data == "[DONE]":
-                    done = True
-                    break
+                    done = True  # read on to the end, so the connection goes back to the pool
+                    continue
                 chunk = _decoded(data)
                 for choice in chunk.get("choices") or ():
                     delta = choice.get("delta") or {}
