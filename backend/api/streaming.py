@@ -14,6 +14,8 @@ async def start_stream(
 
     Failing to reach the LLM raises here, before the response starts, so the
     client gets a 503 with a fix instead of a 200 stream that breaks at once.
+    An upstream that accepted the request (`accepted`) lets the response start
+    while the model works on its first token.
     """
     head: list[AgentEvent] = []
     async for event in events:

@@ -78,7 +78,7 @@ class Turn:
 
     def public_event(self, event: AgentEvent) -> dict[str, Any] | None:
         """What a client sees of `event` (typed SSE, the runs' replay); None: internal."""
-        if event.type in ("usage", "finish"):
+        if event.type in ("accepted", "usage", "finish"):
             return None
         payload = {"type": event.type, **event.data}
         if event.type == "final":
@@ -127,7 +127,13 @@ class ChatService:
             # The client wants its own format back: plain chat answers in it.
             decision = RouteDecision("chat", "the request sets response_format")
         else:
-            decision = await self._route(request.agent_type, user_text, session_id, coder_llm)
+            decision = await self._route(
+                request.agent_type,
+                user_text,
+                session_id,
+                coder_llm,
+                fresh=request.session_id is None,
+            )
         turn = Turn(conversation, decision, model, user=user.username, prompt=messages)
         turn.agent_llm = coder_llm
         if decision.agent_type == "chat" or self.agents is None:
@@ -163,11 +169,13 @@ class ChatService:
         )
 
     async def _route(
-        self, requested: AgentType, text: str, session_id: str, llm: CoderLLM
+        self, requested: AgentType, text: str, session_id: str, llm: CoderLLM, *, fresh: bool
     ) -> RouteDecision:
+        """`fresh`: the session was made for this turn, so it has no files yet."""
         if self.agents is None:
             return RouteDecision("chat", "no agents are configured")
-        has_files = await self.agents.has_files(session_id)
+        # Listing a workspace costs a thread hop: only `auto` reads it, only an old session has one.
+        has_files = requested == "auto" and not fresh and await self.agents.has_files(session_id)
         return await decide_route(
             requested, text, has_files=has_files, classify=model_classifier(llm)
         )

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 EventType = Literal[
     "router",
+    "accepted",
     "plan",
     "step_start",
     "tool_call",

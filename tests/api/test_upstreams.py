@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
@@ -350,27 +351,54 @@ def test_logprobs_come_through_from_ollama(start_server: StartServer) -> None:
     assert ollama.requests[-1]["logprobs"] is True and ollama.requests[-1]["top_logprobs"] == 2
 
 
-@pytest.mark.parametrize(
-    ("said", "words"),
-    [("fail with 500", "answered 500: the GPU caught fire"), ("stream garbage", "not JSON")],
-)
-def test_a_failing_upstream_is_a_clear_error_and_the_turn_is_stored(
-    start_server: StartServer, said: str, words: str
+def test_an_upstream_error_is_a_clear_http_error_and_the_turn_is_stored(
+    start_server: StartServer,
 ) -> None:
     with FakeUpstreamThread(free_port(), tokens=3, delay=0.001) as upstream:
         server = start_server(
             LLM_BACKEND="openai", OPENAI_BASE_URL=upstream.url, OPENAI_MODEL="fake-upstream"
         )
-        body = {"model": "fake-upstream", "messages": [{"role": "user", "content": said}]}
+        said = [{"role": "user", "content": "fail with 500"}]
+        body = {"model": "fake-upstream", "messages": said}
         with server.client() as http:
             whole = http.post("/v1/chat/completions", json={**body, "session_id": "whole"})
             # Nothing was streamed yet: a streamed request gets the same HTTP error.
             streamed = http.post("/v1/chat/completions", json={**body, "stream": True})
-            conversations = http.get("/api/conversations").json()
-            (conversation,) = [c for c in conversations if c["session_id"] == "whole"]
-            stored = http.get(f"/api/conversations/{conversation['id']}").json()
+            stored = _stored_turn(http, "whole")
     for response in (whole, streamed):
-        assert response.status_code == 502 and words in response.json()["error"]["message"]
+        assert response.status_code == 502
+        assert "answered 500: the GPU caught fire" in response.json()["error"]["message"]
     user, answer = stored["messages"]
-    assert user["content"] == said and answer["metadata"]["finish_reason"] == "error"
-    assert words in answer["metadata"]["error"]
+    assert user["content"] == "fail with 500" and answer["metadata"]["finish_reason"] == "error"
+    assert "the GPU caught fire" in answer["metadata"]["error"]
+
+
+def test_an_upstream_streaming_garbage_ends_the_stream_with_a_clear_error(
+    start_server: StartServer,
+) -> None:
+    with FakeUpstreamThread(free_port(), tokens=3, delay=0.001) as upstream:
+        server = start_server(
+            LLM_BACKEND="openai", OPENAI_BASE_URL=upstream.url, OPENAI_MODEL="fake-upstream"
+        )
+        said = [{"role": "user", "content": "stream garbage"}]
+        body = {"model": "fake-upstream", "messages": said, "session_id": "garbage"}
+        with server.client() as http:
+            whole = http.post("/v1/chat/completions", json=body)
+            # The upstream had accepted the request, so the stream had started: the
+            # error is its last event.
+            with http.stream(
+                "POST", "/v1/chat/completions", json={**body, "stream": True}
+            ) as response:
+                lines = [line for line in response.iter_lines() if line.startswith("data: ")]
+            stored = _stored_turn(http, "garbage")
+    assert whole.status_code == 502 and "not JSON" in whole.json()["error"]["message"]
+    assert response.status_code == 200 and lines[-1] == "data: [DONE]"
+    assert "not JSON" in json.loads(lines[-2][6:])["error"]["message"]
+    answers = [m for m in stored["messages"] if m["role"] == "assistant"]
+    assert [a["metadata"]["finish_reason"] for a in answers] == ["error", "error"]
+
+
+def _stored_turn(http: httpx.Client, session_id: str) -> dict[str, Any]:
+    conversations = http.get("/api/conversations").json()
+    (conversation,) = [c for c in conversations if c["session_id"] == session_id]
+    return dict(http.get(f"/api/conversations/{conversation['id']}").json())

@@ -1,10 +1,12 @@
 """A chat model as a stream of events: the one shape plain chat reads.
 
-A `ChatStream` is called with the messages and the backend's call arguments and
-yields `token` events (with the tokens' `logprobs` when they were asked for),
-`tool_calls` (the model's native calls of the client's tools), `usage` and
-`finish`. LangChain chat models are wrapped by `langchain_stream`; the `openai`
-and `ollama` backends stream straight from the upstream (`upstream.py`).
+A `ChatStream` is called with the messages and the backend's call arguments.
+It may first yield `accepted` (the upstream took the request, so the response
+can start while the model thinks); then `token` events (with the tokens'
+`logprobs` when they were asked for), `tool_calls` (the model's native calls of
+the client's tools), `usage` and `finish`. LangChain chat models are wrapped
+by `langchain_stream`; the `openai` and `ollama` backends stream straight from
+the upstream (`upstream.py`).
 """
 
 from __future__ import annotations

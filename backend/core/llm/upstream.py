@@ -23,6 +23,7 @@ from backend.core.events import AgentEvent
 from backend.core.llm.chat_stream import CallPieces, ChatStream, finish_event, usage_event
 
 _ROLES = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
+ACCEPTED = AgentEvent("accepted")
 
 
 class UpstreamError(Exception):
@@ -94,6 +95,7 @@ def openai_stream(upstream: Upstream, model: str) -> ChatStream:
         finish: str | None = None
         done = False
         async with upstream.post("/chat/completions", body) as response:
+            yield ACCEPTED
             async for line in response.aiter_lines():
                 if not line.startswith("data:"):
                     continue  # blank separators, comments, `event:` lines
@@ -140,6 +142,7 @@ def ollama_stream(upstream: Upstream, model: str) -> ChatStream:
         pieces = CallPieces()
         finish: str | None = None
         async with upstream.post("/api/chat", body) as response:
+            yield ACCEPTED
             async for line in response.aiter_lines():
                 if not line.strip():
                     continue
