@@ -25,8 +25,13 @@ class BodySizeLimitMiddleware:
             return
         limit = self.overrides.get(scope["path"], self.max_bytes)
         declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            await self._refuse(scope, send, limit)
+        if declared is not None and declared.isdigit():
+            if int(declared) > limit:
+                await self._refuse(scope, send, limit)
+            else:
+                # The server reads no more than the declared length: nothing to guard, and
+                # a streamed answer's every chunk skips a wrapper.
+                await self.app(scope, receive, send)
             return
 
         received = 0

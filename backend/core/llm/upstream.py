@@ -46,6 +46,7 @@ class Upstream:
         self.headers = headers or {}
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._draining: set[asyncio.Task[None]] = set()
 
     def client(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
@@ -60,22 +61,44 @@ class Upstream:
         return self._client
 
     async def aclose(self) -> None:
+        for task in list(self._draining):
+            task.cancel()
         if self._client is not None and self._loop is asyncio.get_running_loop():
             await self._client.aclose()
         self._client = None
 
     @asynccontextmanager
-    async def post(self, path: str, body: dict[str, Any]) -> AsyncIterator[httpx.Response]:
-        """A streamed POST; an error status raises `UpstreamError` with the upstream's words."""
+    async def lines(self, path: str, body: dict[str, Any]) -> AsyncIterator[AsyncIterator[str]]:
+        """A streamed POST's body, line by line; an error status raises `UpstreamError`.
+
+        A reader that stops at the end of the answer leaves the body's tail (the
+        chunked terminator) to a background task, which returns the connection to
+        the pool without making the client wait for it.
+        """
         client = self.client()
         response = await client.send(client.build_request("POST", path, json=body), stream=True)
         try:
             if response.status_code >= 400:
                 await response.aread()
                 raise UpstreamError(response.status_code, _error_text(response))
-            yield response
-        finally:
+            lines = response.aiter_lines()
+            yield lines
+        except BaseException:
             await response.aclose()
+            raise
+        task = asyncio.create_task(_read_to_end(lines, response))
+        self._draining.add(task)
+        task.add_done_callback(self._draining.discard)
+
+
+async def _read_to_end(lines: AsyncIterator[str], response: httpx.Response) -> None:
+    try:
+        async for _ in lines:
+            pass
+    except httpx.HTTPError:
+        pass  # the answer was complete; a broken tail only costs the connection
+    finally:
+        await response.aclose()
 
 
 def openai_stream(upstream: Upstream, model: str) -> ChatStream:
@@ -94,15 +117,15 @@ def openai_stream(upstream: Upstream, model: str) -> ChatStream:
         pieces = CallPieces()
         finish: str | None = None
         done = False
-        async with upstream.post("/chat/completions", body) as response:
+        async with upstream.lines("/chat/completions", body) as lines:
             yield ACCEPTED
-            async for line in response.aiter_lines():
+            async for line in lines:
                 if not line.startswith("data:"):
                     continue  # blank separators, comments, `event:` lines
                 data = line[5:].strip()
                 if data == "[DONE]":
-                    done = True  # read on to the end, so the connection goes back to the pool
-                    continue
+                    done = True
+                    break
                 chunk = _decoded(data)
                 for choice in chunk.get("choices") or ():
                     delta = choice.get("delta") or {}
@@ -141,9 +164,9 @@ def ollama_stream(upstream: Upstream, model: str) -> ChatStream:
         body["stream"] = True
         pieces = CallPieces()
         finish: str | None = None
-        async with upstream.post("/api/chat", body) as response:
+        async with upstream.lines("/api/chat", body) as lines:
             yield ACCEPTED
-            async for line in response.aiter_lines():
+            async for line in lines:
                 if not line.strip():
                     continue
                 chunk = _decoded(line)
@@ -161,6 +184,7 @@ def ollama_stream(upstream: Upstream, model: str) -> ChatStream:
                     yield usage_event(
                         chunk.get("prompt_eval_count") or 0, chunk.get("eval_count") or 0
                     )
+                    break
         if finish is None:
             raise UpstreamError(502, "the stream ended before the answer did")
         async for event in _ending(pieces, finish):
