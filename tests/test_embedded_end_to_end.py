@@ -116,6 +116,33 @@ def test_structured_outputs_follow_the_schema_on_the_embedded_model(
     assert len(pieces) > 1 and isinstance(json.loads("".join(pieces)), dict)
 
 
+def test_logprobs_on_the_embedded_model_whole_and_streamed(start_server: StartServer) -> None:
+    server = start_server(LLM_BACKEND="embedded")
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+    question = [{"role": "user", "content": "What is the capital of France?"}]
+    asked = {"logprobs": True, "top_logprobs": 3, "temperature": 0, "max_tokens": 12}
+    whole = client.chat.completions.create(
+        model="smollm2-135m-instruct",
+        messages=question,
+        **asked,  # type: ignore[arg-type]
+    )
+    content = whole.choices[0].logprobs.content  # type: ignore[union-attr]
+    assert content and "".join(t.token for t in content) == whole.choices[0].message.content
+    assert all(len(t.top_logprobs) == 3 and t.logprob <= 0 for t in content)
+    streamed = [
+        token
+        for chunk in client.chat.completions.create(
+            model="smollm2-135m-instruct",
+            messages=question,
+            stream=True,
+            **asked,  # type: ignore[arg-type]
+        )
+        if chunk.choices and chunk.choices[0].logprobs
+        for token in chunk.choices[0].logprobs.content or []
+    ]
+    assert [t.token for t in streamed] == [t.token for t in content]  # greedy: the same answer
+
+
 def test_a_required_tool_call_is_valid_on_the_embedded_model(start_server: StartServer) -> None:
     server = start_server(LLM_BACKEND="embedded")
     client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)

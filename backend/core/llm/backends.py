@@ -314,6 +314,7 @@ class OpenAIBackend(LLMBackend):
 
 class EmbeddedBackend(LLMBackend):
     name = "embedded"
+    supports_logprobs = True  # read from the logits llama.cpp samples from
 
     def __init__(self, settings: Settings, reason: str) -> None:
         from backend.core.llm.embedded import EmbeddedChatModel, shipped_model_path

@@ -84,7 +84,10 @@ def langchain_stream(model: BaseChatModel) -> ChatStream:
         async with contextlib.aclosing(chunks):
             async for chunk in chunks:
                 if chunk.text:
-                    yield AgentEvent("token", {"text": str(chunk.text)})
+                    token = {"text": str(chunk.text)}
+                    if chunk.response_metadata.get("logprobs"):
+                        token["logprobs"] = chunk.response_metadata["logprobs"]
+                    yield AgentEvent("token", token)
                 _gather(chunk, pieces)
                 metadata = chunk.response_metadata
                 finish = metadata.get("finish_reason") or metadata.get("done_reason") or finish

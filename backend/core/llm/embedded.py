@@ -5,7 +5,8 @@ package ships, so nothing is downloaded at run time. llama.cpp is not
 thread-safe, so one lock serialises generations; they run in a worker thread and
 stop at the next token once the consumer goes away (a client disconnect).
 JSON-schema-constrained output goes through llama.cpp grammars, which is what
-makes a 135M model produce valid structured replies.
+makes a 135M model produce valid structured replies. `logprobs` come from a
+logits processor (`token_logprobs.py`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, PrivateAttr
+
+from backend.core.llm.token_logprobs import TokenLogprobs
 
 SHIPPED_MODEL_NAME = "smollm2-135m-instruct"
 _SHIPPED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -125,10 +128,13 @@ class EmbeddedChatModel(BaseChatModel):
             if cancelled is not None and cancelled.is_set():
                 return  # cancelled while waiting for the lock
             llama = self._load_locked()
+            logprobs = TokenLogprobs(llama, kwargs.get("top_logprobs") or 0)
+            held = ""  # with logprobs, a chunk waits one step for its tokens' entries
             stream = llama.create_chat_completion(
                 messages=[_to_llama_message(m) for m in messages],
                 stop=stop or [],
                 stream=True,
+                logits_processor=[logprobs] if kwargs.get("logprobs") else None,
                 **options,
             )
             for chunk in stream:
@@ -141,8 +147,15 @@ class EmbeddedChatModel(BaseChatModel):
                     completion_tokens += 1
                     if run_manager:
                         run_manager.on_llm_new_token(text)
-                    yield ChatGenerationChunk(message=AIMessageChunk(content=text))
+                    if kwargs.get("logprobs"):
+                        if held:
+                            yield _text_chunk(held, logprobs.take())
+                        held = text
+                    else:
+                        yield _text_chunk(text)
                 if choice.get("finish_reason"):
+                    if held:
+                        yield _text_chunk(held, logprobs.finish(held))
                     prompt_tokens = max(llama.n_tokens - completion_tokens, 0)
                     usage = UsageMetadata(
                         input_tokens=prompt_tokens,
@@ -190,6 +203,11 @@ class EmbeddedChatModel(BaseChatModel):
                 yield item
         finally:
             cancelled.set()
+
+
+def _text_chunk(text: str, logprobs: list[dict[str, Any]] | None = None) -> ChatGenerationChunk:
+    metadata = {"logprobs": logprobs} if logprobs is not None else {}
+    return ChatGenerationChunk(message=AIMessageChunk(content=text, response_metadata=metadata))
 
 
 def _to_llama_message(message: BaseMessage) -> dict[str, str]:

@@ -73,3 +73,30 @@ async def test_abandoning_a_stream_stops_generation(model: EmbeddedChatModel) ->
     reply = await asyncio.wait_for(model.ainvoke("Say hi.", max_tokens=2), timeout=30)
     assert reply.content is not None
     assert time.monotonic() - started < 3
+
+
+async def test_logprobs_come_from_the_logits_llama_cpp_samples_from(
+    model: EmbeddedChatModel,
+) -> None:
+    question = "What is the capital of France? One word."
+    for max_tokens in (4, 40):  # cut by the length limit, and ended by the model
+        chunks = [
+            c
+            async for c in model.astream(
+                question, logprobs=True, top_logprobs=2, temperature=0, max_tokens=max_tokens
+            )
+        ]
+        texts = [c.text for c in chunks if c.text]
+        entries = [e for c in chunks for e in c.response_metadata.get("logprobs") or []]
+        # One entry per token, aligned with the chunk that carries its text.
+        for chunk in chunks:
+            if chunk.text:
+                carried = chunk.response_metadata["logprobs"]
+                assert "".join(e["token"] for e in carried) == chunk.text
+        assert len(entries) == len(texts) and all(e["logprob"] <= 0 for e in entries)
+        for entry in entries:  # greedy decoding: the chosen token is the likeliest
+            best, second = entry["top_logprobs"]
+            assert best["token"] == entry["token"] and best["logprob"] >= second["logprob"]
+            assert bytes(entry["bytes"]).decode() == entry["token"]
+    plain = [c async for c in model.astream(question, temperature=0, max_tokens=4)]
+    assert not any(c.response_metadata.get("logprobs") for c in plain)
