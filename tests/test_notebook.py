@@ -63,7 +63,7 @@ REPLIES: list[dict[str, Any]] = [
     {"when": "[stage: tdd_implement] [function: median]", "content": MEDIAN},
     {"when": "largest city of France", "content": '{"city": "Paris", "population": 2100000}'},
     {"when": "weather in Paris", "content": CALL},
-    {"when": "weather in Paris", "content": "It is 18 °C in Paris."},
+    {"when": "Tool result", "content": "It is 18 °C in Paris."},
 ]
 
 

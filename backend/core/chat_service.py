@@ -18,7 +18,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from backend.core.agents.chat import run_chat
-from backend.core.agents.client_tools import ClientTools
+from backend.core.agents.client_tools import ClientTools, as_plain_messages
 from backend.core.agents.runner import AgentRunner
 from backend.core.audit import AuditLog
 from backend.core.events import STEP_EVENTS, AgentEvent
@@ -155,6 +155,9 @@ class ChatService:
     ) -> AsyncGenerator[AgentEvent, None]:
         tools = request.tools
         native = forced = None
+        if not self.llm.native_tools:
+            # Earlier calls of the client's tools and their results reach the model as text.
+            messages = as_plain_messages(messages)
         if tools is not None:
             native = self.llm.tool_kwargs(tools.tools, tools.choice)
             if tools.required:

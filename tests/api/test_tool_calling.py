@@ -108,6 +108,28 @@ def test_a_call_in_prose_or_a_fence_is_found_and_prose_stays_prose(
     assert plain.choices[0].finish_reason == "stop"
 
 
+def test_a_model_without_native_tools_reads_earlier_calls_and_results_as_text(
+    client: openai.OpenAI,
+) -> None:
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}  # fmt: skip
+    history = [
+        {"role": "user", "content": "weather in Paris"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "18 C, sunny"},
+    ]
+    # Tools offered but not to be called, and no tools at all: the scripted model (which
+    # has no native tools) answers the result, which reached it as "Tool result (...)".
+    for extra in ({"tools": [WEATHER], "tool_choice": "none"}, {}):
+        answer = client.chat.completions.create(
+            model="scripted",
+            messages=history,
+            **extra,  # type: ignore[arg-type]
+        )
+        assert answer.choices[0].message.content == "It is 18 °C in Paris."
+        assert answer.choices[0].finish_reason == "stop"
+
+
 def test_bad_tool_requests_are_400s(client: openai.OpenAI) -> None:
     question = [{"role": "user", "content": "weather in Paris"}]
     with pytest.raises(openai.BadRequestError) as unknown:

@@ -66,6 +66,7 @@ class GenerationOptions:
 class LLMBackend(ABC):
     name: str
     supports_logprobs = False  # whether `logprobs` can be honoured
+    native_tools = False  # whether the model reads tool calls and results in its history
 
     def __init__(self, default_model: str, reason: str) -> None:
         self.default_model = default_model
@@ -122,6 +123,7 @@ class LLMBackend(ABC):
 class OllamaBackend(LLMBackend):
     name = "ollama"
     supports_logprobs = True  # Ollama answers them since 0.12.11; older ones leave them out
+    native_tools = True
 
     def __init__(self, settings: Settings, reason: str) -> None:
         super().__init__(settings.OLLAMA_MODEL, reason)
@@ -233,6 +235,7 @@ class OllamaBackend(LLMBackend):
 class OpenAIBackend(LLMBackend):
     name = "openai"
     supports_logprobs = True  # passed through: the upstream answers them or says why not
+    native_tools = True
 
     def __init__(self, settings: Settings, reason: str) -> None:
         for variable in ("OPENAI_BASE_URL", "OPENAI_MODEL"):

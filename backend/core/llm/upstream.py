@@ -39,11 +39,16 @@ class Upstream:
     """One pooled HTTP client for an upstream, made in the event loop that uses it."""
 
     def __init__(
-        self, base_url: str, timeout: httpx.Timeout, headers: dict[str, str] | None = None
+        self,
+        base_url: str,
+        timeout: httpx.Timeout,
+        headers: dict[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.headers = headers or {}
+        self.transport = transport
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._draining: set[asyncio.Task[None]] = set()
@@ -55,7 +60,11 @@ class Upstream:
                 base_url=self.base_url,
                 timeout=self.timeout,
                 headers=self.headers,
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+                transport=self.transport,
+                # Idle connections go before servers drop them (uvicorn: 5 s, like httpx's default).
+                limits=httpx.Limits(
+                    max_connections=None, max_keepalive_connections=64, keepalive_expiry=4
+                ),
             )
             self._loop = loop
         return self._client
@@ -75,8 +84,7 @@ class Upstream:
         chunked terminator) to a background task, which returns the connection to
         the pool without making the client wait for it.
         """
-        client = self.client()
-        response = await client.send(client.build_request("POST", path, json=body), stream=True)
+        response = await self._send(self.client().build_request("POST", path, json=body))
         try:
             if response.status_code >= 400:
                 await response.aread()
@@ -89,6 +97,18 @@ class Upstream:
         task = asyncio.create_task(_read_to_end(lines, response))
         self._draining.add(task)
         task.add_done_callback(self._draining.discard)
+
+    async def _send(self, request: httpx.Request) -> httpx.Response:
+        """Send, and once more if the upstream dropped the connection unanswered.
+
+        A pooled connection can die between requests (the server timed it out, or
+        shed it under load); the request then fails before any answer, so sending it
+        again is safe. Without this, that was the error seen at 64 concurrent streams.
+        """
+        try:
+            return await self.client().send(request, stream=True)
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+            return await self.client().send(request, stream=True)
 
 
 async def _read_to_end(lines: AsyncIterator[str], response: httpx.Response) -> None:
