@@ -77,7 +77,7 @@ class Upstream:
         self._client = None
 
     @asynccontextmanager
-    async def lines(self, path: str, body: dict[str, Any]) -> AsyncIterator[AsyncIterator[str]]:
+    async def lines(self, path: str, body: dict[str, Any]) -> AsyncIterator[AsyncIterator[bytes]]:
         """A streamed POST's body, line by line; an error status raises `UpstreamError`.
 
         A reader that stops at the end of the answer leaves the body's tail (the
@@ -89,7 +89,7 @@ class Upstream:
             if response.status_code >= 400:
                 await response.aread()
                 raise UpstreamError(response.status_code, _error_text(response))
-            lines = response.aiter_lines()
+            lines = _lines(response)
             yield lines
         except BaseException:
             await response.aclose()
@@ -111,7 +111,20 @@ class Upstream:
             return await self.client().send(request, stream=True)
 
 
-async def _read_to_end(lines: AsyncIterator[str], response: httpx.Response) -> None:
+async def _lines(response: httpx.Response) -> AsyncGenerator[bytes, None]:
+    """The body's lines as bytes: SSE and NDJSON are UTF-8 and line-based, and
+    `json.loads` reads bytes, so nothing is decoded twice."""
+    pending = b""
+    async for data in response.aiter_bytes():
+        pending += data
+        *complete, pending = pending.split(b"\n")
+        for line in complete:
+            yield line
+    if pending:
+        yield pending
+
+
+async def _read_to_end(lines: AsyncIterator[bytes], response: httpx.Response) -> None:
     try:
         async for _ in lines:
             pass
@@ -140,10 +153,10 @@ def openai_stream(upstream: Upstream, model: str) -> ChatStream:
         async with upstream.lines("/chat/completions", body) as lines:
             yield ACCEPTED
             async for line in lines:
-                if not line.startswith("data:"):
+                if not line.startswith(b"data:"):
                     continue  # blank separators, comments, `event:` lines
                 data = line[5:].strip()
-                if data == "[DONE]":
+                if data == b"[DONE]":
                     done = True
                     break
                 chunk = _decoded(data)
@@ -228,13 +241,15 @@ def _token(text: str, logprobs: list[dict[str, Any]] | None) -> AgentEvent:
     return AgentEvent("token", data)
 
 
-def _decoded(data: str) -> dict[str, Any]:
+def _decoded(data: bytes) -> dict[str, Any]:
     try:
         chunk = json.loads(data)
     except ValueError:
-        raise UpstreamError(502, f"streamed something that is not JSON: {data[:200]!r}") from None
+        shown = data[:200].decode(errors="replace")
+        raise UpstreamError(502, f"streamed something that is not JSON: {shown!r}") from None
     if not isinstance(chunk, dict):
-        raise UpstreamError(502, f"streamed something that is not a JSON object: {data[:200]!r}")
+        shown = data[:200].decode(errors="replace")
+        raise UpstreamError(502, f"streamed something that is not a JSON object: {shown!r}")
     error = chunk.get("error")
     if error:  # some servers report a failure mid-stream as a chunk
         message = error.get("message") if isinstance(error, dict) else error
