@@ -80,20 +80,35 @@ def sweep(keep: set[int]) -> None:
 
     Returns once they are dead: a process still dying could otherwise take a
     token meant for a survivor (say, the handover byte on a pipe they share).
+    A fork bomb forks while it is being killed, so everything is stopped first
+    (a stopped process cannot fork) until a pass finds nobody new, then killed.
     """
     if not ISOLATED_PIDS:
         return  # SANDBOX=none: /proc shows the host's processes
-    killed = []
-    for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) not in keep | {1}:
+    deadline = time.monotonic() + 5.0
+    stopped: set[int] = set()
+    while time.monotonic() < deadline:
+        found = {pid for pid in _others(keep) if pid not in stopped and _alive(pid)}
+        if not found:
+            break
+        for pid in found:
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(int(name), signal.SIGKILL)
-                killed.append(int(name))
-    deadline = time.monotonic() + 2.0
-    while killed and time.monotonic() < deadline:
-        killed = [pid for pid in killed if _alive(pid)]
-        if killed:
+                os.kill(pid, signal.SIGSTOP)
+        stopped |= found
+    for pid in stopped:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    dying = list(stopped)
+    while dying and time.monotonic() < deadline:
+        dying = [pid for pid in dying if _alive(pid)]
+        if dying:
             time.sleep(0.002)
+
+
+def _others(keep: set[int]) -> list[int]:
+    """The sandbox's other processes (its pid namespace's /proc)."""
+    pids = (int(name) for name in os.listdir("/proc") if name.isdigit())
+    return [pid for pid in pids if pid not in keep and pid != 1]
 
 
 def _alive(pid: int) -> bool:
