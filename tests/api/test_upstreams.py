@@ -14,7 +14,23 @@ import pytest
 from tests.conftest import StartServer, write_replies
 from tests.support.fake_ollama import FakeOllama
 from tests.support.fake_openai import FakeUpstreamThread
-from tests.support.live_server import free_port
+from tests.support.live_server import LiveServer, free_port
+
+
+def _in_front_of(upstream: FakeUpstreamThread, start_server: StartServer) -> LiveServer:
+    """Our server on the `openai` backend, in front of the fake upstream."""
+    return start_server(
+        LLM_BACKEND="openai", OPENAI_BASE_URL=upstream.url, OPENAI_MODEL="fake-upstream"
+    )
+
+
+def _sdk(server: LiveServer) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+
+
+def _last_request(upstream: FakeUpstreamThread) -> dict[str, Any]:
+    """The body of the last request the fake upstream received."""
+    return dict(httpx.get(upstream.url.removesuffix("/v1") + "/stats").json()["last_request"])
 
 
 def _wait_for(predicate, timeout: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
@@ -30,9 +46,7 @@ def test_client_disconnect_stops_generation_and_keeps_the_conversation(
     start_server: StartServer,
 ) -> None:
     with FakeUpstreamThread(free_port(), tokens=200, delay=0.02) as upstream:
-        server = start_server(
-            LLM_BACKEND="openai", OPENAI_BASE_URL=upstream.url, OPENAI_MODEL="fake-upstream"
-        )
+        server = _in_front_of(upstream, start_server)
         body = {
             "model": "fake-upstream",
             "stream": True,
@@ -69,10 +83,8 @@ def test_client_disconnect_stops_generation_and_keeps_the_conversation(
 
 def test_openai_upstream_through_the_sdk(start_server: StartServer) -> None:
     with FakeUpstreamThread(free_port(), tokens=5, delay=0.001) as upstream:
-        server = start_server(
-            LLM_BACKEND="openai", OPENAI_BASE_URL=upstream.url, OPENAI_MODEL="fake-upstream"
-        )
-        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+        server = _in_front_of(upstream, start_server)
+        client = _sdk(server)
         completion = client.chat.completions.create(
             model="fake-upstream", messages=[{"role": "user", "content": "hi"}]
         )
@@ -101,10 +113,8 @@ def test_an_openai_upstream_gets_the_response_format_and_sampling_as_sent(
     start_server: StartServer,
 ) -> None:
     with FakeUpstreamThread(free_port(), tokens=3, delay=0.001) as upstream:
-        server = start_server(
-            LLM_BACKEND="openai", OPENAI_BASE_URL=upstream.url, OPENAI_MODEL="fake-upstream"
-        )
-        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+        server = _in_front_of(upstream, start_server)
+        client = _sdk(server)
         client.chat.completions.create(
             model="fake-upstream",
             messages=[{"role": "user", "content": "hi"}],
@@ -112,7 +122,7 @@ def test_an_openai_upstream_gets_the_response_format_and_sampling_as_sent(
             seed=3,
             presence_penalty=0.25,
         )
-        sent = httpx.get(upstream.url.removesuffix("/v1") + "/stats").json()["last_request"]
+        sent = _last_request(upstream)
     assert sent["response_format"] == SCHEMA_FORMAT
     assert sent["seed"] == 3 and sent["presence_penalty"] == 0.25
 
@@ -122,7 +132,7 @@ def test_ollama_gets_the_schema_as_format_and_sampling_as_options(
 ) -> None:
     with FakeOllama(free_port(), models=["qwen:latest"], reply='{"city": "Paris"}') as ollama:
         server = start_server(LLM_BACKEND="ollama", OLLAMA_HOST=ollama.url)
-        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+        client = _sdk(server)
         completion = client.chat.completions.create(
             model="qwen:latest",
             messages=[{"role": "user", "content": "hi"}],
@@ -169,7 +179,7 @@ def test_ollama_down_fails_fast_with_the_fix(start_server: StartServer) -> None:
 def test_ollama_missing_model_says_how_to_pull_it(start_server: StartServer) -> None:
     with FakeOllama(free_port(), models=["llama3.2:latest"]) as ollama:
         server = start_server(LLM_BACKEND="ollama", OLLAMA_HOST=ollama.url, OLLAMA_MODEL="qwen2.5")
-        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+        client = _sdk(server)
         assert [m.id for m in client.models.list().data] == ["llama3.2:latest"]
         try:
             client.chat.completions.create(
@@ -199,7 +209,7 @@ def test_a_model_failing_mid_turn_is_a_clear_error_not_a_500(
 def test_embeddings_come_from_ollama_in_openai_shape(start_server: StartServer) -> None:
     with FakeOllama(free_port(), models=["qwen:latest", "bge-m3:latest"]) as ollama:
         server = start_server(LLM_BACKEND="ollama", OLLAMA_HOST=ollama.url)
-        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+        client = _sdk(server)
         # The SDK asks for base64 by default and decodes it; float is the other format.
         default = client.embeddings.create(model="bge-m3:latest", input=["a", "abc def"])
         floats = client.embeddings.create(
@@ -219,14 +229,12 @@ def test_embeddings_come_from_ollama_in_openai_shape(start_server: StartServer) 
 
 def test_embeddings_pass_through_to_an_openai_upstream(start_server: StartServer) -> None:
     with FakeUpstreamThread(free_port()) as upstream:
-        server = start_server(
-            LLM_BACKEND="openai", OPENAI_BASE_URL=upstream.url, OPENAI_MODEL="fake-upstream"
-        )
-        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+        server = _in_front_of(upstream, start_server)
+        client = _sdk(server)
         answer = client.embeddings.create(
             model="text-embedding-3-small", input="hello", encoding_format="float", dimensions=2
         )
-        sent = httpx.get(upstream.url.removesuffix("/v1") + "/stats").json()["last_request"]
+        sent = _last_request(upstream)
     assert answer.data[0].embedding == [0.25, -0.5]
     assert sent == {
         "model": "text-embedding-3-small",
@@ -243,7 +251,7 @@ def test_ollama_calls_the_clients_tools_natively(start_server: StartServer) -> N
     }
     with FakeOllama(free_port(), models=["qwen:latest"]) as ollama:
         server = start_server(LLM_BACKEND="ollama", OLLAMA_HOST=ollama.url)
-        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+        client = _sdk(server)
         completion = client.chat.completions.create(
             model="qwen:latest",
             messages=[{"role": "user", "content": "weather?"}],
@@ -266,10 +274,8 @@ def test_an_openai_upstreams_tool_calls_come_back_whole_and_streamed(
     start_server: StartServer,
 ) -> None:
     with FakeUpstreamThread(free_port(), tokens=3, delay=0.001) as upstream:
-        server = start_server(
-            LLM_BACKEND="openai", OPENAI_BASE_URL=upstream.url, OPENAI_MODEL="fake-upstream"
-        )
-        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+        server = _in_front_of(upstream, start_server)
+        client = _sdk(server)
         question = [{"role": "user", "content": "weather in Paris?"}]
         completion = client.chat.completions.create(
             model="fake-upstream",
@@ -282,7 +288,7 @@ def test_an_openai_upstreams_tool_calls_come_back_whole_and_streamed(
             tools=[WEATHER],  # type: ignore[list-item]
         ) as stream:
             streamed = stream.get_final_completion()
-        sent_tools = httpx.get(upstream.url.removesuffix("/v1") + "/stats").json()["last_request"]
+        sent_tools = _last_request(upstream)
         # The client ran the tool; the result goes back upstream in OpenAI's shape.
         (call,) = completion.choices[0].message.tool_calls or []
         client.chat.completions.create(
@@ -293,7 +299,7 @@ def test_an_openai_upstreams_tool_calls_come_back_whole_and_streamed(
                 {"role": "tool", "tool_call_id": call.id, "content": "18 C, sunny"},
             ],  # type: ignore[list-item]
         )
-        sent_result = httpx.get(upstream.url.removesuffix("/v1") + "/stats").json()["last_request"]
+        sent_result = _last_request(upstream)
     for answer in (completion, streamed):
         (made,) = answer.choices[0].message.tool_calls or []
         assert made.id == "call_upstream1" and made.function.name == "get_weather"
@@ -308,10 +314,8 @@ def test_an_openai_upstreams_tool_calls_come_back_whole_and_streamed(
 
 def test_logprobs_come_through_from_an_openai_upstream(start_server: StartServer) -> None:
     with FakeUpstreamThread(free_port(), tokens=3, delay=0.001) as upstream:
-        server = start_server(
-            LLM_BACKEND="openai", OPENAI_BASE_URL=upstream.url, OPENAI_MODEL="fake-upstream"
-        )
-        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+        server = _in_front_of(upstream, start_server)
+        client = _sdk(server)
         question = [{"role": "user", "content": "hi"}]
         completion = client.chat.completions.create(
             model="fake-upstream", messages=question, logprobs=True, top_logprobs=1
@@ -321,7 +325,7 @@ def test_logprobs_come_through_from_an_openai_upstream(start_server: StartServer
                 model="fake-upstream", messages=question, logprobs=True, stream=True
             )
         )
-        sent = httpx.get(upstream.url.removesuffix("/v1") + "/stats").json()["last_request"]
+        sent = _last_request(upstream)
     whole = completion.choices[0].logprobs
     assert whole is not None and whole.content is not None
     assert [t.token for t in whole.content] == ["tok0 ", "tok1 ", "tok2 "]
@@ -339,7 +343,7 @@ def test_logprobs_come_through_from_an_openai_upstream(start_server: StartServer
 def test_logprobs_come_through_from_ollama(start_server: StartServer) -> None:
     with FakeOllama(free_port(), models=["qwen:latest"], reply="Bonjour Paris") as ollama:
         server = start_server(LLM_BACKEND="ollama", OLLAMA_HOST=ollama.url)
-        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+        client = _sdk(server)
         completion = client.chat.completions.create(
             model="qwen:latest",
             messages=[{"role": "user", "content": "hi"}],
@@ -355,9 +359,7 @@ def test_an_upstream_error_is_a_clear_http_error_and_the_turn_is_stored(
     start_server: StartServer,
 ) -> None:
     with FakeUpstreamThread(free_port(), tokens=3, delay=0.001) as upstream:
-        server = start_server(
-            LLM_BACKEND="openai", OPENAI_BASE_URL=upstream.url, OPENAI_MODEL="fake-upstream"
-        )
+        server = _in_front_of(upstream, start_server)
         said = [{"role": "user", "content": "fail with 500"}]
         body = {"model": "fake-upstream", "messages": said}
         with server.client() as http:
@@ -377,9 +379,7 @@ def test_an_upstream_streaming_garbage_ends_the_stream_with_a_clear_error(
     start_server: StartServer,
 ) -> None:
     with FakeUpstreamThread(free_port(), tokens=3, delay=0.001) as upstream:
-        server = start_server(
-            LLM_BACKEND="openai", OPENAI_BASE_URL=upstream.url, OPENAI_MODEL="fake-upstream"
-        )
+        server = _in_front_of(upstream, start_server)
         said = [{"role": "user", "content": "stream garbage"}]
         body = {"model": "fake-upstream", "messages": said, "session_id": "garbage"}
         with server.client() as http:

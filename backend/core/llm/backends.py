@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -21,46 +20,10 @@ from langchain_core.language_models import BaseChatModel
 from backend.config import ConfigError, Settings
 from backend.core.llm.chat_stream import ChatStream, langchain_stream
 from backend.core.llm.errors import LLMError
+from backend.core.llm.options import GenerationOptions
 from backend.core.llm.upstream import Upstream, UpstreamError, ollama_stream, openai_stream
 
 _CONNECT_TIMEOUT = 2.0
-
-
-@dataclass(frozen=True)
-class GenerationOptions:
-    temperature: float | None = None
-    top_p: float | None = None
-    max_tokens: int | None = None
-    stop: list[str] | None = None
-    seed: int | None = None
-    frequency_penalty: float | None = None
-    presence_penalty: float | None = None
-    # OpenAI's shape: {"type": "json_object"} or {"type": "json_schema", "json_schema": {...}}
-    response_format: dict[str, Any] | None = None
-    logprobs: bool = False
-    top_logprobs: int | None = None
-
-    @property
-    def sampling(self) -> dict[str, Any]:
-        """The sampling options that were given, under OpenAI's names."""
-        given = {
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "max_tokens": self.max_tokens,
-            "stop": self.stop,
-            "seed": self.seed,
-            "frequency_penalty": self.frequency_penalty,
-            "presence_penalty": self.presence_penalty,
-        }
-        return {key: value for key, value in given.items() if value is not None}
-
-    @property
-    def json_schema(self) -> dict[str, Any] | None:
-        """The schema a response format asks for (any JSON object for `json_object`)."""
-        if self.response_format is None:
-            return None
-        spec = self.response_format.get("json_schema") or {}
-        return dict(spec.get("schema") or {"type": "object"})
 
 
 class LLMBackend(ABC):
@@ -87,7 +50,7 @@ class LLMBackend(ABC):
 
     def call_kwargs(self, options: GenerationOptions) -> dict[str, Any]:
         """Per-call keyword arguments for this backend's chat model."""
-        return {**options.sampling, **self._format_kwargs(options), **_logprobs(options)}
+        return {**options.sampling, **self._format_kwargs(options), **options.logprob_kwargs}
 
     def _format_kwargs(self, options: GenerationOptions) -> dict[str, Any]:
         schema = options.json_schema
@@ -193,7 +156,7 @@ class OllamaBackend(LLMBackend):
         if "max_tokens" in ollama_options:
             ollama_options["num_predict"] = ollama_options.pop("max_tokens")
         kwargs: dict[str, Any] = {"options": ollama_options} if ollama_options else {}
-        return {**kwargs, **self._format_kwargs(options), **_logprobs(options)}
+        return {**kwargs, **self._format_kwargs(options), **options.logprob_kwargs}
 
     def structured_kwargs(self, schema: dict[str, Any]) -> dict[str, Any] | None:
         return {"format": schema}
@@ -277,7 +240,7 @@ class OpenAIBackend(LLMBackend):
 
     def call_kwargs(self, options: GenerationOptions) -> dict[str, Any]:
         # The upstream speaks OpenAI: the response format goes through as the client sent it.
-        kwargs = {**options.sampling, **_logprobs(options)}
+        kwargs = {**options.sampling, **options.logprob_kwargs}
         if options.response_format is not None:
             kwargs["response_format"] = options.response_format
         return kwargs
@@ -387,15 +350,6 @@ class ScriptedBackend(LLMBackend):
         if isinstance(exc, ScriptedFailure):
             return LLMError(str(exc))
         return super().explain(exc)
-
-
-def _logprobs(options: GenerationOptions) -> dict[str, Any]:
-    """OpenAI's names, which Ollama and llama.cpp share."""
-    if not options.logprobs:
-        return {}
-    if options.top_logprobs:
-        return {"logprobs": True, "top_logprobs": options.top_logprobs}
-    return {"logprobs": True}
 
 
 @cache
