@@ -71,6 +71,11 @@ class CallPieces:
         ]
         return AgentEvent("tool_calls", {"calls": calls})
 
+    def ending(self, finish: str | None) -> list[AgentEvent]:
+        """The stream's last events: the calls, if any, then why it finished."""
+        calls = self.event()
+        return [calls, finish_event("tool_calls")] if calls else [finish_event(finish)]
+
 
 def langchain_stream(model: BaseChatModel) -> ChatStream:
     """`model`'s streamed reply as events."""
@@ -94,12 +99,8 @@ def langchain_stream(model: BaseChatModel) -> ChatStream:
                 usage = getattr(chunk, "usage_metadata", None)
                 if usage:
                     yield usage_event(usage["input_tokens"], usage["output_tokens"])
-        calls = pieces.event()
-        if calls is not None:
-            yield calls
-            finish = "tool_calls"
-        if finish:
-            yield finish_event(finish)
+        for event in pieces.ending(finish):
+            yield event
 
     return stream
 

@@ -20,7 +20,7 @@ import httpx
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from backend.core.events import AgentEvent
-from backend.core.llm.chat_stream import CallPieces, ChatStream, finish_event, usage_event
+from backend.core.llm.chat_stream import CallPieces, ChatStream, usage_event
 
 _ROLES = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
 ACCEPTED = AgentEvent("accepted")
@@ -183,7 +183,7 @@ def openai_stream(upstream: Upstream, model: str) -> ChatStream:
                     )
         if not done and finish is None:
             raise UpstreamError(502, "the stream ended before the answer did")
-        async for event in _ending(pieces, finish):
+        for event in pieces.ending(finish):
             yield event
 
     return stream
@@ -222,18 +222,10 @@ def ollama_stream(upstream: Upstream, model: str) -> ChatStream:
                     break
         if finish is None:
             raise UpstreamError(502, "the stream ended before the answer did")
-        async for event in _ending(pieces, finish):
+        for event in pieces.ending(finish):
             yield event
 
     return stream
-
-
-async def _ending(pieces: CallPieces, finish: str | None) -> AsyncGenerator[AgentEvent, None]:
-    calls = pieces.event()
-    if calls is not None:
-        yield calls
-        finish = "tool_calls"
-    yield finish_event(finish)
 
 
 def _token(text: str, logprobs: list[dict[str, Any]] | None) -> AgentEvent:
