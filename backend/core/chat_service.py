@@ -206,7 +206,14 @@ class ChatService:
     async def _recorded(
         self, turn: Turn, events: AsyncGenerator[AgentEvent, None]
     ) -> AsyncGenerator[AgentEvent, None]:
+        """The turn's events; the turn is recorded when they end, however they end.
+
+        A complete answer is recorded after `final`, when the consumer resumes or
+        closes this generator: a stream sends its last bytes first, so storing
+        the turn does not delay the client (`Last` in backend/api/sse.py).
+        """
         finish, error = "stop", None
+        answered = False
         try:
             yield AgentEvent(
                 "router", {"agent_type": turn.decision.agent_type, "reason": turn.decision.reason}
@@ -225,40 +232,45 @@ class ChatService:
                     elif event.type in STEP_EVENTS:
                         turn.steps.append({"type": event.type, **event.data})
                     yield event
+            answered = True
+            yield AgentEvent("final", {"text": "".join(turn.answer)})
         except (asyncio.CancelledError, GeneratorExit):
-            finish = "cancelled"
+            if not answered:
+                finish = "cancelled"
             raise
         except Exception as exc:
             llm_error = self.llm.explain(exc)
             finish, error = "error", llm_error.message
             raise llm_error from exc
         finally:
-            # The steps let a client redraw the turn's timeline from the stored answer.
-            metadata = {
-                **turn.metadata,
-                "model": turn.model,
-                "finish_reason": finish,
-                "steps": turn.steps,
-            }
-            if turn.tool_calls:
-                metadata["client_tool_calls"] = turn.tool_calls
-            if error:
-                metadata["error"] = error
-            answer = "".join(turn.answer)
-            with contextlib.suppress(ConversationNotFound):  # deleted while we answered
-                self.store.add_message(turn.conversation.id, "assistant", answer, metadata)
-            if self.audit is not None:
-                self.audit.prompt(
-                    user=turn.user,
-                    session_id=turn.conversation.session_id,
-                    model=turn.model,
-                    agent_type=turn.decision.agent_type,
-                    prompt=[{"role": m.type, "content": str(m.text)} for m in turn.prompt],
-                    answer=answer,
-                    finish_reason=finish,
-                    error=error,
-                )
-        yield AgentEvent("final", {"text": "".join(turn.answer)})
+            self._record(turn, finish, error)
+
+    def _record(self, turn: Turn, finish: str, error: str | None) -> None:
+        # The steps let a client redraw the turn's timeline from the stored answer.
+        metadata = {
+            **turn.metadata,
+            "model": turn.model,
+            "finish_reason": finish,
+            "steps": turn.steps,
+        }
+        if turn.tool_calls:
+            metadata["client_tool_calls"] = turn.tool_calls
+        if error:
+            metadata["error"] = error
+        answer = "".join(turn.answer)
+        with contextlib.suppress(ConversationNotFound):  # deleted while we answered
+            self.store.add_message(turn.conversation.id, "assistant", answer, metadata)
+        if self.audit is not None:
+            self.audit.prompt(
+                user=turn.user,
+                session_id=turn.conversation.session_id,
+                model=turn.model,
+                agent_type=turn.decision.agent_type,
+                prompt=[{"role": m.type, "content": str(m.text)} for m in turn.prompt],
+                answer=answer,
+                finish_reason=finish,
+                error=error,
+            )
 
 
 def _title(text: str) -> str:

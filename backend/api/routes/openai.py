@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse, Response
 from backend.api.deps import ChatServiceDep, CurrentUser, ServicesDep
 from backend.api.disconnect import ClientGone, unless_disconnected
 from backend.api.errors import ApiError, error_body
-from backend.api.sse import SSE_HEADERS, SSEResponse, sse_data
+from backend.api.sse import SSE_HEADERS, Last, SSEResponse, sse_data
 from backend.api.streaming import start_stream
 from backend.core.agents.client_tools import ClientTools
 from backend.core.chat_service import Turn, TurnRequest
@@ -173,17 +173,17 @@ async def _completion_chunks(
                     step = {"type": event.type, **event.data}
                     yield pending + sse_data(chunk_body(completion_id, model, {}, agent_event=step))
                     pending = ""
+                elif event.type == "final":
+                    closing = [pending, sse_data(chunk_body(completion_id, model, {}, turn.finish_reason))]
+                    if include_usage:
+                        usage_chunk = chunk_body(completion_id, model, {}, usage=usage_body(turn.usage))
+                        usage_chunk["choices"] = []
+                        closing.append(sse_data(usage_chunk))
+                    closing.append(sse_data("[DONE]"))
+                    yield Last("".join(closing))
     except LLMError as exc:
-        yield (
+        yield Last(
             pending
             + sse_data(error_body("/v1/", exc.status_code, exc.message, exc.code))
             + (sse_data("[DONE]"))
         )
-        return
-    closing = [pending, sse_data(chunk_body(completion_id, model, {}, turn.finish_reason))]
-    if include_usage:
-        usage_chunk = chunk_body(completion_id, model, {}, usage=usage_body(turn.usage))
-        usage_chunk["choices"] = []
-        closing.append(sse_data(usage_chunk))
-    closing.append(sse_data("[DONE]"))
-    yield "".join(closing)
