@@ -10,7 +10,7 @@ from fastapi import FastAPI
 
 from backend.api.errors import install_error_handlers
 from backend.api.limits import BodySizeLimitMiddleware
-from backend.api.main import api_router
+from backend.api.main import ROUTERS
 from backend.api.ui import mount_ui
 from backend.config import Settings, load_settings
 from backend.core.services import build_services
@@ -39,6 +39,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         overrides={"/api/upload": max(upload_bytes, settings.max_request_bytes)},
     )
     install_error_handlers(app)
-    app.include_router(api_router)
+    for router in ROUTERS:
+        app.include_router(router)
     mount_ui(app)  # same origin as the API: no CORS needed
     return app

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import uuid
-from collections.abc import AsyncGenerator
+import functools
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,7 @@ from backend.core.audit import AuditLog
 from backend.core.events import STEP_EVENTS, AgentEvent
 from backend.core.llm import GenerationOptions, LLMBackend
 from backend.core.router import AgentType, RouteDecision, decide_route, model_classifier
-from backend.storage import Conversation, ConversationNotFound, Store, User
+from backend.storage import Conversation, ConversationNotFound, Message, Store, User
 from backend.tools.python_coder.llm import CoderLLM
 
 
@@ -53,6 +53,13 @@ class Turn:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # calls of the client's tools
     logprobs: list[dict[str, Any]] = field(default_factory=list)  # the tokens', when asked for
     agent_llm: CoderLLM | None = None  # counts the router's and the agents' model calls
+    opening: Callable[[], None] | None = None  # a new session's first write, not done yet
+
+    def write_opening(self) -> None:
+        """Store what `open_turn` left to write (a new session and its first message), once."""
+        opening, self.opening = self.opening, None
+        if opening is not None:
+            opening()
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -110,12 +117,18 @@ class ChatService:
         user_text = next(
             (m.text for m in reversed(request.messages) if isinstance(m, HumanMessage)), ""
         )
-        conversation = self.store.conversation_for_session(
-            user.id, request.session_id or uuid.uuid4().hex, title=_title(user_text)
-        )
-        messages = self._with_history(conversation, request.messages)
-        if user_text:
-            self.store.add_message(conversation.id, "user", user_text)
+        fresh = request.session_id is None
+        messages = request.messages
+        if request.session_id is None:
+            conversation = Conversation.new(user.id, _title(user_text))  # stored below
+        else:
+            # OpenAI clients resend the whole history; a client that sends only the new
+            # message with a known `session_id` gets the stored history instead.
+            needs_history = not any(isinstance(m, AIMessage) for m in messages)
+            conversation, stored = self.store.begin_turn(
+                user.id, request.session_id, _title(user_text), user_text, history=needs_history
+            )
+            messages = _with_history(stored, messages) if stored else messages
         session_id = conversation.session_id
         coder_llm = CoderLLM.for_backend(
             self.llm, model, self.audit, user=user.username, session_id=session_id
@@ -132,10 +145,19 @@ class ChatService:
                 user_text,
                 session_id,
                 coder_llm,
-                fresh=request.session_id is None,
+                fresh=fresh,
             )
         turn = Turn(conversation, decision, model, user=user.username, prompt=messages)
         turn.agent_llm = coder_llm
+        if fresh:
+            opening = functools.partial(self.store.start_conversation, conversation, user_text)
+            if decision.agent_type == "chat":
+                # Stored once the model has the request (its first event), so the write
+                # overlaps the wait for the first token. Nobody can know the new session
+                # before then. An agent's session is stored now: its tools look it up.
+                turn.opening = opening
+            else:
+                opening()
         if decision.agent_type == "chat" or self.agents is None:
             agent_events = self._chat(model, messages, request)
         else:
@@ -183,26 +205,6 @@ class ChatService:
             requested, text, has_files=has_files, classify=model_classifier(llm)
         )
 
-    def _with_history(
-        self, conversation: Conversation, messages: list[BaseMessage]
-    ) -> list[BaseMessage]:
-        """Prepend the stored conversation when the client did not send its history.
-
-        OpenAI clients resend the whole history; a client that sends only the new
-        message with a known `session_id` gets the stored history instead.
-        """
-        if any(isinstance(m, AIMessage) for m in messages):
-            return messages
-        history: list[BaseMessage] = []
-        for stored in self.store.list_messages(conversation.id):
-            if stored.role == "user":
-                history.append(HumanMessage(stored.content))
-            elif stored.role == "assistant" and stored.content:
-                history.append(AIMessage(stored.content))
-        system = [m for m in messages if m.type == "system"]
-        rest = [m for m in messages if m.type != "system"]
-        return system + history + rest
-
     async def _recorded(
         self, turn: Turn, events: AsyncGenerator[AgentEvent, None]
     ) -> AsyncGenerator[AgentEvent, None]:
@@ -220,6 +222,8 @@ class ChatService:
             )
             async with contextlib.aclosing(events):
                 async for event in events:
+                    if turn.opening is not None:
+                        turn.write_opening()
                     if event.type == "token":
                         turn.answer.append(event.data["text"])
                         turn.logprobs.extend(event.data.get("logprobs") or ())
@@ -246,6 +250,7 @@ class ChatService:
             self._record(turn, finish, error)
 
     def _record(self, turn: Turn, finish: str, error: str | None) -> None:
+        turn.write_opening()  # a turn that failed before its first event
         # The steps let a client redraw the turn's timeline from the stored answer.
         metadata = {
             **turn.metadata,
@@ -271,6 +276,19 @@ class ChatService:
                 finish_reason=finish,
                 error=error,
             )
+
+
+def _with_history(stored: list[Message], messages: list[BaseMessage]) -> list[BaseMessage]:
+    """The stored conversation, after the request's system messages, before the rest."""
+    history: list[BaseMessage] = []
+    for message in stored:
+        if message.role == "user":
+            history.append(HumanMessage(message.content))
+        elif message.role == "assistant" and message.content:
+            history.append(AIMessage(message.content))
+    system = [m for m in messages if m.type == "system"]
+    rest = [m for m in messages if m.type != "system"]
+    return system + history + rest
 
 
 def _title(text: str) -> str:

@@ -52,11 +52,26 @@ CLEAR = 3  # at or above: tools are needed without asking
 PLAN_STEPS = 2  # at or above (with tools needed): plan first
 
 
-def _found(text: str, table: dict[str, int]) -> list[tuple[str, int]]:
+Cues = list[tuple[str, int, re.Pattern[str]]]
+
+
+def _cues(table: dict[str, int]) -> Cues:
+    """Each phrase with its weight and its whole-word pattern, compiled once."""
+    return [
+        (phrase, weight, re.compile(r"(?<![\w])" + re.escape(phrase) + r"(?![\w])"))
+        for phrase, weight in table.items()
+    ]
+
+
+_CODE, _TOOL, _STEPS = _cues(CODE_INDICATORS), _cues(TOOL_INDICATORS), _cues(STEP_CUES)
+
+
+def _found(text: str, cues: Cues) -> list[tuple[str, int]]:
+    # A substring test first: most phrases are absent, and it is far cheaper than the pattern.
     return [
         (phrase, weight)
-        for phrase, weight in table.items()
-        if re.search(r"(?<![\w])" + re.escape(phrase) + r"(?![\w])", text)
+        for phrase, weight, pattern in cues
+        if phrase in text and pattern.search(text)
     ]
 
 
@@ -75,8 +90,8 @@ async def decide_route(
     if requested != "auto":
         return RouteDecision(requested, "requested explicitly")
     text = message.lower()
-    tools = _found(text, CODE_INDICATORS) + _found(text, TOOL_INDICATORS)
-    steps = _found(text, STEP_CUES)
+    tools = _found(text, _CODE) + _found(text, _TOOL)
+    steps = _found(text, _STEPS)
     score = sum(weight for _, weight in tools)
     step_score = sum(weight for _, weight in steps)
     evidence = f"tool cues: {_describe(tools) or 'none'} (score {score})"

@@ -273,25 +273,53 @@ def completion_body(
     }
 
 
-def chunk_body(
-    completion_id: str,
-    model: str,
-    delta: dict[str, Any],
-    finish_reason: str | None = None,
-    logprobs: list[dict[str, Any]] | None = None,
-    **extra: Any,
-) -> dict[str, Any]:
-    choice = {
-        "index": 0,
-        "delta": delta,
-        "finish_reason": finish_reason,
-        "logprobs": {"content": logprobs} if logprobs else None,
-    }
-    return {
-        "id": completion_id,
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [choice],
-        **extra,
-    }
+_COMPACT = (",", ":")
+
+
+class CompletionChunks:
+    """The JSON of one streamed completion's chunks (`chat.completion.chunk`).
+
+    Every chunk repeats the completion's id, creation time and model. A content
+    delta, nearly every chunk, is that head encoded once around the encoded text.
+    """
+
+    def __init__(self, model: str) -> None:
+        self.id = new_completion_id()
+        self.model = model
+        self.created = int(time.time())
+        head = json.dumps(self._body([]), separators=_COMPACT).removesuffix("[]}")
+        self._content_head = head + '[{"index":0,"delta":{"content":'
+
+    def content(self, text: str, logprobs: list[dict[str, Any]] | None = None) -> str:
+        if logprobs:
+            return self.chunk({"content": text}, logprobs=logprobs)
+        return f'{self._content_head}{json.dumps(text)}}},"finish_reason":null,"logprobs":null}}]}}'
+
+    def chunk(
+        self,
+        delta: dict[str, Any],
+        finish_reason: str | None = None,
+        logprobs: list[dict[str, Any]] | None = None,
+        **extra: Any,
+    ) -> str:
+        choice = {
+            "index": 0,
+            "delta": delta,
+            "finish_reason": finish_reason,
+            "logprobs": {"content": logprobs} if logprobs else None,
+        }
+        return json.dumps(self._body([choice], **extra), separators=_COMPACT)
+
+    def usage(self, usage: dict[str, int]) -> str:
+        """The extra last chunk of `stream_options.include_usage`: no choices, the usage."""
+        return json.dumps(self._body([], usage=usage_body(usage)), separators=_COMPACT)
+
+    def _body(self, choices: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": choices,
+            **extra,
+        }

@@ -6,6 +6,8 @@ which database is behind them. A PostgreSQL adapter only has to implement `Store
 
 from __future__ import annotations
 
+import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -27,6 +29,12 @@ class Conversation:
     title: str
     created_at: float
     updated_at: float
+
+    @classmethod
+    def new(cls, user_id: int, title: str) -> Conversation:
+        """A conversation for a new session, not stored yet (`Store.start_conversation`)."""
+        now = time.time()
+        return cls(uuid.uuid4().hex, user_id, uuid.uuid4().hex, title[:80], now, now)
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,18 @@ class Store(Protocol):
 
         An untitled conversation (`title` was empty when it was created) takes `title`.
         """
+        ...
+
+    def begin_turn(
+        self, user_id: int, session_id: str, title: str, text: str, *, history: bool
+    ) -> tuple[Conversation, list[Message]]:
+        """One transaction: the conversation (as `conversation_for_session`), its messages
+        so far if `history`, then `text` (if any) appended as the user's message."""
+        ...
+
+    def start_conversation(self, conversation: Conversation, text: str) -> None:
+        """One transaction: store a new conversation (`Conversation.new`) and `text`, if
+        any, as its first user message."""
         ...
 
     def session_owner(self, session_id: str) -> int | None:

@@ -127,24 +127,28 @@ class SQLiteStore:
     # Conversations
 
     def conversation_for_session(self, user_id: int, session_id: str, title: str) -> Conversation:
-        now = time.time()
+        with self._transaction() as db:
+            return _conversation_for_session(db, user_id, session_id, title)
+
+    def begin_turn(
+        self, user_id: int, session_id: str, title: str, text: str, *, history: bool
+    ) -> tuple[Conversation, list[Message]]:
+        with self._transaction() as db:
+            conversation = _conversation_for_session(db, user_id, session_id, title)
+            earlier = _messages(db, conversation.id) if history else []
+            if text:
+                _insert_message(db, conversation.id, "user", text, {})
+        return conversation, earlier
+
+    def start_conversation(self, conversation: Conversation, text: str) -> None:
+        c = conversation
         with self._transaction() as db:
             db.execute(
-                "INSERT OR IGNORE INTO conversations VALUES (?, ?, ?, ?, ?, ?)",
-                (uuid.uuid4().hex, user_id, session_id, title[:80], now, now),
+                "INSERT INTO conversations VALUES (?, ?, ?, ?, ?, ?)",
+                (c.id, c.user_id, c.session_id, c.title[:80], c.created_at, c.updated_at),
             )
-            # A conversation opened untitled (by an upload) takes its first message's title.
-            db.execute(
-                "UPDATE conversations SET title = ? WHERE session_id = ? AND user_id = ?"
-                " AND title = ''",
-                (title[:80], session_id, user_id),
-            )
-            row = db.execute(
-                "SELECT * FROM conversations WHERE session_id = ?", (session_id,)
-            ).fetchone()
-        if row["user_id"] != user_id:
-            raise SessionOwnedByAnotherUser(session_id)
-        return _conversation(row)
+            if text:
+                _insert_message(db, c.id, "user", text, {})
 
     def session_owner(self, session_id: str) -> int | None:
         rows = self._query("SELECT user_id FROM conversations WHERE session_id = ?", (session_id,))
@@ -177,41 +181,68 @@ class SQLiteStore:
         content: str,
         metadata: dict[str, Any] | None = None,
     ) -> Message:
-        now = time.time()
-        meta = metadata or {}
         try:
             with self._transaction() as db:
-                cursor = db.execute(
-                    "INSERT INTO messages (conversation_id, role, content, metadata, created_at)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    (conversation_id, role, content, json.dumps(meta), now),
-                )
-                db.execute(
-                    "UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id)
-                )
+                return _insert_message(db, conversation_id, role, content, metadata or {})
         except sqlite3.IntegrityError:
             raise ConversationNotFound(conversation_id) from None
-        return Message(int(cursor.lastrowid or 0), conversation_id, role, content, now, meta)
 
     def list_messages(self, conversation_id: str) -> list[Message]:
-        rows = self._query(
-            "SELECT * FROM messages WHERE conversation_id = ? ORDER BY id", (conversation_id,)
-        )
-        return [
-            Message(
-                row["id"],
-                row["conversation_id"],
-                row["role"],
-                row["content"],
-                row["created_at"],
-                json.loads(row["metadata"]),
-            )
-            for row in rows
-        ]
+        with self._lock:
+            return _messages(self._db, conversation_id)
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _conversation_for_session(
+    db: sqlite3.Connection, user_id: int, session_id: str, title: str
+) -> Conversation:
+    now = time.time()
+    db.execute(
+        "INSERT OR IGNORE INTO conversations VALUES (?, ?, ?, ?, ?, ?)",
+        (uuid.uuid4().hex, user_id, session_id, title[:80], now, now),
+    )
+    # A conversation opened untitled (by an upload) takes its first message's title.
+    db.execute(
+        "UPDATE conversations SET title = ? WHERE session_id = ? AND user_id = ? AND title = ''",
+        (title[:80], session_id, user_id),
+    )
+    row = db.execute("SELECT * FROM conversations WHERE session_id = ?", (session_id,)).fetchone()
+    if row["user_id"] != user_id:
+        raise SessionOwnedByAnotherUser(session_id)
+    return _conversation(row)
+
+
+def _insert_message(
+    db: sqlite3.Connection, conversation_id: str, role: str, content: str, meta: dict[str, Any]
+) -> Message:
+    now = time.time()
+    cursor = db.execute(
+        "INSERT INTO messages (conversation_id, role, content, metadata, created_at)"
+        " VALUES (?, ?, ?, ?, ?)",
+        (conversation_id, role, content, json.dumps(meta), now),
+    )
+    db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id))
+    return Message(int(cursor.lastrowid or 0), conversation_id, role, content, now, meta)
+
+
+def _messages(db: sqlite3.Connection, conversation_id: str) -> list[Message]:
+    rows = db.execute(
+        "SELECT * FROM messages WHERE conversation_id = ? ORDER BY id", (conversation_id,)
+    ).fetchall()
+    return [
+        Message(
+            row["id"],
+            row["conversation_id"],
+            row["role"],
+            row["content"],
+            row["created_at"],
+            json.loads(row["metadata"]),
+        )
+        for row in rows
+    ]
 
 
 def _user(row: sqlite3.Row) -> User:

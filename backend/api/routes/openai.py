@@ -21,11 +21,10 @@ from backend.core.llm import GenerationOptions, LLMError
 from backend.core.llm.embeddings import create_embeddings
 from backend.models.openai import (
     ChatCompletionRequest,
+    CompletionChunks,
     EmbeddingRequest,
-    chunk_body,
     completion_body,
     new_completion_id,
-    usage_body,
 )
 
 router = APIRouter(prefix="/v1", tags=["openai"])
@@ -115,7 +114,6 @@ async def create_chat_completion(
         tools=ClientTools(*client_tools) if client_tools else None,
     )
     turn = await chat.open_turn(user, turn_request)
-    completion_id = new_completion_id()
     if not body.stream:
         try:
             answer = await unless_disconnected(http, turn.collect())
@@ -123,7 +121,7 @@ async def create_chat_completion(
             return Response(status_code=499)  # nobody is listening any more
         return JSONResponse(
             completion_body(
-                completion_id,
+                new_completion_id(),
                 turn.model,
                 answer,
                 turn.finish_reason,
@@ -135,55 +133,44 @@ async def create_chat_completion(
         )
     events = await start_stream(turn.events)
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
-    return SSEResponse(
-        _completion_chunks(turn, events, completion_id, include_usage), headers=SSE_HEADERS
-    )
+    return SSEResponse(_completion_chunks(turn, events, include_usage), headers=SSE_HEADERS)
 
 
 async def _completion_chunks(
-    turn: Turn, events: AsyncGenerator[AgentEvent, None], completion_id: str, include_usage: bool
+    turn: Turn, events: AsyncGenerator[AgentEvent, None], include_usage: bool
 ) -> AsyncIterator[str]:
     """OpenAI chunks, written as few times as the protocol allows.
 
     Each socket write costs more than building a chunk, so the role chunk goes out
-    with the first token, and the closing chunks go out together.
+    with the first token, and the closing chunks go out together with the end of
+    the response (`Last`), before the turn is stored.
     """
-    model = turn.model
+    chunks = CompletionChunks(turn.model)
     # The first chunk carries our extension field; OpenAI clients ignore it.
-    pending = sse_data(
-        chunk_body(completion_id, model, {"role": "assistant", "content": ""}, agent=turn.metadata)
-    )
+    pending = sse_data(chunks.chunk({"role": "assistant", "content": ""}, agent=turn.metadata))
     try:
         async with contextlib.aclosing(events):
             async for event in events:
                 if event.type == "token":
-                    delta = {"content": event.data["text"]}
-                    logprobs = event.data.get("logprobs")
-                    chunk = chunk_body(completion_id, model, delta, None, logprobs)
-                    yield pending + sse_data(chunk)
+                    yield pending + sse_data(
+                        chunks.content(event.data["text"], event.data.get("logprobs"))
+                    )
                     pending = ""
                 elif event.type == "tool_calls":
                     calls = [{"index": i, **call} for i, call in enumerate(event.data["calls"])]
-                    delta = {"tool_calls": calls}
-                    yield pending + sse_data(chunk_body(completion_id, model, delta))
+                    yield pending + sse_data(chunks.chunk({"tool_calls": calls}))
                     pending = ""
                 elif event.type in STEP_EVENTS:
                     # An agent's step rides in an extension field with an empty delta, which
                     # OpenAI clients read as "no new content".
                     step = {"type": event.type, **event.data}
-                    yield pending + sse_data(chunk_body(completion_id, model, {}, agent_event=step))
+                    yield pending + sse_data(chunks.chunk({}, agent_event=step))
                     pending = ""
                 elif event.type == "final":
-                    closing = [pending, sse_data(chunk_body(completion_id, model, {}, turn.finish_reason))]
+                    closing = [pending, sse_data(chunks.chunk({}, turn.finish_reason))]
                     if include_usage:
-                        usage_chunk = chunk_body(completion_id, model, {}, usage=usage_body(turn.usage))
-                        usage_chunk["choices"] = []
-                        closing.append(sse_data(usage_chunk))
-                    closing.append(sse_data("[DONE]"))
-                    yield Last("".join(closing))
+                        closing.append(sse_data(chunks.usage(turn.usage)))
+                    yield Last("".join(closing) + sse_data("[DONE]"))
     except LLMError as exc:
-        yield Last(
-            pending
-            + sse_data(error_body("/v1/", exc.status_code, exc.message, exc.code))
-            + (sse_data("[DONE]"))
-        )
+        error = error_body("/v1/", exc.status_code, exc.message, exc.code)
+        yield Last(pending + sse_data(error) + sse_data("[DONE]"))

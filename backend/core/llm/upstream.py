@@ -52,6 +52,7 @@ class Upstream:
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._draining: set[asyncio.Task[None]] = set()
+        self._urls: dict[str, httpx.URL] = {}  # path -> absolute URL, parsed once
 
     def client(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
@@ -85,7 +86,8 @@ class Upstream:
         chunked terminator) to a background task, which returns the connection to
         the pool without making the client wait for it.
         """
-        response = await self._send(self.client().build_request("POST", path, json=body))
+        url = self._urls.get(path) or self._urls.setdefault(path, httpx.URL(self.base_url + path))
+        response = await self._send(self.client().build_request("POST", url, json=body))
         try:
             if response.status_code >= 400:
                 await response.aread()
