@@ -355,6 +355,32 @@ def test_logprobs_come_through_from_ollama(start_server: StartServer) -> None:
     assert ollama.requests[-1]["logprobs"] is True and ollama.requests[-1]["top_logprobs"] == 2
 
 
+def test_a_new_session_is_stored_in_order_by_the_time_its_stream_ends(
+    start_server: StartServer,
+) -> None:
+    # A new session is written once the upstream has the request, and the answer once
+    # the last bytes are out: a client that reads the conversation right away finds both.
+    with FakeUpstreamThread(free_port(), tokens=3, delay=0.001) as upstream:
+        server = _in_front_of(upstream, start_server)
+        said = [{"role": "user", "content": "count to three"}]
+        stream = _sdk(server).chat.completions.create(
+            model="fake-upstream",
+            messages=said,
+            stream=True,  # type: ignore[arg-type]
+        )
+        chunks = list(stream)
+        session_id = chunks[0].agent["session_id"]  # type: ignore[attr-defined]
+        with server.client() as http:
+            stored = _stored_turn(http, session_id)
+    answer = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert answer == "tok0 tok1 tok2 "
+    assert [(m["role"], m["content"]) for m in stored["messages"]] == [
+        ("user", "count to three"),
+        ("assistant", answer),
+    ]
+    assert stored["messages"][1]["metadata"]["finish_reason"] == "stop"
+
+
 def test_an_upstream_error_is_a_clear_http_error_and_the_turn_is_stored(
     start_server: StartServer,
 ) -> None:
@@ -367,12 +393,18 @@ def test_an_upstream_error_is_a_clear_http_error_and_the_turn_is_stored(
             # Nothing was streamed yet: a streamed request gets the same HTTP error.
             streamed = http.post("/v1/chat/completions", json={**body, "stream": True})
             stored = _stored_turn(http, "whole")
+            # The streamed request opened a new session: it failed before its first
+            # event, and is stored all the same, its user message first.
+            (fresh,) = [c for c in http.get("/api/conversations").json() if c["id"] != stored["id"]]
+            fresh_turn = _stored_turn(http, fresh["session_id"])
     for response in (whole, streamed):
         assert response.status_code == 502
         assert "answered 500: the GPU caught fire" in response.json()["error"]["message"]
-    user, answer = stored["messages"]
-    assert user["content"] == "fail with 500" and answer["metadata"]["finish_reason"] == "error"
-    assert "the GPU caught fire" in answer["metadata"]["error"]
+    for turn in (stored, fresh_turn):
+        user, answer = turn["messages"]
+        assert user["content"] == "fail with 500"
+        assert answer["metadata"]["finish_reason"] == "error"
+        assert "the GPU caught fire" in answer["metadata"]["error"]
 
 
 def test_an_upstream_streaming_garbage_ends_the_stream_with_a_clear_error(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from backend.config import ConfigError
-from backend.storage import SessionOwnedByAnotherUser, UsernameTaken, open_store
+from backend.storage import Conversation, SessionOwnedByAnotherUser, UsernameTaken, open_store
 from backend.storage.sqlite import SQLiteStore
 
 
@@ -73,3 +73,34 @@ def test_database_url_selects_the_store(tmp_path: Path) -> None:
         open_store("postgresql://db/app", tmp_path)
     with pytest.raises(ConfigError, match="DATABASE_URL"):
         open_store("mysql://db/app", tmp_path)
+
+
+def test_a_turn_begins_in_one_transaction(store: SQLiteStore) -> None:
+    alice, bob = store.create_user("alice", "h"), store.create_user("bob", "h")
+    conversation, history = store.begin_turn(alice.id, "s1", "First", "hi", history=True)
+    assert history == []  # a new session has none
+    again, history = store.begin_turn(alice.id, "s1", "Other", "and then?", history=True)
+    assert again.id == conversation.id and again.title == "First"
+    assert [(m.role, m.content) for m in history] == [("user", "hi")]  # before the new one
+    assert [m.content for m in store.list_messages(conversation.id)] == ["hi", "and then?"]
+    # Someone else's session: refused, and nothing of theirs is written.
+    with pytest.raises(SessionOwnedByAnotherUser):
+        store.begin_turn(bob.id, "s1", "Hijack", "mine now", history=True)
+    assert len(store.list_messages(conversation.id)) == 2
+
+
+def test_a_new_session_is_stored_with_its_first_message(store: SQLiteStore) -> None:
+    alice = store.create_user("alice", "h")
+    conversation = Conversation.new(alice.id, "A title")
+    assert store.list_conversations(alice.id) == []  # made, not stored
+    store.start_conversation(conversation, "hello")
+    (stored,) = store.list_conversations(alice.id)
+    assert (stored.id, stored.session_id, stored.title) == (
+        conversation.id,
+        conversation.session_id,
+        "A title",
+    )
+    assert store.session_owner(conversation.session_id) == alice.id
+    assert [(m.role, m.content) for m in store.list_messages(conversation.id)] == [
+        ("user", "hello")
+    ]
