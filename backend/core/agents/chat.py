@@ -21,7 +21,7 @@ from backend.core.llm.chat_stream import ChatStream
 _MAYBE_A_CALL = "{`<"  # how a reply that holds a call (JSON, a fence, reasoning first) opens
 
 
-async def run_chat(
+def run_chat(
     stream: ChatStream,
     messages: list[BaseMessage],
     call_kwargs: dict[str, Any],
@@ -31,14 +31,10 @@ async def run_chat(
 ) -> AsyncGenerator[AgentEvent, None]:
     """`native_kwargs`: the backend's own tool arguments, or None to prompt for calls."""
     if tools is None or tools.choice == "none":
-        events = stream(messages, call_kwargs)
-    elif native_kwargs is not None:
-        events = stream(messages, {**call_kwargs, **native_kwargs})
-    else:
-        events = _prompted(stream, messages, call_kwargs, tools, forced_kwargs or {})
-    async with contextlib.aclosing(events):
-        async for event in events:
-            yield event
+        return stream(messages, call_kwargs)
+    if native_kwargs is not None:
+        return stream(messages, {**call_kwargs, **native_kwargs})
+    return _prompted(stream, messages, call_kwargs, tools, forced_kwargs or {})
 
 
 async def _prompted(
