@@ -11,7 +11,7 @@ from langchain_core.messages import HumanMessage
 
 from backend.api.deps import ChatServiceDep, CurrentUser
 from backend.api.disconnect import ClientGone, unless_disconnected
-from backend.api.sse import SSE_HEADERS, SSEResponse, sse_data
+from backend.api.sse import SSE_HEADERS, Last, SSEResponse, sse_data
 from backend.api.streaming import start_stream
 from backend.core.chat_service import Turn, TurnRequest
 from backend.core.events import AgentEvent
@@ -52,12 +52,15 @@ async def create_chat_message(
 
 async def _typed_events(turn: Turn, events: AsyncGenerator[AgentEvent, None]) -> AsyncIterator[str]:
     """`event: <type>` SSE frames whose JSON data also carries `type`."""
+    done = sse_data({"type": "done"}, event="done")
     try:
         async with contextlib.aclosing(events):
             async for event in events:
                 payload = turn.public_event(event)
-                if payload is not None:
+                if event.type == "final":
+                    yield Last(sse_data(payload, event="final") + done)
+                elif payload is not None:
                     yield sse_data(payload, event=event.type)
     except LLMError as exc:
-        yield sse_data({"type": "error", "message": exc.message, "code": exc.code}, event="error")
-    yield sse_data({"type": "done"}, event="done")
+        error = {"type": "error", "message": exc.message, "code": exc.code}
+        yield Last(sse_data(error, event="error") + done)

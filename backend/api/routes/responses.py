@@ -19,7 +19,7 @@ from backend.api.deps import ChatServiceDep, CurrentUser, StoreDep
 from backend.api.disconnect import ClientGone, unless_disconnected
 from backend.api.errors import ApiError
 from backend.api.routes.openai import check_parameters
-from backend.api.sse import SSE_HEADERS, SSEResponse, sse_data
+from backend.api.sse import SSE_HEADERS, Last, SSEResponse, sse_data
 from backend.api.streaming import start_stream
 from backend.core.agents.client_tools import ClientTools
 from backend.core.chat_service import Turn, TurnRequest
@@ -131,33 +131,42 @@ async def _response_events(
     try:
         async with contextlib.aclosing(events):
             async for step in events:
-                if step.type != "token":
-                    continue
-                opening = ""
-                if not text:
-                    opening = event(
-                        "response.output_item.added",
-                        output_index=0,
-                        item=message_item(message_id, "", "in_progress"),
-                    ) + event(
-                        "response.content_part.added",
-                        **where,
-                        part={"type": "output_text", "text": "", "annotations": []},
+                if step.type == "token":
+                    opening = ""
+                    if not text:
+                        opening = event(
+                            "response.output_item.added",
+                            output_index=0,
+                            item=message_item(message_id, "", "in_progress"),
+                        ) + event(
+                            "response.content_part.added",
+                            **where,
+                            part={"type": "output_text", "text": "", "annotations": []},
+                        )
+                    text.append(step.data["text"])
+                    yield opening + event(
+                        "response.output_text.delta", **where, delta=step.data["text"], logprobs=[]
                     )
-                text.append(step.data["text"])
-                yield opening + event(
-                    "response.output_text.delta", **where, delta=step.data["text"], logprobs=[]
-                )
+                elif step.type == "final":
+                    answer = "".join(text)
+                    final = _finished(turn, response_id, answer, previous, message_id)
+                    closing = _closing(event, turn, answer, message_id, where)
+                    yield Last(closing + event("response.completed", response=final))
     except LLMError as exc:
         error = {"code": exc.code, "message": exc.message}
         failed = response_body(response_id, turn.model, "failed", [], None, None, previous, error)
-        yield event("error", code=exc.code, message=exc.message, param=None) + event(
-            "response.failed", response=failed
+        yield Last(
+            event("error", code=exc.code, message=exc.message, param=None)
+            + event("response.failed", response=failed)
         )
-        return
-    answer = "".join(text)
+
+
+def _closing(
+    event: _Events, turn: Turn, answer: str, message_id: str, where: dict[str, Any]
+) -> str:
+    """The events that close the output items: the text's, then each tool call's."""
     closing = []
-    if text:
+    if answer:
         part = {"type": "output_text", "text": answer, "annotations": []}
         closing += [
             event("response.output_text.done", **where, text=answer, logprobs=[]),
@@ -166,7 +175,7 @@ async def _response_events(
                 "response.output_item.done", output_index=0, item=message_item(message_id, answer)
             ),
         ]
-    for index, call in enumerate(turn.tool_calls, start=1 if text else 0):
+    for index, call in enumerate(turn.tool_calls, start=1 if answer else 0):
         item = function_call_item(call)
         closing += [
             event(
@@ -182,6 +191,4 @@ async def _response_events(
             ),
             event("response.output_item.done", output_index=index, item=item),
         ]
-    final = _finished(turn, response_id, answer, previous, message_id)
-    closing.append(event("response.completed", response=final))
-    yield "".join(closing)
+    return "".join(closing)
