@@ -222,8 +222,7 @@ class ChatService:
             )
             async with contextlib.aclosing(events):
                 async for event in events:
-                    if turn.opening is not None:
-                        turn.write_opening()
+                    turn.write_opening()  # the model has the request (see open_turn)
                     if event.type == "token":
                         turn.answer.append(event.data["text"])
                         turn.logprobs.extend(event.data.get("logprobs") or ())
