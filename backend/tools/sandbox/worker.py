@@ -80,12 +80,31 @@ def sweep(keep: set[int]) -> None:
 
     Returns once they are dead: a process still dying could otherwise take a
     token meant for a survivor (say, the handover byte on a pipe they share).
-    A fork bomb forks while it is being killed, so everything is stopped first
-    (a stopped process cannot fork) until a pass finds nobody new, then killed.
+    A fork bomb forks while it is being killed. When only we and the keeper (pid 1)
+    stay, kill(-1) signals everyone else at once, and a process with SIGKILL pending
+    cannot fork. Otherwise everything is stopped first (a stopped process cannot
+    fork) until a pass finds nobody new, then killed.
     """
     if not ISOLATED_PIDS:
         return  # SANDBOX=none: /proc shows the host's processes
     deadline = time.monotonic() + 5.0
+    if keep <= {os.getpid(), 1}:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)
+        dying = _others(keep)
+    else:
+        dying = list(_stop_all(keep, deadline))
+        for pid in dying:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    while dying and time.monotonic() < deadline:
+        dying = [pid for pid in dying if _alive(pid)]
+        if dying:
+            time.sleep(0.002)
+
+
+def _stop_all(keep: set[int], deadline: float) -> set[int]:
+    """SIGSTOP the sandbox's other processes until a pass finds nobody new."""
     stopped: set[int] = set()
     while time.monotonic() < deadline:
         found = {pid for pid in _others(keep) if pid not in stopped and _alive(pid)}
@@ -95,14 +114,7 @@ def sweep(keep: set[int]) -> None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGSTOP)
         stopped |= found
-    for pid in stopped:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    dying = list(stopped)
-    while dying and time.monotonic() < deadline:
-        dying = [pid for pid in dying if _alive(pid)]
-        if dying:
-            time.sleep(0.002)
+    return stopped
 
 
 def _others(keep: set[int]) -> list[int]:
