@@ -8,6 +8,7 @@ from fastapi import APIRouter
 
 from backend.api.deps import ServicesDep
 from backend.storage.workspaces import SUPPORTED_EXTENSIONS
+from backend.tools.sandbox.availability import NO_CGROUP
 
 router = APIRouter(tags=["health"])
 
@@ -21,7 +22,12 @@ async def read_health(services: ServicesDep) -> dict[str, Any]:
         "isolated": sandbox.isolated,
         "detail": sandbox.detail,
     }
-    if not sandbox.isolated:
+    if sandbox.isolated:
+        # What bounds a run's memory: a cgroup lets DuckDB map memory and spill to disk.
+        sandbox_body["memory_bound"] = "cgroup" if sandbox.memory_cgroup else "rlimit"
+        if not sandbox.memory_cgroup:
+            sandbox_body["warning"] = NO_CGROUP
+    else:
         sandbox_body["warning"] = sandbox.detail
     return {
         "status": "ok",

@@ -16,7 +16,7 @@ import warnings
 __all__ = ["ALLOWED_MODULES", "check_code"]
 
 _ALLOWED_TEXT = """
-    numpy pandas scipy sklearn matplotlib seaborn plotly statsmodels sympy openpyxl pyarrow
+    numpy pandas scipy sklearn matplotlib seaborn plotly statsmodels sympy openpyxl pyarrow duckdb
     math cmath statistics decimal fractions random datetime time calendar zoneinfo json csv re
     string textwrap unicodedata collections itertools functools operator heapq bisect array copy
     pprint typing dataclasses enum abc numbers io base64 hashlib uuid warnings glob pathlib

@@ -14,16 +14,25 @@ from typing import Literal
 
 from backend.config import ConfigError
 from backend.config.settings import SandboxMode
+from backend.tools.sandbox import cgroups
 
 logger = logging.getLogger(__name__)
 
 INSTALL_HINT = "install it with `apt-get install -y bubblewrap` (or `make run`, which does)"
 
 
+NO_CGROUP = (
+    "no writable cgroup here: a run's memory is bounded by address space alone, which "
+    "stops DuckDB and other engines that reserve memory before they use it; run the "
+    "server as root or give it a delegated cgroup"
+)
+
+
 @dataclass(frozen=True)
 class SandboxStatus:
     mode: Literal["bwrap", "none", "unavailable"]
     detail: str
+    memory_cgroup: bool = False  # a cgroup bounds each sandbox's memory (else rlimits only)
 
     @property
     def isolated(self) -> bool:
@@ -57,7 +66,11 @@ def resolve_sandbox(setting: SandboxMode) -> SandboxStatus:
         return status
     problem = bwrap_problem()
     if problem is None:
-        return SandboxStatus("bwrap", "bubblewrap: new user, pid, ipc, uts and network namespaces")
+        detail = "bubblewrap: new user, pid, ipc, uts and network namespaces"
+        memory_cgroup = cgroups.writable()
+        if not memory_cgroup:
+            logger.warning("Sandbox memory: %s", NO_CGROUP)
+        return SandboxStatus("bwrap", detail, memory_cgroup)
     if setting == "bwrap":
         raise ConfigError(f"SANDBOX: bwrap is required but {problem}; {INSTALL_HINT}")
     status = SandboxStatus(

@@ -11,9 +11,13 @@ import resource
 import traceback
 from typing import Any
 
+import out_of_core
 import variables
 
 CELL = "<cell>"
+# With a memory cgroup bounding what a run uses, address space is only a backstop: engines
+# whose allocators reserve more than they touch (DuckDB, Arrow) get this much room beyond it.
+RESERVATION_ROOM = 2 * 1024**3
 
 
 def _address_space() -> int:
@@ -28,19 +32,23 @@ def _address_space() -> int:
     return 0
 
 
-def apply_limits(config: dict[str, Any]) -> None:
+def apply_limits(config: dict[str, Any], file_bytes: int) -> None:
     """Hard limits for the run (and the zygotes it may become); they can only go down.
 
-    A run may map `max_memory_mb` beyond what the zygote already has mapped: the
-    interpreter, pandas, matplotlib and restored variables take several hundred MB
-    of address space before the cell starts, more after a restart that read
-    parquet. The sandbox's cgroup bounds the memory actually used.
+    Without a cgroup, a run may map `max_memory_mb` beyond what the zygote already
+    has mapped: the interpreter, pandas, matplotlib and restored variables take
+    several hundred MB of address space before the cell starts, more after a
+    restart that read parquet. With one (`memory_cgroup`), the cgroup bounds the
+    memory actually used and the address space only backs it up.
     """
     megabyte = 1024 * 1024
+    memory = config["max_memory_mb"] * megabyte
+    if config.get("memory_cgroup"):
+        memory += RESERVATION_ROOM
     limits = {
-        resource.RLIMIT_AS: _address_space() + config["max_memory_mb"] * megabyte,
+        resource.RLIMIT_AS: _address_space() + memory,
         resource.RLIMIT_CPU: int(config["max_timeout"]) + 2,
-        resource.RLIMIT_FSIZE: int(config["max_file_mb"] * megabyte),
+        resource.RLIMIT_FSIZE: file_bytes,
         resource.RLIMIT_NOFILE: 256,
         resource.RLIMIT_NPROC: config["max_processes"],
         resource.RLIMIT_CORE: 0,
@@ -76,11 +84,16 @@ def execute(
 ) -> dict[str, Any]:
     """Run the cell; on success save its figures and persist the variables it changed."""
     linecache.cache[CELL] = (len(code), None, code.splitlines(True), CELL)
+    max_memory_mb = state["config"]["max_memory_mb"]
     try:
+        out_of_core.configure(code, workspace, max_memory_mb)
         compiled = compile(code, CELL, "exec")
         exec(compiled, namespace)
     except BaseException as exc:
-        return {"ok": False, "error": clean_traceback(exc)}
+        error = clean_traceback(exc)
+        if out_of_core.out_of_memory(exc):
+            error += "\n" + out_of_core.memory_hint(max_memory_mb)
+        return {"ok": False, "error": error}
     try:
         figures = save_figures(workspace, run_id)
         saved = variables.persist(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
@@ -120,3 +121,11 @@ class SandboxCgroup:
             except OSError:
                 remaining.append(folder)
         self.folders = remaining
+
+
+def writable() -> bool:
+    """Whether sandboxes get a cgroup here: one is made and removed as a probe."""
+    probe = SandboxCgroup(f"probe-{os.getpid()}", memory_bytes=64 * 1024 * 1024, max_pids=8)
+    made = probe.create()
+    probe.remove()
+    return made

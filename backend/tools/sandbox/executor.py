@@ -101,6 +101,7 @@ class SandboxedExecutor(BasePythonExecutor):
         self.restored: list[str] = []
         self._process: asyncio.subprocess.Process | None = None
         self._lock = asyncio.Lock()
+        self.memory_cgroup = False  # whether a cgroup bounds the running sandbox's memory
         # The whole sandbox's budget: the zygote, a run and whatever the run forks.
         self.cgroup = SandboxCgroup(
             f"{workspace.name}-{uuid.uuid4().hex[:8]}",
@@ -109,10 +110,12 @@ class SandboxedExecutor(BasePythonExecutor):
         )
 
     def _command(self) -> tuple[list[str], dict[str, str], str]:
+        self.memory_cgroup = False
         if self.sandbox.isolated:
             command = bwrap_command(self.workspace)
             # (Re)create the cgroups on every start: a restart must not lose its budget.
             if self.cgroup.create():  # join them first, then become bwrap (same pid)
+                self.memory_cgroup = True
                 joins = " && ".join(f'echo $$ > "{procs}"' for procs in self.cgroup.procs_files())
                 command = ["/bin/sh", "-c", f'{joins} && exec "$@"', "sandbox", *command]
             else:
@@ -145,6 +148,8 @@ class SandboxedExecutor(BasePythonExecutor):
             "max_memory_mb": self.limits.max_memory_mb,
             "max_file_mb": self.limits.max_file_mb,
             "max_processes": self.limits.max_processes,
+            # With a cgroup bounding memory, address space is only a backstop (cell.py).
+            "memory_cgroup": self.memory_cgroup,
         }
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write(json.dumps(config).encode() + b"\n")

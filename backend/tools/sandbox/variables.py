@@ -315,3 +315,16 @@ def changed_files(
     before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]
 ) -> list[str]:
     return sorted(path for path, mark in after.items() if before.get(path) != mark)
+
+
+def oversized_files(
+    before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]], max_bytes: int
+) -> list[str]:
+    """Files the run wrote that are over the file size limit (only a DuckDB run's can be)."""
+    return [path for path in changed_files(before, after) if after[path][1] > max_bytes]
+
+
+def remove_files(root: str, paths: list[str]) -> None:
+    for path in paths:
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(root, path))

@@ -35,101 +35,17 @@ from typing import Any
 # Our own read-only modules, beside this file (-I keeps the workspace off sys.path).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cell
+import out_of_core
+import reaping
 import variables
+from channel import Channel
+from reaping import kill_run, sweep
 
 WORKSPACE = "/workspace"  # replaced by the config's "workspace" at start-up
-ISOLATED_PIDS = True  # only in a private pid namespace may we kill "everything else"
 OUTPUT_CAP = 1_000_000
 DISK_FLOOR_BYTES = 1024**3  # stop a run that leaves the disk with less than this free
 DISK_FLOOR_INODES = 20_000
 KEEPER_GRACE = 3.0  # seconds past the run timeout before the keeper steps in
-
-
-class Channel:
-    """Newline-delimited JSON over a socket, with deadlines."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.buffer = b""
-
-    def send(self, message: dict[str, Any]) -> None:
-        self.sock.sendall(json.dumps(message).encode() + b"\n")
-
-    def recv(self, deadline: float | None = None) -> dict[str, Any] | None:
-        while b"\n" not in self.buffer:
-            wait = None if deadline is None else max(deadline - time.monotonic(), 0)
-            if not select.select([self.sock], [], [], wait)[0]:
-                return None
-            try:
-                chunk = self.sock.recv(65536)
-            except ConnectionError:
-                return None
-            if not chunk:
-                return None
-            self.buffer += chunk
-        line, _, self.buffer = self.buffer.partition(b"\n")
-        try:
-            message: dict[str, Any] = json.loads(line)
-        except (ValueError, RecursionError):
-            return {"garbage": True}  # not from our code; the caller skips it
-        return message
-
-
-def sweep(keep: set[int]) -> None:
-    """SIGKILL every process in the sandbox except `keep` (and pid 1, the keeper).
-
-    Returns once they are dead: a process still dying could otherwise take a
-    token meant for a survivor (say, the handover byte on a pipe they share).
-    A fork bomb forks while it is being killed. When only we and the keeper (pid 1)
-    stay, kill(-1) signals everyone else at once, and a process with SIGKILL pending
-    cannot fork. Otherwise everything is stopped first (a stopped process cannot
-    fork) until a pass finds nobody new, then killed.
-    """
-    if not ISOLATED_PIDS:
-        return  # SANDBOX=none: /proc shows the host's processes
-    deadline = time.monotonic() + 5.0
-    if keep <= {os.getpid(), 1}:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(-1, signal.SIGKILL)
-        dying = _others(keep)
-    else:
-        dying = list(_stop_all(keep, deadline))
-        for pid in dying:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-    while dying and time.monotonic() < deadline:
-        dying = [pid for pid in dying if _alive(pid)]
-        if dying:
-            time.sleep(0.002)
-
-
-def _stop_all(keep: set[int], deadline: float) -> set[int]:
-    """SIGSTOP the sandbox's other processes until a pass finds nobody new."""
-    stopped: set[int] = set()
-    while time.monotonic() < deadline:
-        found = {pid for pid in _others(keep) if pid not in stopped and _alive(pid)}
-        if not found:
-            break
-        for pid in found:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGSTOP)
-        stopped |= found
-    return stopped
-
-
-def _others(keep: set[int]) -> list[int]:
-    """The sandbox's other processes (its pid namespace's /proc)."""
-    pids = (int(name) for name in os.listdir("/proc") if name.isdigit())
-    return [pid for pid in pids if pid not in keep and pid != 1]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            state = handle.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in (b"Z", b"X")
 
 
 # The run, seen from the zygote -------------------------------------------------
@@ -149,7 +65,11 @@ def run_child(
         os.close(pipes[name])
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=True)
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
-    cell.apply_limits(state["config"])
+    max_file_bytes = int(state["config"]["max_file_mb"] * 1024 * 1024)
+    cell.apply_limits(
+        state["config"],
+        out_of_core.file_size_limit(request["code"], WORKSPACE, max_file_bytes, DISK_FLOOR_BYTES),
+    )
     outcome = cell.execute(request["code"], namespace, state, request["id"], WORKSPACE)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -157,6 +77,7 @@ def run_child(
     os.dup2(devnull, 1)  # closes our ends of the output pipes: the zygote sees EOF
     os.dup2(devnull, 2)
     outcome["pid"] = os.getpid()  # children the cell forked write here too; only ours counts
+    outcome["forkable"] = out_of_core.forkable()
     os.write(pipes["res_w"], json.dumps(outcome).encode())
     os.close(pipes["res_w"])
     if not outcome["ok"] or os.read(pipes["go_r"], 2) != b"go":
@@ -253,9 +174,12 @@ def serve_run(
     for name in ("out_r", "err_r", "res_r"):
         os.close(pipes[name])
     outcome = None if timed_out or disk_full else _result_of(pid, res)
+    out_of_core.remove_spill(WORKSPACE)
     after = variables.snapshot_files(WORKSPACE)
     too_many_files = len(after) > variables.MAX_WORKSPACE_FILES
-    ok = bool(outcome and outcome["ok"]) and not too_many_files
+    max_file_mb = state["config"]["max_file_mb"]
+    oversized = variables.oversized_files(before, after, int(max_file_mb * 1024 * 1024))
+    ok = bool(outcome and outcome["ok"]) and not too_many_files and not oversized
     response: dict[str, Any] = {
         "id": request["id"],
         "ok": ok,
@@ -268,6 +192,12 @@ def serve_run(
         assert outcome is not None
         response.update(figures=outcome["figures"], variables=outcome["variables"])
         response["files"] = variables.changed_files(before, after)
+        if not outcome.get("forkable", True):
+            os.close(pipes["go_w"])
+            kill_run(pid, state["keeper_pid"])
+            reload_variables(namespace, state)
+            chan.send(response)
+            return False
         chan.send(response)
         # Whatever the cell forked could read the handover token: stop it first.
         sweep({os.getpid(), state["keeper_pid"], pid})
@@ -275,11 +205,19 @@ def serve_run(
         os.close(pipes["go_w"])
         return True
     os.close(pipes["go_w"])
-    _, status = _kill_run(pid, state["keeper_pid"])
+    _, status = kill_run(pid, state["keeper_pid"])
+    out_of_core.remove_spill(WORKSPACE)  # what the run spilled after we looked
     if disk_full:
         response["error"] = (
             "OSError: the run was stopped because the disk was nearly full; "
             "delete files from the workspace."
+        )
+    elif oversized:
+        variables.remove_files(WORKSPACE, oversized)
+        response["error"] = (
+            f"OSError: the run wrote {', '.join(oversized)}, over the {max_file_mb:g} MB file "
+            "size limit, so it was deleted and the run undone. Write smaller results "
+            "(aggregate first), or query large data with DuckDB without writing it out."
         )
     elif too_many_files:
         response["error"] = (
@@ -292,10 +230,19 @@ def serve_run(
     elif outcome is not None:
         response["error"] = outcome["error"]
     else:
-        response["error"] = _describe_death(status)
-    response["files"] = variables.changed_files(before, after)
+        response["error"] = _describe_death(status, state["config"]["max_memory_mb"])
+    response["files"] = [f for f in variables.changed_files(before, after) if f not in oversized]
     chan.send(response)
     return False
+
+
+def reload_variables(namespace: dict[str, Any], state: dict[str, Any]) -> None:
+    """The zygote's namespace as the last run saved it, for a run that could not take over."""
+    namespace.clear()
+    namespace.update({"__name__": "__main__", "__builtins__": builtins})
+    with contextlib.suppress(Exception):  # as at start: a tampered catalog restores nothing
+        variables.restore(namespace, os.path.join(WORKSPACE, "variables"))
+    state["fingerprints"] = variables.fingerprints(namespace)
 
 
 def _result_of(pid: int, data: bytes) -> dict[str, Any] | None:
@@ -311,21 +258,17 @@ def _result_of(pid: int, data: bytes) -> dict[str, Any] | None:
     return None
 
 
-def _kill_run(pid: int, keeper_pid: int) -> tuple[int, int]:
-    """SIGKILL the run's process group, reap it, and stop anything it left behind."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
-    result = os.waitpid(pid, 0)
-    sweep({os.getpid(), keeper_pid})
-    return result
-
-
-def _describe_death(status: int) -> str:
+def _describe_death(status: int, max_memory_mb: float) -> str:
     if os.WIFSIGNALED(status):
         name = signal.Signals(os.WTERMSIG(status)).name
+        if name == "SIGKILL":  # most often the memory cgroup's OOM killer
+            advice: str = out_of_core.memory_hint(max_memory_mb)
+            return (
+                "MemoryError: the process was killed (SIGKILL), most likely for exceeding "
+                f"the memory limit. Variables are as before this run.\n{advice}"
+            )
         hint = {
             "SIGSEGV": "the interpreter crashed (segmentation fault)",
-            "SIGKILL": "the process was killed, most likely for exceeding the memory limit",
             "SIGXCPU": "the CPU time limit was exceeded",
             "SIGXFSZ": "a file grew past the file size limit",
         }.get(name, "the process died")
@@ -348,6 +291,7 @@ def zygote(chan: Channel, config: dict[str, Any], keeper_pid: int) -> None:
 
     for folder in ("uploads", "outputs", "variables"):
         os.makedirs(os.path.join(WORKSPACE, folder), exist_ok=True)
+    out_of_core.remove_spill(WORKSPACE)  # left by a sandbox that was killed
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
     try:
         restored, problems = variables.restore(namespace, os.path.join(WORKSPACE, "variables"))
@@ -422,8 +366,9 @@ def keeper() -> None:
     os.dup2(devnull, 1)
     config = json.loads(requests.readline())
     config["max_timeout"] = float(config["max_timeout"])
-    global WORKSPACE, ISOLATED_PIDS
-    WORKSPACE, ISOLATED_PIDS = config["workspace"], bool(config["isolated"])
+    global WORKSPACE
+    WORKSPACE = config["workspace"]
+    reaping.isolated = bool(config["isolated"])
     os.chdir(WORKSPACE)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # zygotes come and go; never keep zombies
 

@@ -1,0 +1,91 @@
+"""DuckDB in a run: a buffer pool under the run's memory, spilling to the workspace disk.
+
+Part of the in-sandbox program (see `worker.py`); stdlib and data packages only.
+
+Left alone, DuckDB sizes its buffer pool at 80% of the host's RAM, so inside a
+sandbox bounded at a few hundred MB it is killed long before it would spill.
+A run whose code uses DuckDB gets every connection (the default one behind
+`duckdb.sql` and each `duckdb.connect()`) set to a share of the run's memory,
+with its spill folder on the workspace's disk, where the worker's disk floor
+counts it. The worker deletes the folder after every run.
+
+DuckDB is not fork-safe once it has run: a run that used it does not become the
+next zygote (`forkable`); the zygote reloads the variables the run saved instead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from typing import Any
+
+SPILL_FOLDER = ".duckdb_spill"
+MEMORY_SHARE = 0.7  # of the run's memory; the rest is Python, pandas and DuckDB's own overhead
+
+_USES_DUCKDB = re.compile(r"\bduckdb\b")
+
+
+def settings(workspace: str, max_memory_mb: float) -> dict[str, str]:
+    return {
+        "memory_limit": f"{max(64, int(max_memory_mb * MEMORY_SHARE))}MB",
+        "temp_directory": os.path.join(workspace, SPILL_FOLDER),
+    }
+
+
+def configure(code: str, workspace: str, max_memory_mb: float) -> None:
+    """Bound DuckDB for this run, if its code uses DuckDB (importing it costs ~0.1 s)."""
+    if not _USES_DUCKDB.search(code):
+        return
+    try:
+        import duckdb
+    except ImportError:
+        return
+    defaults = settings(workspace, max_memory_mb)
+    connect = duckdb.connect
+
+    def bounded_connect(
+        database: Any = ":memory:", read_only: bool = False, config: dict[str, Any] | None = None
+    ) -> Any:
+        return connect(database, read_only=read_only, config={**defaults, **(config or {})})
+
+    duckdb.connect = bounded_connect
+    duckdb.set_default_connection(bounded_connect())
+
+
+def file_size_limit(code: str, workspace: str, max_file_bytes: int, floor_bytes: int) -> int:
+    """RLIMIT_FSIZE for a run. DuckDB's spill files may grow to whatever the disk holds
+    above its floor; the worker then holds the run's own files to `max_file_bytes`."""
+    if not _USES_DUCKDB.search(code):
+        return max_file_bytes
+    try:
+        disk = os.statvfs(workspace)
+    except OSError:
+        return max_file_bytes
+    return max(max_file_bytes, disk.f_bavail * disk.f_frsize - floor_bytes)
+
+
+def forkable() -> bool:
+    """Whether this run's process may become the zygote, which forks every run: not once
+    DuckDB has run in it (a fork keeps its locks, not its threads, and the next run hangs)."""
+    return "duckdb" not in sys.modules
+
+
+def remove_spill(workspace: str) -> None:
+    """What a run's DuckDB spilled: gone once the run is, however it ended."""
+    shutil.rmtree(os.path.join(workspace, SPILL_FOLDER), ignore_errors=True)
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Python's MemoryError (numpy's too) or DuckDB's OutOfMemoryException."""
+    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryException"
+
+
+def memory_hint(max_memory_mb: float) -> str:
+    return (
+        f"The run ran out of memory (its limit is {max_memory_mb:g} MB). For data larger "
+        "than that, query the file with DuckDB instead of loading it into pandas, e.g. "
+        "duckdb.sql(\"SELECT key, count(*) FROM 'uploads/data.csv' GROUP BY key\").df(): "
+        "it reads the file in pieces and spills to disk."
+    )

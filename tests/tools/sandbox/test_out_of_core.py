@@ -1,0 +1,87 @@
+"""DuckDB in the sandbox: larger-than-memory work spills to the workspace disk, and
+running out of memory says what to do instead (issue 11)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.security.helpers import close_clients, new_session, run, stdout, workspace
+from tests.support.live_server import LiveServer
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    base = tmp_path_factory.mktemp("out_of_core")
+    replies = base / "replies.json"
+    replies.write_text("[]")
+    live = LiveServer(
+        base / "data",
+        LLM_BACKEND="scripted",
+        SCRIPTED_REPLIES=str(replies),
+        ADMIN_PASSWORD="out-of-core-password",
+        PYTHON_CODE_TIMEOUT="120",
+        PYTHON_CODE_MAX_MEMORY="512",
+    )
+    live.start()
+    try:
+        yield live
+    finally:
+        close_clients()
+        live.stop()
+
+
+def spill_left(server: LiveServer, session: str) -> bool:
+    return (workspace(server, session) / ".duckdb_spill").exists()
+
+
+def test_duckdb_group_by_larger_than_memory_completes(server: LiveServer) -> None:
+    sid = new_session("duck")
+    code = (
+        "import duckdb\n"
+        "print(duckdb.sql(\"SELECT current_setting('memory_limit')\").fetchall()[0][0])\n"
+        "groups = duckdb.sql('SELECT i % 5000000 AS k, count(*) AS n, sum(i) AS s'\n"
+        "                    ' FROM range(30000000) t(i) GROUP BY k')\n"
+        "print('groups', duckdb.sql('SELECT count(*) FROM groups').fetchall()[0][0])\n"
+    )
+    result = run(server, code, sid, http_timeout=180)
+    assert result["success"], result
+    limit, groups = stdout(result).splitlines()
+    assert limit.endswith("MiB") and float(limit.split()[0]) < 512, limit
+    assert groups == "groups 5000000"
+    assert not spill_left(server, sid)
+
+
+def test_duckdb_runs_back_to_back_and_variables_survive(server: LiveServer) -> None:
+    sid = new_session("duck")
+    first = run(server, "import duckdb\nx = 41\nprint(duckdb.sql('SELECT 1').fetchall())", sid)
+    assert first["success"], first
+    # A process DuckDB ran in hangs if forked; the next run must not come from it.
+    second = run(server, "import duckdb\nprint(duckdb.sql('SELECT 1').fetchall()[0][0] + x)", sid)
+    assert second["success"], second
+    assert stdout(second).strip() == "42"
+
+
+def test_pandas_out_of_memory_suggests_duckdb_and_keeps_state(server: LiveServer) -> None:
+    sid = new_session("oom")
+    assert run(server, "x = 7", sid)["success"]
+    bomb = "blocks = []\nwhile True:\n    blocks.append(b'x' * 10**7)"
+    result = run(server, bomb, sid)
+    assert not result["success"]
+    assert "512 MB" in result["error"] and "DuckDB" in result["error"], result["error"]
+    assert stdout(run(server, "print(x)", sid)).strip() == "7"
+
+
+def test_duckdb_output_over_the_file_limit_is_removed(server: LiveServer) -> None:
+    sid = new_session("duck")
+    code = (
+        "import duckdb\n"
+        'duckdb.sql("COPY (SELECT i, i * 2 AS j FROM range(6000000) t(i))'
+        " TO 'outputs/big.csv'\")\n"
+    )
+    result = run(server, code, sid)
+    assert not result["success"]
+    assert "outputs/big.csv" in result["error"] and "50 MB" in result["error"], result["error"]
+    assert not (workspace(server, sid) / "outputs" / "big.csv").exists()
+    assert "outputs/big.csv" not in result["data"]["files"]
