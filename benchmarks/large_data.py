@@ -44,7 +44,8 @@ PEAK = (
 def generate(path: Path, rows: int) -> None:
     duckdb.sql(
         f"COPY (SELECT i AS id, i % {KEYS} AS key, (i * 7919 % 100000) / 100.0 AS amount,"
-        " 'customer-' || (i % 100003) AS name, DATE '2020-01-01' + (i % 1500)::INTEGER AS day"
+        " 'customer-' || (i % 100003) AS name, DATE '2020-01-01' + (i % 1500)::INTEGER AS day,"
+        " 'order ' || i || ' shipped to region ' || (i % 17) || ' by carrier ' || (i % 5) AS note"
         f" FROM range({rows}) t(i)) TO '{path}' (HEADER)"
     )
 

@@ -1,8 +1,13 @@
-"""Refuse request bodies over the configured size with 413, before they are buffered."""
+"""Refuse request bodies over the configured size with 413, before they are buffered.
+
+Routes that stream a body to disk under their own cap (`streamed`: method and path
+pattern) are let through: their limit is theirs to enforce.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -14,13 +19,23 @@ class _BodyTooLarge(Exception):
 
 
 class BodySizeLimitMiddleware:
-    def __init__(self, app: ASGIApp, max_bytes: int, overrides: dict[str, int] | None = None):
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_bytes: int,
+        overrides: dict[str, int] | None = None,
+        streamed: tuple[tuple[str, re.Pattern[str]], ...] = (),
+    ):
         self.app = app
         self.max_bytes = max_bytes
         self.overrides = overrides or {}
+        self.streamed = streamed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or any(
+            scope["method"] == method and pattern.fullmatch(scope["path"])
+            for method, pattern in self.streamed
+        ):
             await self.app(scope, receive, send)
             return
         limit = self.overrides.get(scope["path"], self.max_bytes)

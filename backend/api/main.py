@@ -18,6 +18,7 @@ from backend.api.routes import (
     responses,
     runs,
     tools,
+    uploads,
     users,
 )
 
@@ -27,6 +28,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     chat.router,
     runs.router,
     conversations.router,
+    uploads.router,
     files.router,
     tools.router,
     auth.router,

@@ -71,6 +71,8 @@ class Settings(BaseSettings):
     PYTHON_CODE_MAX_ITERATIONS: int = Field(default=3, ge=0)
     PYTHON_CODE_MAX_RETRIES: int = Field(default=5, ge=1)
     PYTHON_CODE_MAX_FILE_SIZE: float = Field(default=50, gt=0)
+    # A streamed upload (PUT /api/sessions/{id}/uploads/{name}), written to disk as it arrives.
+    MAX_UPLOAD_SIZE_MB: float = Field(default=20480, gt=0)
     PYTHON_CODE_MAX_FILES_TO_SELECT: int = Field(default=5, ge=1)  # more: the LLM picks
     PYTHON_EXECUTOR_MODE: ExecutorMode = "native"
     SANDBOX: SandboxMode = "auto"

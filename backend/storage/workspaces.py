@@ -12,13 +12,17 @@ import json
 import os
 import re
 import stat
-import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
+from backend.storage.drafts import Draft, is_draft
+
 SUBFOLDERS = ("uploads", "outputs", "variables", "scripts")
+# Free space that uploads, extractions and runs must leave on the disk (the sandbox worker's
+# DISK_FLOOR_BYTES): the server's own database and logs live there too.
+DISK_FLOOR = 1024**3
 MAX_LISTED = 2_000
 MAX_FOLDERS = 2_000
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
@@ -175,6 +179,20 @@ class Workspaces:
 
         return chunks()
 
+    def room(self, session_id: str) -> int:
+        """Bytes that may still be written to the workspace's disk, above the floor."""
+        disk = os.statvfs(self.ensure(session_id))
+        return disk.f_bavail * disk.f_frsize - DISK_FLOOR
+
+    def upload_draft(self, session_id: str, name: str) -> Draft:
+        """A draft of uploads/<name>, for a body that arrives in pieces (`Draft.commit`)."""
+        filename = safe_filename(name)
+        uploads = self._parent(session_id, ("uploads", filename), create=False)
+        try:
+            return Draft(uploads, filename)
+        finally:
+            os.close(uploads)
+
     def write_upload(self, session_id: str, name: str, source: BinaryIO, max_bytes: int) -> int:
         """Copy `source` to uploads/<name> without following links; returns the size.
 
@@ -280,8 +298,8 @@ class Workspaces:
         except OSError:
             return subfolders
         for entry in entries:
-            if len(found) >= MAX_LISTED or not listable_name(entry.name):
-                continue
+            if len(found) >= MAX_LISTED or not listable_name(entry.name) or is_draft(entry.name):
+                continue  # a draft is a file still being written (an upload in progress)
             relative = prefix + entry.name
             try:
                 if entry.is_dir(follow_symlinks=False):
@@ -300,29 +318,20 @@ class Workspaces:
 def _replace_atomically(
     directory: int, name: str, chunks: Iterable[bytes], max_bytes: int | None = None
 ) -> int:
-    """Write `chunks` to a fresh draft in `directory`, then rename it over `name`.
+    """Write `chunks` to a draft of `name` in `directory`, then rename it over `name`.
 
-    The draft is created with O_EXCL|O_NOFOLLOW, so nothing the sandbox planted is
-    written through. Raises `FileTooLarge` past `max_bytes`, leaving nothing behind.
+    Raises `FileTooLarge` past `max_bytes`, leaving nothing behind.
     """
-    draft = f".write-{uuid.uuid4().hex}"
-    fd = os.open(
-        draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=directory
-    )
+    draft = Draft(directory, name)
     try:
-        written = 0
-        with os.fdopen(fd, "wb") as handle:
-            for chunk in chunks:
-                written += len(chunk)
-                if max_bytes is not None and written > max_bytes:
-                    raise FileTooLarge(name)
-                handle.write(chunk)
-        os.replace(draft, name, src_dir_fd=directory, dst_dir_fd=directory)
-        return written
+        for chunk in chunks:
+            if max_bytes is not None and draft.size + len(chunk) > max_bytes:
+                raise FileTooLarge(name)
+            draft.write(chunk)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(draft, dir_fd=directory)
+        draft.abort()
         raise
+    return draft.commit()
 
 
 def listable_name(name: str) -> bool:

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.security.helpers import SLACK, assert_x_kept, everything, run, set_x, stdout
+from tests.security.helpers import (
+    SLACK,
+    assert_x_kept,
+    everything,
+    run,
+    set_x,
+    stdout,
+    workspace,
+)
 from tests.support.live_server import LiveServer
 
 OUTPUT_LIMIT = 1_200_000
@@ -146,3 +154,24 @@ def test_binary_garbage_output_is_safe(server: LiveServer, sid: str) -> None:
     assert len(stdout(result)) < OUTPUT_LIMIT + 1000
     follow_up = run(server, "print('still-works')", sid)
     assert stdout(follow_up).strip() == "still-works"
+
+
+def test_a_file_over_the_size_limit_is_undone_even_past_the_soft_rlimit(
+    server: LiveServer, sid: str
+) -> None:
+    """The file size rlimit is soft at PYTHON_CODE_MAX_FILE_SIZE (its hard value lets
+    DuckDB spill): code that raises it still cannot keep a file over the limit."""
+    set_x(server, sid)
+    code = (
+        "import resource\n"
+        "_, hard = resource.getrlimit(resource.RLIMIT_FSIZE)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))\n"
+        "with open('outputs/big.bin', 'wb') as handle:\n"
+        "    handle.write(b'x' * (60 * 1024 * 1024))\n"
+        "x = 1\n"
+    )
+    result = run(server, code, sid)
+    assert not result["success"]
+    assert "outputs/big.bin" in str(result["error"]) and "50 MB" in str(result["error"])
+    assert not (workspace(server, sid) / "outputs" / "big.bin").exists()
+    assert_x_kept(server, sid)

@@ -1,4 +1,7 @@
-"""Session workspaces: upload files, list them, download them."""
+"""Session workspaces: list their files, describe them, unpack archives, download them.
+
+Getting files in is `uploads.py`.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from dataclasses import replace
 from typing import Annotated
 from urllib.parse import quote
 
-from fastapi import APIRouter, File, Form, Query, UploadFile, status
+from fastapi import APIRouter, Query, status
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -21,16 +24,13 @@ from backend.models.tools import (
     ExtractedArchive,
     ExtractRequest,
     FileInfoPublic,
-    UploadedFile,
     WorkspaceFilePublic,
 )
 from backend.storage import User
 from backend.storage.workspaces import (
-    SUPPORTED_EXTENSIONS,
-    FileTooLarge,
+    DISK_FLOOR,
     NotARegularFile,
     UnsafePath,
-    safe_filename,
 )
 from backend.tools.python_coder.catalog import FileNotInWorkspace
 from backend.tools.python_coder.files import (
@@ -44,66 +44,14 @@ from backend.tools.sandbox.variables import MAX_WORKSPACE_FILES
 
 router = APIRouter(prefix="/api", tags=["files"])
 
-_DISK_FLOOR = 1024**3  # as the sandbox keeps free
 _MAX_EXTRACTED_FILES = MAX_WORKSPACE_FILES // 5  # one archive may not use up the budget
 
 _INLINE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 
-def _owned_session(services: Services, user: User, session_id: str) -> None:
+def owned_session(services: Services, user: User, session_id: str) -> None:
     if services.store.session_owner(session_id) != user.id:
         raise ApiError(404, "Session not found.", code="session_not_found")
-
-
-@router.post("/upload", status_code=status.HTTP_201_CREATED)
-async def upload_file(
-    session_id: Annotated[SessionId, Form()],
-    file: Annotated[UploadFile, File()],
-    user: CurrentUser,
-    services: ServicesDep,
-) -> UploadedFile:
-    """Store a file in the session's workspace, under uploads/."""
-    name = file.filename or ""
-    try:
-        safe_filename(name)
-    except UnsafePath:
-        raise ApiError(
-            400, f"Invalid file name {name!r}: use a plain name.", code="bad_name"
-        ) from None
-    extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
-    if extension not in SUPPORTED_EXTENSIONS:
-        supported = ", ".join(sorted(SUPPORTED_EXTENSIONS))
-        raise ApiError(415, f"Unsupported file type '.{extension}'. Supported: {supported}.")
-    services.store.conversation_for_session(user.id, session_id, "")  # titled by its first message
-    limit_mb = services.settings.PYTHON_CODE_MAX_FILE_SIZE
-    try:
-        size = await run_in_threadpool(
-            services.workspaces.write_upload,
-            session_id,
-            name,
-            file.file,
-            int(limit_mb * 1024 * 1024),
-        )
-    except FileTooLarge:
-        raise ApiError(
-            413,
-            f"The file is larger than {limit_mb:g} MB (PYTHON_CODE_MAX_FILE_SIZE).",
-            code="file_too_large",
-        ) from None
-    except (UnsafePath, NotARegularFile, NotADirectoryError, OSError):
-        raise ApiError(
-            409, "The session's uploads folder is not usable.", code="bad_workspace"
-        ) from None
-    path = f"uploads/{name}"
-    try:
-        info = (await services.catalog.info(session_id, path)).to_dict()
-    except (FileNotInWorkspace, NotARegularFile, UnsafePath, UnsupportedFileType) as exc:
-        # Replaced or removed by the session's code meanwhile: stored, but not described.
-        info = {"kind": "unknown", "summary": "", "details": {}, "error": str(exc)}
-    return UploadedFile(
-        **{**info, "name": name, "path": path, "size": size, "extension": extension},
-        session_id=session_id,
-    )
 
 
 @router.get("/files")
@@ -111,7 +59,7 @@ async def read_data_files(
     session_id: Annotated[SessionId, Query()], user: CurrentUser, services: ServicesDep
 ) -> list[FileInfoPublic]:
     """The session's uploaded data files with their metadata (seed 002's get_available_files)."""
-    _owned_session(services, user, session_id)
+    owned_session(services, user, session_id)
     return [FileInfoPublic(**f.to_dict()) for f in await services.catalog.data_files(session_id)]
 
 
@@ -123,7 +71,7 @@ async def read_file_info(
     services: ServicesDep,
 ) -> FileInfoPublic:
     """One file's metadata, read without loading the whole file (seed 002's get_file_info)."""
-    _owned_session(services, user, session_id)
+    owned_session(services, user, session_id)
     try:
         metadata = await services.catalog.info(session_id, name)
     except UnsafePath:
@@ -140,7 +88,7 @@ async def extract_archive(
     body: ExtractRequest, user: CurrentUser, services: ServicesDep
 ) -> ExtractedArchive:
     """Unpack an uploaded archive into a new folder beside it, refusing anything unsafe."""
-    _owned_session(services, user, body.session_id)
+    owned_session(services, user, body.session_id)
     try:
         found = services.catalog.resolve(body.session_id, body.name)
     except UnsafePath:
@@ -188,7 +136,7 @@ def _extract_limits(folder: int) -> ArchiveLimits:
     """What one extraction may write: a share of the workspace's file budget, and only
     the disk space above the floor the sandbox keeps free."""
     disk = os.statvfs(folder)
-    free = disk.f_bavail * disk.f_frsize - _DISK_FLOOR
+    free = disk.f_bavail * disk.f_frsize - DISK_FLOOR
     return replace(
         EXTRACT_LIMITS,
         max_members=_MAX_EXTRACTED_FILES,
@@ -210,7 +158,7 @@ async def read_session_files(
     session_id: SessionId, user: FileReader, services: ServicesDep
 ) -> list[WorkspaceFilePublic]:
     """Every file in the session's workspace."""
-    _owned_session(services, user, session_id)
+    owned_session(services, user, session_id)
     files = await run_in_threadpool(services.workspaces.list_files, session_id)
     return [WorkspaceFilePublic(path=f.path, size=f.size, modified=f.modified) for f in files]
 
@@ -220,7 +168,7 @@ async def read_session_file(
     session_id: SessionId, path: str, user: FileReader, services: ServicesDep
 ) -> StreamingResponse:
     """Download one workspace file; links and special files are refused."""
-    _owned_session(services, user, session_id)
+    owned_session(services, user, session_id)
     try:
         chunks = services.workspaces.read_chunks(session_id, path)
     except UnsafePath:

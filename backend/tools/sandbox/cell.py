@@ -32,8 +32,11 @@ def _address_space() -> int:
     return 0
 
 
-def apply_limits(config: dict[str, Any], file_bytes: int) -> None:
-    """Hard limits for the run (and the zygotes it may become); they can only go down.
+def apply_limits(config: dict[str, Any], file_bytes: tuple[int, int]) -> None:
+    """Limits for the run (and the zygotes it may become); hard limits can only go down.
+
+    All are hard except the file size, `file_bytes` (soft, hard): the hard limit is
+    what the disk holds above its floor, so that a later run's DuckDB may spill.
 
     Without a cgroup, a run may map `max_memory_mb` beyond what the zygote already
     has mapped: the interpreter, pandas, matplotlib and restored variables take
@@ -45,7 +48,7 @@ def apply_limits(config: dict[str, Any], file_bytes: int) -> None:
     memory = config["max_memory_mb"] * megabyte
     if config.get("memory_cgroup"):
         memory += RESERVATION_ROOM
-    limits = {
+    limits: dict[int, int | tuple[int, int]] = {
         resource.RLIMIT_AS: _address_space() + memory,
         resource.RLIMIT_CPU: int(config["max_timeout"]) + 2,
         resource.RLIMIT_FSIZE: file_bytes,
@@ -54,9 +57,11 @@ def apply_limits(config: dict[str, Any], file_bytes: int) -> None:
         resource.RLIMIT_CORE: 0,
     }
     for kind, value in limits.items():
-        _, hard = resource.getrlimit(kind)
-        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-        resource.setrlimit(kind, (value, value))
+        soft, hard = value if isinstance(value, tuple) else (value, value)
+        _, current = resource.getrlimit(kind)
+        if current != resource.RLIM_INFINITY:
+            soft, hard = min(soft, current), min(hard, current)
+        resource.setrlimit(kind, (soft, hard))
 
 
 def clean_traceback(exc: BaseException) -> str:

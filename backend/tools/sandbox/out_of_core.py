@@ -15,6 +15,7 @@ next zygote (`forkable`); the zygote reloads the variables the run saved instead
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -54,16 +55,18 @@ def configure(code: str, workspace: str, max_memory_mb: float) -> None:
     duckdb.set_default_connection(bounded_connect())
 
 
-def file_size_limit(code: str, workspace: str, max_file_bytes: int, floor_bytes: int) -> int:
-    """RLIMIT_FSIZE for a run. DuckDB's spill files may grow to whatever the disk holds
-    above its floor; the worker then holds the run's own files to `max_file_bytes`."""
-    if not _USES_DUCKDB.search(code):
-        return max_file_bytes
+def file_size_limits(
+    code: str, workspace: str, max_file_bytes: int, floor_bytes: int
+) -> tuple[int, int]:
+    """RLIMIT_FSIZE for a run, (soft, hard). The hard limit is what the disk holds above its
+    floor; a run that uses DuckDB gets it as its soft limit too, so its spill files may grow.
+    The worker then holds the files a run writes to `max_file_bytes`."""
     try:
         disk = os.statvfs(workspace)
+        room = max(max_file_bytes, disk.f_bavail * disk.f_frsize - floor_bytes)
     except OSError:
-        return max_file_bytes
-    return max(max_file_bytes, disk.f_bavail * disk.f_frsize - floor_bytes)
+        room = max_file_bytes
+    return (room if _USES_DUCKDB.search(code) else max_file_bytes), room
 
 
 def forkable() -> bool:
@@ -78,8 +81,12 @@ def remove_spill(workspace: str) -> None:
 
 
 def out_of_memory(exc: BaseException) -> bool:
-    """Python's MemoryError (numpy's too) or DuckDB's OutOfMemoryException."""
-    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryException"
+    """MemoryError (numpy's too), ENOMEM (pandas' CSV reader) or DuckDB's OutOfMemoryException."""
+    return (
+        isinstance(exc, MemoryError)
+        or (isinstance(exc, OSError) and exc.errno == errno.ENOMEM)
+        or type(exc).__name__ == "OutOfMemoryException"
+    )
 
 
 def memory_hint(max_memory_mb: float) -> str:

@@ -68,7 +68,7 @@ def run_child(
     max_file_bytes = int(state["config"]["max_file_mb"] * 1024 * 1024)
     cell.apply_limits(
         state["config"],
-        out_of_core.file_size_limit(request["code"], WORKSPACE, max_file_bytes, DISK_FLOOR_BYTES),
+        out_of_core.file_size_limits(request["code"], WORKSPACE, max_file_bytes, DISK_FLOOR_BYTES),
     )
     outcome = cell.execute(request["code"], namespace, state, request["id"], WORKSPACE)
     sys.stdout.flush()

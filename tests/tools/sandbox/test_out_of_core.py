@@ -3,10 +3,12 @@ running out of memory says what to do instead (issue 11)."""
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterator
 
 import pytest
 
+from backend.tools.sandbox import out_of_core
 from tests.security.helpers import close_clients, new_session, run, stdout, workspace
 from tests.support.live_server import LiveServer
 
@@ -23,6 +25,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         ADMIN_PASSWORD="out-of-core-password",
         PYTHON_CODE_TIMEOUT="120",
         PYTHON_CODE_MAX_MEMORY="512",
+        PYTHON_CODE_MAX_FILE_SIZE="5",  # DuckDB's spill files grow past it
     )
     live.start()
     try:
@@ -36,20 +39,24 @@ def spill_left(server: LiveServer, session: str) -> bool:
     return (workspace(server, session) / ".duckdb_spill").exists()
 
 
-def test_duckdb_group_by_larger_than_memory_completes(server: LiveServer) -> None:
+def test_duckdb_spills_past_memory_and_the_file_limit(server: LiveServer) -> None:
     sid = new_session("duck")
+    # A run that succeeds first: the zygote it becomes passes its limits on.
+    assert run(server, "x = 1", sid)["success"]
     code = (
         "import duckdb\n"
         "print(duckdb.sql(\"SELECT current_setting('memory_limit')\").fetchall()[0][0])\n"
-        "groups = duckdb.sql('SELECT i % 5000000 AS k, count(*) AS n, sum(i) AS s'\n"
-        "                    ' FROM range(30000000) t(i) GROUP BY k')\n"
-        "print('groups', duckdb.sql('SELECT count(*) FROM groups').fetchall()[0][0])\n"
+        "duckdb.sql('CREATE TABLE t AS SELECT i, md5(i::VARCHAR) AS h FROM range(12000000) r(i)')\n"
+        "print(duckdb.sql('SELECT max(size) FROM duckdb_temporary_files()').fetchall()[0][0])\n"
+        "groups = duckdb.sql('SELECT i % 5000000 AS k, count(DISTINCT h) FROM t GROUP BY k')\n"
+        "print(duckdb.sql('SELECT count(*) FROM groups').fetchall()[0][0])\n"
     )
     result = run(server, code, sid, http_timeout=180)
     assert result["success"], result
-    limit, groups = stdout(result).splitlines()
+    limit, spilled, groups = stdout(result).splitlines()
     assert limit.endswith("MiB") and float(limit.split()[0]) < 512, limit
-    assert groups == "groups 5000000"
+    assert int(spilled) > 5 * 1024 * 1024  # one spill file past PYTHON_CODE_MAX_FILE_SIZE
+    assert groups == "5000000"
     assert not spill_left(server, sid)
 
 
@@ -82,6 +89,20 @@ def test_duckdb_output_over_the_file_limit_is_removed(server: LiveServer) -> Non
     )
     result = run(server, code, sid)
     assert not result["success"]
-    assert "outputs/big.csv" in result["error"] and "50 MB" in result["error"], result["error"]
+    assert "outputs/big.csv" in result["error"] and "5 MB" in result["error"], result["error"]
     assert not (workspace(server, sid) / "outputs" / "big.csv").exists()
     assert "outputs/big.csv" not in result["data"]["files"]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        MemoryError(),
+        OSError(errno.ENOMEM, "Cannot allocate memory"),
+        type("OutOfMemoryException", (Exception,), {})(),  # duckdb's, by name
+    ],
+    ids=["MemoryError", "ENOMEM", "duckdb"],
+)
+def test_out_of_memory_errors_are_recognised(error: BaseException) -> None:
+    assert out_of_core.out_of_memory(error)
+    assert not out_of_core.out_of_memory(OSError(errno.ENOENT, "No such file"))

@@ -1,0 +1,173 @@
+"""Getting files into a session's workspace: a form upload, or a raw body streamed to disk.
+
+`PUT /api/sessions/{session_id}/uploads/{name}` is for large files: the body goes
+to a draft beside `uploads/<name>` as it arrives (never held in memory), under
+`MAX_UPLOAD_SIZE_MB` and above the disk floor, and is renamed into place only
+once it is complete and on disk. A cut or refused upload leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from fastapi import APIRouter, File, Form, Request, UploadFile, status
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
+
+from backend.api.deps import CurrentUser, ServicesDep
+from backend.api.errors import ApiError
+from backend.core.services import Services
+from backend.models.common import SessionId
+from backend.models.tools import UploadedFile
+from backend.storage.drafts import Draft
+from backend.storage.workspaces import (
+    DISK_FLOOR,
+    SUPPORTED_EXTENSIONS,
+    FileTooLarge,
+    NotARegularFile,
+    UnsafePath,
+    safe_filename,
+)
+from backend.tools.python_coder.catalog import FileNotInWorkspace
+from backend.tools.python_coder.files import UnsupportedFileType
+
+router = APIRouter(prefix="/api", tags=["files"])
+STREAMED_UPLOAD = re.compile(r"/api/sessions/[^/]+/uploads/[^/]+")  # past the body size cap
+
+MEGABYTE = 1024 * 1024
+_WRITE_BYTES = 4 * MEGABYTE  # written to disk in pieces of about this size, off the loop
+_ROOM_CHECK_BYTES = 256 * MEGABYTE  # how often the disk's free space is checked again
+
+
+@router.post("/upload", status_code=status.HTTP_201_CREATED)
+async def upload_file(
+    session_id: Annotated[SessionId, Form()],
+    file: Annotated[UploadFile, File()],
+    user: CurrentUser,
+    services: ServicesDep,
+) -> UploadedFile:
+    """Store a file in the session's workspace, under uploads/ (a multipart form)."""
+    name = file.filename or ""
+    extension = _checked_name(name)
+    services.store.conversation_for_session(user.id, session_id, "")  # titled by its first message
+    limit_mb = services.settings.PYTHON_CODE_MAX_FILE_SIZE
+    try:
+        size = await run_in_threadpool(
+            services.workspaces.write_upload, session_id, name, file.file, int(limit_mb * MEGABYTE)
+        )
+    except FileTooLarge:
+        raise ApiError(
+            413,
+            f"The file is larger than {limit_mb:g} MB (PYTHON_CODE_MAX_FILE_SIZE).",
+            code="file_too_large",
+        ) from None
+    except (UnsafePath, NotARegularFile, NotADirectoryError, OSError):
+        raise _unusable() from None
+    return await _described(services, session_id, name, extension, size)
+
+
+@router.put("/sessions/{session_id}/uploads/{name}", status_code=status.HTTP_201_CREATED)
+async def put_upload(
+    session_id: SessionId, name: str, request: Request, user: CurrentUser, services: ServicesDep
+) -> UploadedFile:
+    """Stream the raw request body into uploads/<name> (large files; up to MAX_UPLOAD_SIZE_MB)."""
+    extension = _checked_name(name)
+    services.store.conversation_for_session(user.id, session_id, "")
+    limit_mb = services.settings.MAX_UPLOAD_SIZE_MB
+    limit = int(limit_mb * MEGABYTE)
+    declared = request.headers.get("content-length", "")
+    expected = int(declared) if declared.isdigit() else None
+    if expected is not None and expected > limit:
+        raise _too_large(limit_mb)
+    try:
+        room = await run_in_threadpool(services.workspaces.room, session_id)
+        if expected is not None and expected > room:
+            raise _no_room(room)
+        draft = await run_in_threadpool(services.workspaces.upload_draft, session_id, name)
+    except (UnsafePath, NotARegularFile, NotADirectoryError, OSError):
+        raise _unusable() from None
+    try:
+        size = await _stream_into(draft, request, services, session_id, limit, limit_mb)
+    except ClientDisconnect:
+        raise ApiError(
+            400, "The upload was cut off before its end: send it again.", code="upload_incomplete"
+        ) from None
+    return await _described(services, session_id, name, extension, size)
+
+
+async def _stream_into(
+    draft: Draft, request: Request, services: Services, session_id: str, limit: int, mb: float
+) -> int:
+    """The body into `draft`, committed once complete; aborted on any failure."""
+    pending = bytearray()
+    next_room_check = _ROOM_CHECK_BYTES
+    try:
+        async for chunk in request.stream():
+            if draft.size + len(pending) + len(chunk) > limit:
+                raise _too_large(mb)
+            pending += chunk
+            if len(pending) >= _WRITE_BYTES:
+                await run_in_threadpool(draft.write, bytes(pending))
+                pending.clear()
+                if draft.size >= next_room_check:  # other writers share the disk
+                    next_room_check += _ROOM_CHECK_BYTES
+                    room = await run_in_threadpool(services.workspaces.room, session_id)
+                    if room < 0:
+                        raise _no_room(room)
+        await run_in_threadpool(draft.write, bytes(pending))
+        return await run_in_threadpool(lambda: draft.commit(durable=True))
+    except BaseException:
+        draft.abort()  # unlinks at once, even when the request is being cancelled
+        raise
+
+
+def _checked_name(name: str) -> str:
+    """The upload's extension; a 400 or 415 for a name we would not store."""
+    try:
+        safe_filename(name)
+    except UnsafePath:
+        raise ApiError(
+            400, f"Invalid file name {name!r}: use a plain name.", code="bad_name"
+        ) from None
+    extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    if extension not in SUPPORTED_EXTENSIONS:
+        supported = ", ".join(sorted(SUPPORTED_EXTENSIONS))
+        raise ApiError(415, f"Unsupported file type '.{extension}'. Supported: {supported}.")
+    return extension
+
+
+async def _described(
+    services: Services, session_id: str, name: str, extension: str, size: int
+) -> UploadedFile:
+    path = f"uploads/{name}"
+    try:
+        info = (await services.catalog.info(session_id, path)).to_dict()
+    except (FileNotInWorkspace, NotARegularFile, UnsafePath, UnsupportedFileType) as exc:
+        # Replaced or removed by the session's code meanwhile: stored, but not described.
+        info = {"kind": "unknown", "summary": "", "details": {}, "error": str(exc)}
+    return UploadedFile(
+        **{**info, "name": name, "path": path, "size": size, "extension": extension},
+        session_id=session_id,
+    )
+
+
+def _too_large(limit_mb: float) -> ApiError:
+    return ApiError(
+        413, f"The file is larger than {limit_mb:g} MB (MAX_UPLOAD_SIZE_MB).", code="file_too_large"
+    )
+
+
+def _no_room(room: int) -> ApiError:
+    free = max(room, 0) / MEGABYTE
+    return ApiError(
+        507,
+        f"Not enough disk space for this upload: {free:.0f} MB can be written before the "
+        f"{DISK_FLOOR / MEGABYTE:.0f} MB the server keeps free. Free space on the server, "
+        "then send it again.",
+        code="insufficient_storage",
+    )
+
+
+def _unusable() -> ApiError:
+    return ApiError(409, "The session's uploads folder is not usable.", code="bad_workspace")
