@@ -236,8 +236,23 @@ def _literal(values: list[str]) -> Any:
     return Literal[tuple(values)]
 
 
-def render_code(spec: AnalysisSpec) -> str:
-    """The Python that computes `spec`, printing a labelled result."""
+_SQL_AGGREGATES = {
+    "mean": "avg({})",
+    "sum": "sum({})",
+    "max": "max({})",
+    "min": "min({})",
+    "median": "median({})",
+    "std": "stddev_samp({})",
+    "count": "count({})",
+    "nunique": "count(DISTINCT {})",
+}
+
+
+def render_code(spec: AnalysisSpec, relation: bool = False) -> str:
+    """The Python that computes `spec`, printing a labelled result. `relation`: the frame
+    is a DuckDB relation (a file too large for pandas), queried with SQL."""
+    if relation:
+        return _render_sql(spec)
     frame, column, group = spec.frame, spec.column, spec.group_by
     label = f"{spec.operation} of {column}" if column else spec.operation
     if spec.operation == "correlation":
@@ -255,3 +270,36 @@ def render_code(spec: AnalysisSpec) -> str:
         if group:
             label += f" per {group}"
     return f"result = {expression}\nprint({label + ':'!r})\nprint(result)\n"
+
+
+def _render_sql(spec: AnalysisSpec) -> str:
+    """`render_code` for a DuckDB relation: one SQL query, and only its result in pandas."""
+    frame, column, group = spec.frame, spec.column, spec.group_by
+    label = f"{spec.operation} of {column}" if column else spec.operation
+    if spec.operation == "describe":
+        source = f"{frame}.select({_quoted(column)!r})" if column else frame
+        return f"result = {source}.describe().df()\nprint({label + ':'!r})\nprint(result)\n"
+    if spec.operation == "correlation":
+        value = f"corr({_quoted(column)}, {_quoted(spec.other_column)})"
+        label = f"correlation of {column} and {spec.other_column}"
+    elif spec.operation == "count" and not column:
+        value, label = "count(*)", (f"rows per {group}" if group else "rows")
+    else:
+        value = _SQL_AGGREGATES[spec.operation].format(_quoted(column))
+        if group:
+            label += f" per {group}"
+    if group:
+        key = _quoted(group)
+        sql = f"SELECT {key}, {value} AS result FROM {frame} GROUP BY {key} ORDER BY {key}"
+        shown = "result"
+    else:
+        sql, shown = f"SELECT {value} AS result FROM {frame}", "result['result'][0]"
+    return (
+        f"import duckdb\nresult = duckdb.sql({sql!r}).df()\n"
+        f"print({label + ':'!r})\nprint({shown})\n"
+    )
+
+
+def _quoted(name: str) -> str:
+    """A column name as an SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'

@@ -183,7 +183,8 @@ class PythonCoder:
         if spec is None:
             return None
         result.analysis_spec = spec.to_dict()
-        return render_code(spec)
+        large = {chosen.mapping.get(f.name) for f in chosen.files if f.large}
+        return render_code(spec, relation=spec.frame in large)
 
     async def _finish(
         self,

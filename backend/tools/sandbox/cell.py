@@ -91,7 +91,7 @@ def execute(
     linecache.cache[CELL] = (len(code), None, code.splitlines(True), CELL)
     max_memory_mb = state["config"]["max_memory_mb"]
     try:
-        out_of_core.configure(code, workspace, max_memory_mb)
+        out_of_core.configure(code, workspace, max_memory_mb, namespace)
         compiled = compile(code, CELL, "exec")
         exec(compiled, namespace)
     except BaseException as exc:

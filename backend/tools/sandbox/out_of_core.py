@@ -11,11 +11,16 @@ counts it. The worker deletes the folder after every run.
 
 DuckDB is not fork-safe once it has run: a run that used it does not become the
 next zygote (`forkable`); the zygote reloads the variables the run saved instead.
+
+A file too large for pandas is given to the code as a DuckDB relation (`df1`, …).
+A relation cannot be saved between runs, so the loader records how to open it in
+`variables/large_tables.json`, and each run whose code names it gets it afresh.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import shutil
@@ -23,6 +28,8 @@ import sys
 from typing import Any
 
 SPILL_FOLDER = ".duckdb_spill"
+LARGE_TABLES = "variables/large_tables.json"  # variable -> {"reader", "path", "options"}
+_READERS = ("read_csv", "read_parquet", "read_json")
 MEMORY_SHARE = 0.7  # of the run's memory; the rest is Python, pandas and DuckDB's own overhead
 
 _USES_DUCKDB = re.compile(r"\bduckdb\b")
@@ -35,9 +42,15 @@ def settings(workspace: str, max_memory_mb: float) -> dict[str, str]:
     }
 
 
-def configure(code: str, workspace: str, max_memory_mb: float) -> None:
-    """Bound DuckDB for this run, if its code uses DuckDB (importing it costs ~0.1 s)."""
-    if not _USES_DUCKDB.search(code):
+def configure(code: str, workspace: str, max_memory_mb: float, namespace: dict[str, Any]) -> None:
+    """Bound DuckDB for this run if its code uses DuckDB or names a large table; bind those
+    tables (as relations) that the namespace lacks. Importing DuckDB costs ~0.1 s."""
+    tables = {
+        name: spec
+        for name, spec in _large_tables(workspace).items()
+        if name not in namespace and re.search(rf"\b{re.escape(name)}\b", code)
+    }
+    if not tables and not _USES_DUCKDB.search(code):
         return
     try:
         import duckdb
@@ -53,6 +66,30 @@ def configure(code: str, workspace: str, max_memory_mb: float) -> None:
 
     duckdb.connect = bounded_connect
     duckdb.set_default_connection(bounded_connect())
+    for name, spec in tables.items():
+        reader = getattr(duckdb, spec["reader"])
+        namespace[name] = reader(os.path.join(workspace, spec["path"]), **spec["options"])
+
+
+def _large_tables(workspace: str) -> dict[str, dict[str, Any]]:
+    """The recorded large tables; whatever the file holds that is not one is skipped."""
+    try:
+        with open(os.path.join(workspace, LARGE_TABLES), encoding="utf-8") as handle:
+            recorded = json.loads(handle.read(1_000_000))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(recorded, dict):
+        return {}
+    return {
+        name: spec
+        for name, spec in recorded.items()
+        if isinstance(name, str)
+        and name.isidentifier()
+        and isinstance(spec, dict)
+        and spec.get("reader") in _READERS
+        and isinstance(spec.get("path"), str)
+        and isinstance(spec.get("options"), dict)
+    }
 
 
 def file_size_limits(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 
+import duckdb
 import pandas as pd
 import pytest
 
@@ -95,3 +96,29 @@ async def test_what_the_form_cannot_express_goes_to_free_form() -> None:
     # A numeric operation on a text column is not a valid spec either.
     llm, _ = scripted_llm([])
     assert await plan_analysis("the mean of region", [SALES], MAPPING, llm) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("what is the mean of column unit price?", "2.333333"),
+        ("What is the total units sold?", "6"),
+        ("the highest unit_price per region", "n     4.0"),
+        ("How many rows are there?", "rows:\n3"),
+        ("how many distinct region values?", "2"),
+        ("correlation between unit_price and units", "0.9819"),
+        ("number of rows per region", "n       2"),
+        ("describe the units", "mean    2.0"),
+    ],
+)
+async def test_a_large_table_is_answered_in_duckdb_sql(question: str, expected: str) -> None:
+    """A file too large for pandas is a DuckDB relation: the same answers, through SQL."""
+    llm, _ = scripted_llm([])
+    spec = await plan_analysis(question, [SALES], MAPPING, llm)
+    assert spec is not None
+    code = render_code(spec, relation=True)
+    assert "groupby" not in code and ".df()" in code  # only the (small) result reaches pandas
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(code, {"df1": duckdb.from_df(FRAME)})  # our own template, never model output
+    assert expected in out.getvalue()

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Iterator
+from pathlib import Path
 
+import duckdb
 import pytest
 
+from backend.tools.python_coder.files.model import LARGE_FILE_BYTES
 from backend.tools.sandbox import out_of_core
-from tests.security.helpers import close_clients, new_session, run, stdout, workspace
+from tests.security.helpers import client, close_clients, new_session, run, stdout, workspace
 from tests.support.live_server import LiveServer
 
 
@@ -106,3 +109,35 @@ def test_duckdb_output_over_the_file_limit_is_removed(server: LiveServer) -> Non
 def test_out_of_memory_errors_are_recognised(error: BaseException) -> None:
     assert out_of_core.out_of_memory(error)
     assert not out_of_core.out_of_memory(OSError(errno.ENOENT, "No such file"))
+
+
+def test_a_large_upload_is_a_duckdb_relation_in_every_run(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    sid = new_session("large")
+    source = tmp_path / "big.csv"
+    duckdb.sql(
+        "COPY (SELECT i % 1000 AS key, i AS amount, 'padding-text-' || i AS note"
+        f" FROM range(3300000) t(i)) TO '{source}' (HEADER)"
+    )
+    assert source.stat().st_size > LARGE_FILE_BYTES
+    with source.open("rb") as body:  # streamed from the file
+        put = client(server).put(f"/api/sessions/{sid}/uploads/big.csv", content=body)
+    assert put.status_code == 201, put.text
+    first = client(server).post(
+        "/api/tools/python_coder",
+        json={
+            "session_id": sid,
+            "file_paths": {"uploads/big.csv": "sales"},
+            "code": "print(type(sales).__name__, sales.aggregate('count(*)').fetchall()[0][0])",
+        },
+        timeout=120,
+    )
+    assert first.status_code == 200 and first.json()["success"], first.text
+    assert first.json()["data"]["stdout"].split() == ["DuckDBPyRelation", "3300000"]
+    # That run used DuckDB, so the next one starts from the saved variables: the relation
+    # cannot be saved, and is opened again because the code names it.
+    code = "import duckdb\nprint(duckdb.sql('SELECT max(key) FROM sales').fetchall())"
+    second = run(server, code, sid)
+    assert second["success"], second
+    assert stdout(second).strip() == "[(999,)]"

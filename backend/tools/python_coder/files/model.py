@@ -31,6 +31,11 @@ class UnsupportedFileType(Exception):
         self.extension = extension
 
 
+# A table file over this does not fit a run's memory once in pandas (PYTHON_CODE_MAX_MEMORY
+# is 512 MB by default, and a CSV takes several times its size as a DataFrame).
+LARGE_FILE_BYTES = 100 * 1024 * 1024
+
+
 @dataclass
 class FileMetadata:
     """One file's description; `details` holds the kind-specific facts.
@@ -51,6 +56,11 @@ class FileMetadata:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def large(self) -> bool:
+        """A table to query with DuckDB, never to load into pandas."""
+        return self.kind == "tabular" and self.size > LARGE_FILE_BYTES
 
     @property
     def column_names(self) -> list[str]:

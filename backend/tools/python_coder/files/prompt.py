@@ -78,9 +78,19 @@ def _gist(metadata: FileMetadata) -> list[str]:
     return lines
 
 
+LARGE_NOTE = (
+    "Files marked LARGE do not fit in memory: never load them with pandas (no read_csv, no "
+    ".df() of the whole table). Query them with DuckDB SQL and bring back only the small "
+    'result, e.g. duckdb.sql("SELECT key, sum(amount) AS total FROM df1 GROUP BY key").df() '
+    "where df1 is the file's DuckDB relation, or FROM 'uploads/name.csv' for its path."
+)
+
+
 def describe_file(metadata: FileMetadata, variable: str | None = None) -> str:
-    loaded = f" -> {variable}" if variable else ""
-    heading = f"- {metadata.name}{loaded} [{metadata.kind}, {human_size(metadata.size)}]"
+    relation = " (a DuckDB relation)" if metadata.large else ""
+    loaded = f" -> {variable}{relation}" if variable else ""
+    size = human_size(metadata.size) + (", LARGE" if metadata.large else "")
+    heading = f"- {metadata.name}{loaded} [{metadata.kind}, {size}]"
     body = "\n".join(f"  {line}" for line in _gist(metadata))
     return _cut(f"{heading}\n{body}", PER_FILE_CHARS)
 
@@ -94,4 +104,5 @@ def describe_for_prompt(files: Sequence[FileMetadata], mapping: dict[str, str]) 
         "Paths are relative to the working directory; `-> name` means the file is "
         "already loaded into that variable."
     )
-    return "\n".join([note, *blocks])
+    notes = [note, LARGE_NOTE] if any(metadata.large for metadata in files) else [note]
+    return "\n".join([*notes, *blocks])

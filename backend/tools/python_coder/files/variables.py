@@ -22,6 +22,14 @@ MAX_MAPPED = 100
 # Names the generated code and typical analysis code rely on.
 RESERVED_NAMES = frozenset({"pd", "np", "plt", "sns", "px", "os", "sys", "json", "math", "re"})
 _DELIMITED = ("csv", "tsv", "txt", "dat")
+# How the sandbox opens a large table as a DuckDB relation (backend/tools/sandbox/out_of_core.py).
+_RELATION_READERS = {
+    **dict.fromkeys(_DELIMITED, "read_csv"),
+    "parquet": "read_parquet",
+    "json": "read_json",
+    "jsonl": "read_json",
+}
+_LARGE_TABLES = "variables/large_tables.json"
 _DEFAULT_SEP = {"tsv": "\t"}
 _SNIFFER = """\
 def _sniffed_sep(path):
@@ -112,29 +120,70 @@ def _load_expression(path: str, metadata: FileMetadata | None) -> str | None:
     return None
 
 
+def _large_table(path: str, metadata: FileMetadata | None) -> dict[str, Any] | None:
+    """How the sandbox opens `path` as a DuckDB relation, if it is too large for pandas."""
+    extension = file_extension(path)
+    reader = _RELATION_READERS.get(extension)
+    if metadata is None or not metadata.large or reader is None:
+        return None  # a large spreadsheet still goes to pandas: DuckDB cannot read it here
+    options: dict[str, Any] = {}
+    sep = (metadata.details.get("read_options") or {}).get("sep") or _DEFAULT_SEP.get(extension)
+    if reader == "read_csv" and sep:
+        options["sep"] = sep
+    return {"reader": reader, "path": path, "options": options}
+
+
+def _recording(tables: dict[str, dict[str, Any]]) -> list[str]:
+    """Lines that record `tables` (variable -> how to open it) for every later run."""
+    return [
+        "import json as _json",
+        "try:",
+        f"    with open({_LARGE_TABLES!r}, encoding='utf-8') as _handle:",
+        "        _tables = _json.load(_handle)",
+        "except (OSError, ValueError):",
+        "    _tables = {}",
+        f"_tables.update({tables!r})",
+        f"with open({_LARGE_TABLES!r}, 'w', encoding='utf-8') as _handle:",
+        "    _json.dump(_tables, _handle)",
+        *(f"globals().pop({name!r}, None)  # opened afresh by each run" for name in tables),
+        "del _json, _tables, _handle",
+    ]
+
+
 def loader_code(mapping: dict[str, str], files: Sequence[FileMetadata] = ()) -> str:
     """Python source loading each mapped file into its variable ("" for no mapping).
 
     With the files' metadata, delimited text is read with the sniffed separator,
     encoding and header; without it, the separator is sniffed in the sandbox.
     A file that is not a table (a PDF, an image, an archive) gets its path as a
-    string, so the code can still open it. Raises `InvalidFileMapping` for an
-    unsafe path or a variable that is not an identifier.
+    string, so the code can still open it. A table too large for pandas
+    (`FileMetadata.large`) becomes a DuckDB relation, recorded here and opened
+    afresh by each run that names it (backend/tools/sandbox/out_of_core.py).
+    Raises `InvalidFileMapping` for an unsafe path or a variable that is not an
+    identifier.
     """
     if not mapping:
         return ""
     known = {metadata.name: metadata for metadata in files}
     lines: list[str] = []
+    tables: dict[str, dict[str, Any]] = {}
     sniffing = False
     for path, variable in mapping.items():
         _check_entry(path, variable)
+        table = _large_table(path, known.get(path))
+        if table is not None:
+            tables[variable] = table
+            continue
         expression = _load_expression(path, known.get(path))
         if expression is None and file_extension(path) in _DELIMITED:
             expression, sniffing = f"_pd.read_csv({path!r}, sep=_sniffed_sep({path!r}))", True
         lines.append(f"{variable} = {expression or repr(path)}")
+    recording = _recording(tables) if tables else []
+    if not lines:
+        return "\n".join(recording) + "\n"
     header = ["import pandas as _pd"]
     footer = ["del _pd"]
     if sniffing:
         header = ["import csv as _csv", *header, "", _SNIFFER]
         footer = ["del _pd, _csv, _sniffed_sep"]
-    return "\n".join([*header, *lines, *footer]) + "\n"
+    return "\n".join([*header, *lines, *footer, *recording]) + "\n"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from backend.tools.python_coder.files import FileMetadata, describe_for_prompt
+from backend.tools.python_coder.files.model import LARGE_FILE_BYTES
 from backend.tools.python_coder.files.prompt import PER_FILE_CHARS
 from tests.tools.python_coder.files.helpers import describe
 
@@ -55,3 +57,14 @@ def test_other_kinds_and_errors_get_their_gist() -> None:
     assert "datasets: t [3] float32" in text
     assert "error: Could not read it" in text
     assert describe_for_prompt([], {}) == "(no data files)"
+
+
+def test_a_large_table_is_marked_and_the_prompt_says_to_use_duckdb(tmp_path: Path) -> None:
+    path = tmp_path / "big.csv"
+    path.write_text("key,amount\na,1\nb,2\n")
+    metadata = replace(describe(path, "uploads/big.csv"), size=LARGE_FILE_BYTES + 1)
+    text = describe_for_prompt([metadata], {"uploads/big.csv": "df1"})
+    assert "- uploads/big.csv -> df1 (a DuckDB relation) [tabular, 100.0 MB, LARGE]" in text
+    assert "never load them with pandas" in text and "duckdb.sql(" in text
+    small = describe_for_prompt([describe(path, "uploads/big.csv")], {"uploads/big.csv": "df1"})
+    assert "LARGE" not in small and "duckdb" not in small

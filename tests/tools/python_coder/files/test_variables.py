@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import openpyxl
 import pandas as pd
 import pytest
@@ -17,6 +19,8 @@ from backend.tools.python_coder.files import (
     loader_code,
     validate_file_paths,
 )
+from backend.tools.python_coder.files.model import LARGE_FILE_BYTES
+from backend.tools.sandbox import out_of_core
 from tests.tools.python_coder.files.helpers import describe, write_pdf
 
 FRAME = pd.DataFrame({"city": ["Oslo", "Rome"], "pop": [0.7, 2.8]})
@@ -136,3 +140,31 @@ def test_loader_code_refuses_what_would_inject_code() -> None:
     with pytest.raises(InvalidFileMapping):
         loader_code({"uploads/../../a.csv": "x"})
     assert validate_file_paths({"uploads/a.csv": "sales"}) == {"uploads/a.csv": "sales"}
+
+
+def test_a_table_too_large_for_pandas_becomes_a_duckdb_relation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    (tmp_path / "variables").mkdir()
+    (uploads / "big.csv").write_text("k;v\n" + "".join(f"{i % 3};{i}\n" for i in range(1000)))
+    FRAME.to_csv(uploads / "small.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    big = replace(describe(uploads / "big.csv", "uploads/big.csv"), size=LARGE_FILE_BYTES + 1)
+    small = describe(uploads / "small.csv", "uploads/small.csv")
+    mapping = {"uploads/big.csv": "sales", "uploads/small.csv": "cities"}
+    namespace = _run(loader_code(mapping, [big, small]))
+    assert isinstance(namespace["cities"], pd.DataFrame)
+    assert "sales" not in namespace  # never read by pandas
+    recorded = json.loads((tmp_path / "variables" / "large_tables.json").read_text())
+    assert recorded == {
+        "sales": {"reader": "read_csv", "path": "uploads/big.csv", "options": {"sep": ";"}}
+    }
+    # What the sandbox does at the start of a run whose code names `sales`.
+    monkeypatch.setattr(duckdb, "connect", duckdb.connect)  # configure() wraps it
+    out_of_core.configure("print(sales)", str(tmp_path), 512, namespace)
+    relation = namespace["sales"]
+    assert isinstance(relation, duckdb.DuckDBPyRelation)
+    assert relation.aggregate("count(*), sum(v)").fetchall() == [(1000, sum(range(1000)))]
+    duckdb.set_default_connection(duckdb.connect())
