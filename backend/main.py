@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from backend.api.errors import install_error_handlers
 from backend.api.limits import BodySizeLimitMiddleware
 from backend.api.main import ROUTERS
+from backend.api.routes.tus import STREAMED_PATCH
 from backend.api.routes.uploads import STREAMED_UPLOAD
 from backend.api.ui import mount_ui
 from backend.config import Settings, load_settings
@@ -38,7 +39,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         BodySizeLimitMiddleware,
         max_bytes=settings.max_request_bytes,
         overrides={"/api/upload": max(upload_bytes, settings.max_request_bytes)},
-        streamed=(("PUT", STREAMED_UPLOAD),),  # capped by MAX_UPLOAD_SIZE_MB as it streams
+        # Capped by MAX_UPLOAD_SIZE_MB (or the upload's length) as they stream.
+        streamed=(("PUT", STREAMED_UPLOAD), ("PATCH", STREAMED_PATCH)),
     )
     install_error_handlers(app)
     for router in ROUTERS:

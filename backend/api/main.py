@@ -18,6 +18,7 @@ from backend.api.routes import (
     responses,
     runs,
     tools,
+    tus,
     uploads,
     users,
 )
@@ -29,6 +30,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     runs.router,
     conversations.router,
     uploads.router,
+    tus.router,
     files.router,
     tools.router,
     auth.router,

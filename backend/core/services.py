@@ -18,11 +18,14 @@ from backend.core.llm import LLMBackend, create_llm_backend
 from backend.core.runs import RunRegistry
 from backend.core.security import load_or_create_secret_key
 from backend.storage import Store, open_store
+from backend.storage.resumable import ResumableUploads
 from backend.storage.workspaces import Workspaces
 from backend.tools.python_coder.catalog import WorkspaceCatalog
 from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.sandbox import SandboxStatus, resolve_sandbox
 from backend.tools.sandbox.pool import ExecutorPool
+
+UPLOAD_RETENTION_SECONDS = 7 * 24 * 3600  # an unfinished tus upload is deleted after this
 
 
 @dataclass
@@ -34,6 +37,7 @@ class Services:
     chat: ChatService
     sandbox: SandboxStatus
     workspaces: Workspaces
+    uploads: ResumableUploads  # tus uploads in progress
     executors: ExecutorPool
     audit: AuditLog
     catalog: WorkspaceCatalog
@@ -62,6 +66,8 @@ def build_services(settings: Settings) -> Services:
         store.close()
         raise
     workspaces = Workspaces(settings.DATA_DIR)
+    uploads = ResumableUploads(settings.DATA_DIR)
+    uploads.remove_expired(UPLOAD_RETENTION_SECONDS)
     audit = AuditLog(settings.DATA_DIR)
     catalog = WorkspaceCatalog(workspaces)
     coder = PythonCoder(settings, workspaces, catalog)
@@ -75,6 +81,7 @@ def build_services(settings: Settings) -> Services:
         chat=ChatService(store, llm, audit, agents),
         sandbox=sandbox,
         workspaces=workspaces,
+        uploads=uploads,
         executors=executors,
         audit=audit,
         catalog=catalog,

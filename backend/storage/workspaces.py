@@ -193,6 +193,15 @@ class Workspaces:
         finally:
             os.close(uploads)
 
+    def adopt_upload(self, session_id: str, name: str, folder: int, source: str) -> None:
+        """Rename `source` (in the open `folder`, on the same disk) to uploads/<name>."""
+        filename = safe_filename(name)
+        uploads = self._parent(session_id, ("uploads", filename), create=False)
+        try:
+            os.replace(source, filename, src_dir_fd=folder, dst_dir_fd=uploads)
+        finally:
+            os.close(uploads)
+
     def write_upload(self, session_id: str, name: str, source: BinaryIO, max_bytes: int) -> int:
         """Copy `source` to uploads/<name> without following links; returns the size.
 

@@ -15,6 +15,7 @@ from fastapi import APIRouter, File, Form, Request, UploadFile, status
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
+from backend.api.bodies import MEGABYTE, no_room, write_body
 from backend.api.deps import CurrentUser, ServicesDep
 from backend.api.errors import ApiError
 from backend.core.services import Services
@@ -22,7 +23,6 @@ from backend.models.common import SessionId
 from backend.models.tools import UploadedFile
 from backend.storage.drafts import Draft
 from backend.storage.workspaces import (
-    DISK_FLOOR,
     SUPPORTED_EXTENSIONS,
     FileTooLarge,
     NotARegularFile,
@@ -35,10 +35,6 @@ from backend.tools.python_coder.files import UnsupportedFileType
 router = APIRouter(prefix="/api", tags=["files"])
 STREAMED_UPLOAD = re.compile(r"/api/sessions/[^/]+/uploads/[^/]+")  # past the body size cap
 
-MEGABYTE = 1024 * 1024
-_WRITE_BYTES = 4 * MEGABYTE  # written to disk in pieces of about this size, off the loop
-_ROOM_CHECK_BYTES = 256 * MEGABYTE  # how often the disk's free space is checked again
-
 
 @router.post("/upload", status_code=status.HTTP_201_CREATED)
 async def upload_file(
@@ -49,7 +45,7 @@ async def upload_file(
 ) -> UploadedFile:
     """Store a file in the session's workspace, under uploads/ (a multipart form)."""
     name = file.filename or ""
-    extension = _checked_name(name)
+    extension = checked_name(name)
     services.store.conversation_for_session(user.id, session_id, "")  # titled by its first message
     limit_mb = services.settings.PYTHON_CODE_MAX_FILE_SIZE
     try:
@@ -63,8 +59,8 @@ async def upload_file(
             code="file_too_large",
         ) from None
     except (UnsafePath, NotARegularFile, NotADirectoryError, OSError):
-        raise _unusable() from None
-    return await _described(services, session_id, name, extension, size)
+        raise unusable() from None
+    return await described(services, session_id, name, extension, size)
 
 
 @router.put("/sessions/{session_id}/uploads/{name}", status_code=status.HTTP_201_CREATED)
@@ -72,57 +68,49 @@ async def put_upload(
     session_id: SessionId, name: str, request: Request, user: CurrentUser, services: ServicesDep
 ) -> UploadedFile:
     """Stream the raw request body into uploads/<name> (large files; up to MAX_UPLOAD_SIZE_MB)."""
-    extension = _checked_name(name)
+    extension = checked_name(name)
     services.store.conversation_for_session(user.id, session_id, "")
     limit_mb = services.settings.MAX_UPLOAD_SIZE_MB
     limit = int(limit_mb * MEGABYTE)
     declared = request.headers.get("content-length", "")
     expected = int(declared) if declared.isdigit() else None
     if expected is not None and expected > limit:
-        raise _too_large(limit_mb)
+        raise too_large(limit_mb)
     try:
         room = await run_in_threadpool(services.workspaces.room, session_id)
         if expected is not None and expected > room:
-            raise _no_room(room)
+            raise no_room(room)
         draft = await run_in_threadpool(services.workspaces.upload_draft, session_id, name)
     except (UnsafePath, NotARegularFile, NotADirectoryError, OSError):
-        raise _unusable() from None
+        raise unusable() from None
     try:
         size = await _stream_into(draft, request, services, session_id, limit, limit_mb)
     except ClientDisconnect:
         raise ApiError(
             400, "The upload was cut off before its end: send it again.", code="upload_incomplete"
         ) from None
-    return await _described(services, session_id, name, extension, size)
+    return await described(services, session_id, name, extension, size)
 
 
 async def _stream_into(
     draft: Draft, request: Request, services: Services, session_id: str, limit: int, mb: float
 ) -> int:
-    """The body into `draft`, committed once complete; aborted on any failure."""
-    pending = bytearray()
-    next_room_check = _ROOM_CHECK_BYTES
+    """The body into `draft`, committed once complete and on disk; aborted on any failure."""
     try:
-        async for chunk in request.stream():
-            if draft.size + len(pending) + len(chunk) > limit:
-                raise _too_large(mb)
-            pending += chunk
-            if len(pending) >= _WRITE_BYTES:
-                await run_in_threadpool(draft.write, bytes(pending))
-                pending.clear()
-                if draft.size >= next_room_check:  # other writers share the disk
-                    next_room_check += _ROOM_CHECK_BYTES
-                    room = await run_in_threadpool(services.workspaces.room, session_id)
-                    if room < 0:
-                        raise _no_room(room)
-        await run_in_threadpool(draft.write, bytes(pending))
+        await write_body(
+            request,
+            draft.write,
+            lambda: run_in_threadpool(services.workspaces.room, session_id),
+            limit,
+            too_large(mb),
+        )
         return await run_in_threadpool(lambda: draft.commit(durable=True))
     except BaseException:
         draft.abort()  # unlinks at once, even when the request is being cancelled
         raise
 
 
-def _checked_name(name: str) -> str:
+def checked_name(name: str) -> str:
     """The upload's extension; a 400 or 415 for a name we would not store."""
     try:
         safe_filename(name)
@@ -137,7 +125,7 @@ def _checked_name(name: str) -> str:
     return extension
 
 
-async def _described(
+async def described(
     services: Services, session_id: str, name: str, extension: str, size: int
 ) -> UploadedFile:
     path = f"uploads/{name}"
@@ -152,22 +140,11 @@ async def _described(
     )
 
 
-def _too_large(limit_mb: float) -> ApiError:
+def too_large(limit_mb: float) -> ApiError:
     return ApiError(
         413, f"The file is larger than {limit_mb:g} MB (MAX_UPLOAD_SIZE_MB).", code="file_too_large"
     )
 
 
-def _no_room(room: int) -> ApiError:
-    free = max(room, 0) / MEGABYTE
-    return ApiError(
-        507,
-        f"Not enough disk space for this upload: {free:.0f} MB can be written before the "
-        f"{DISK_FLOOR / MEGABYTE:.0f} MB the server keeps free. Free space on the server, "
-        "then send it again.",
-        code="insufficient_storage",
-    )
-
-
-def _unusable() -> ApiError:
+def unusable() -> ApiError:
     return ApiError(409, "The session's uploads folder is not usable.", code="bad_workspace")

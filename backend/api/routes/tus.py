@@ -1,0 +1,171 @@
+"""Resumable uploads: the tus protocol 1.0.0, with the creation and termination extensions.
+
+    POST   /api/tus/       Upload-Length and Upload-Metadata (`session_id`, `filename`,
+                           base64 as tus says): 201 with the upload's Location
+    HEAD   /api/tus/{id}   Upload-Offset: how much has arrived
+    PATCH  /api/tus/{id}   application/offset+octet-stream from Upload-Offset on
+    DELETE /api/tus/{id}   give the upload up
+
+The bytes go to `DATA_DIR/tus/` as they arrive (`backend/storage/resumable.py`),
+and the finished file lands in the session's `uploads/`, described like any
+upload. A cut PATCH keeps what arrived; the client asks HEAD and goes on from
+there. Only the user who created an upload sees it. Our own small implementation
+rather than a package's: the one we tried (tuspyserver 4.4) waits for its upload
+lock with `time.sleep` on the event loop, up to 30 s, exactly when a client
+resumes after a cut.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import os
+import re
+
+from fastapi import APIRouter, Request, Response, status
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
+
+from backend.api.bodies import MEGABYTE, no_room, write_body
+from backend.api.deps import CurrentUser, ServicesDep
+from backend.api.errors import ApiError
+from backend.api.routes.uploads import checked_name, too_large, unusable
+from backend.core.services import Services
+from backend.storage import User
+from backend.storage.resumable import Upload
+from backend.storage.workspaces import NotARegularFile, UnsafePath
+
+router = APIRouter(prefix="/api/tus", tags=["files"])
+STREAMED_PATCH = re.compile(r"/api/tus/[0-9a-f]{32}")  # past the body size cap
+
+VERSION = "1.0.0"
+
+
+def _headers(**more: str) -> dict[str, str]:
+    return {"Tus-Resumable": VERSION, "Cache-Control": "no-store", **more}
+
+
+@router.options("/")
+@router.options("/{upload_id}")
+async def tus_options(services: ServicesDep) -> Response:
+    max_size = str(int(services.settings.MAX_UPLOAD_SIZE_MB * MEGABYTE))
+    extensions = {"Tus-Version": VERSION, "Tus-Extension": "creation,termination"}
+    headers = _headers(**extensions, **{"Tus-Max-Size": max_size})
+    return Response(status_code=status.HTTP_204_NO_CONTENT, headers=headers)
+
+
+@router.post("/", status_code=status.HTTP_201_CREATED)
+async def create_upload(request: Request, user: CurrentUser, services: ServicesDep) -> Response:
+    """Start an upload of Upload-Length bytes for the session and file name in its metadata."""
+    _check_version(request)
+    declared = request.headers.get("upload-length", "")
+    if not declared.isdigit():
+        raise ApiError(400, "Upload-Length is required (deferred lengths are not supported).")
+    length = int(declared)
+    metadata = _metadata(request.headers.get("upload-metadata", ""))
+    session_id, filename = metadata.get("session_id", ""), metadata.get("filename", "")
+    if not session_id or not filename:
+        raise ApiError(400, "Upload-Metadata must carry session_id and filename.")
+    checked_name(filename)
+    services.store.conversation_for_session(user.id, session_id, "")  # 404s another's session
+    limit_mb = services.settings.MAX_UPLOAD_SIZE_MB
+    if length > limit_mb * MEGABYTE:
+        raise too_large(limit_mb)
+    try:
+        room = await run_in_threadpool(services.workspaces.room, session_id)
+    except (UnsafePath, NotARegularFile, NotADirectoryError, OSError):
+        raise unusable() from None
+    if length > room:
+        raise no_room(room)
+    upload = await run_in_threadpool(services.uploads.create, user.id, session_id, filename, length)
+    location = f"/api/tus/{upload.id}"
+    return Response(status_code=201, headers=_headers(Location=location, **{"Upload-Offset": "0"}))
+
+
+@router.head("/{upload_id}")
+async def upload_offset(upload_id: str, user: CurrentUser, services: ServicesDep) -> Response:
+    """How much of the upload has arrived."""
+    upload = _own(services, user, upload_id)
+    offset = await run_in_threadpool(services.uploads.offset, upload)
+    headers = {"Upload-Offset": str(offset), "Upload-Length": str(upload.length)}
+    return Response(status_code=200, headers=_headers(**headers))
+
+
+@router.patch("/{upload_id}")
+async def append_to_upload(
+    upload_id: str, request: Request, user: CurrentUser, services: ServicesDep
+) -> Response:
+    """Append the body at Upload-Offset; the last piece moves the file into uploads/."""
+    _check_version(request)
+    upload = _own(services, user, upload_id)
+    if request.headers.get("content-type") != "application/offset+octet-stream":
+        raise ApiError(415, "A PATCH body must be application/offset+octet-stream.")
+    busy = services.uploads.busy
+    if upload.id in busy:
+        raise ApiError(423, "Another PATCH to this upload is in progress: retry shortly.")
+    busy.add(upload.id)
+    try:
+        return await _append(upload, request, services)
+    finally:
+        busy.discard(upload.id)
+
+
+async def _append(upload: Upload, request: Request, services: Services) -> Response:
+    offset = await run_in_threadpool(services.uploads.offset, upload)
+    if request.headers.get("upload-offset") != str(offset):
+        raise ApiError(409, f"Upload-Offset must be {offset}, the bytes that have arrived.")
+    fd = await run_in_threadpool(services.uploads.appender, upload)
+    try:
+        written = await write_body(
+            request,
+            lambda piece: os.write(fd, piece),
+            lambda: run_in_threadpool(services.workspaces.room, upload.session_id),
+            upload.length - offset,
+            ApiError(413, f"The upload is longer than its Upload-Length ({upload.length})."),
+        )
+    except ClientDisconnect:
+        return Response(status_code=204)  # nobody listens; HEAD tells what was kept
+    finally:
+        os.close(fd)
+    offset += written
+    if offset == upload.length:
+        try:
+            await run_in_threadpool(services.uploads.finish, upload, services.workspaces)
+        except (UnsafePath, NotARegularFile, NotADirectoryError, OSError):
+            raise unusable() from None
+    return Response(status_code=204, headers=_headers(**{"Upload-Offset": str(offset)}))
+
+
+@router.delete("/{upload_id}", status_code=status.HTTP_204_NO_CONTENT)
+async def terminate_upload(upload_id: str, user: CurrentUser, services: ServicesDep) -> Response:
+    """Give the upload up: what arrived is deleted."""
+    upload = _own(services, user, upload_id)
+    if upload.id in services.uploads.busy:
+        raise ApiError(423, "A PATCH to this upload is in progress: retry shortly.")
+    await run_in_threadpool(services.uploads.delete, upload)
+    return Response(status_code=204, headers=_headers())
+
+
+def _own(services: Services, user: User, upload_id: str) -> Upload:
+    upload = services.uploads.get(upload_id)
+    if upload is None or upload.user_id != user.id:
+        raise ApiError(404, "Upload not found.", code="upload_not_found")
+    return upload
+
+
+def _check_version(request: Request) -> None:
+    if request.headers.get("tus-resumable") != VERSION:
+        raise ApiError(
+            412, f"Tus-Resumable: {VERSION} is required.", headers={"Tus-Version": VERSION}
+        )
+
+
+def _metadata(header: str) -> dict[str, str]:
+    """Upload-Metadata: comma-separated `key base64value` pairs."""
+    values: dict[str, str] = {}
+    for pair in filter(None, (part.strip() for part in header.split(","))):
+        key, _, encoded = pair.partition(" ")
+        with contextlib.suppress(binascii.Error, UnicodeDecodeError):
+            values[key] = base64.b64decode(encoded, validate=True).decode()
+    return values

@@ -1,0 +1,102 @@
+"""Uploads in progress under the tus protocol: their bytes so far, and where they go.
+
+Each upload is two files under `DATA_DIR/tus/`: `<id>.json` (owner, session, file
+name, length; written once, at creation) and `<id>.part` (the bytes so far, only
+ever appended to). The offset is the part's size, so after a crash or a restart
+an upload resumes exactly where the disk says. A finished upload is renamed into
+its session's `uploads/` (the same disk: one rename), so nothing under `tus/` is
+ever listed as a session's file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from backend.storage.drafts import Draft
+from backend.storage.workspaces import Workspaces
+
+_ID = re.compile(r"[0-9a-f]{32}")
+
+
+@dataclass(frozen=True)
+class Upload:
+    id: str
+    user_id: int
+    session_id: str
+    filename: str
+    length: int
+    created: float
+
+
+class ResumableUploads:
+    def __init__(self, data_dir: Path) -> None:
+        self.root = data_dir / "tus"
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.busy: set[str] = set()  # uploads with a PATCH in flight (this server process)
+
+    def create(self, user_id: int, session_id: str, filename: str, length: int) -> Upload:
+        upload = Upload(uuid.uuid4().hex, user_id, session_id, filename, length, time.time())
+        os.close(os.open(self._part(upload.id), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        folder = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            draft = Draft(folder, f"{upload.id}.json")
+            draft.write(json.dumps(asdict(upload)).encode())
+            draft.commit(durable=True)
+        finally:
+            os.close(folder)
+        return upload
+
+    def get(self, upload_id: str) -> Upload | None:
+        if not _ID.fullmatch(upload_id):
+            return None
+        try:
+            return Upload(**json.loads((self.root / f"{upload_id}.json").read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def offset(self, upload: Upload) -> int:
+        """How many bytes have arrived (the part's size)."""
+        try:
+            return self._part(upload.id).stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def appender(self, upload: Upload) -> int:
+        """A descriptor that appends to the upload's part; the caller closes it."""
+        return os.open(self._part(upload.id), os.O_WRONLY | os.O_APPEND)
+
+    def finish(self, upload: Upload, workspaces: Workspaces) -> None:
+        """Move the complete, synced part to the session's uploads/<filename>."""
+        with open(self._part(upload.id), "rb") as part:
+            os.fsync(part.fileno())
+        folder = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            workspaces.adopt_upload(upload.session_id, upload.filename, folder, f"{upload.id}.part")
+        finally:
+            os.close(folder)
+        self.delete(upload)
+
+    def delete(self, upload: Upload) -> None:
+        for path in (self._part(upload.id), self.root / f"{upload.id}.json"):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    def remove_expired(self, max_age: float) -> int:
+        """Delete uploads started more than `max_age` seconds ago; returns how many."""
+        removed = 0
+        for info in self.root.glob("*.json"):
+            upload = self.get(info.stem)
+            if upload is not None and time.time() - upload.created > max_age:
+                self.delete(upload)
+                removed += 1
+        return removed
+
+    def _part(self, upload_id: str) -> Path:
+        return self.root / f"{upload_id}.part"
