@@ -1,9 +1,11 @@
-"""Data larger than a run's memory: DuckDB in the sandbox against pandas, and the host.
+"""Data larger than a run's memory: uploads, then DuckDB in the sandbox against pandas.
 
-Generates a CSV (default 25 M rows, about 2 GB: number, text and date columns) with
-5 M distinct keys, puts it in a session's `uploads/`, and runs a group-by over it
+Generates a CSV (default 25 M rows, about 2.3 GB: number, text and date columns) with
+5 M distinct keys and uploads it to a live server twice: a raw `PUT` and a tus upload
+(tuspy, 64 MB chunks), each against a plain file copy on the same disk, with the
+server's resident memory sampled throughout. Then it runs a group-by over the file
 through python_coder's custom-code mode (`POST /api/tools/python_coder` with `code`)
-on a live server whose runs have 512 MB (`PYTHON_CODE_MAX_MEMORY`):
+on runs that have 512 MB (`PYTHON_CODE_MAX_MEMORY`):
 
 - DuckDB in the sandbox: wall time and the run's peak memory (VmHWM);
 - pandas in the sandbox: it must fail with a message that suggests DuckDB, and the
@@ -12,7 +14,7 @@ on a live server whose runs have 512 MB (`PYTHON_CODE_MAX_MEMORY`):
 
     .venv/bin/python -m benchmarks.large_data [--rows 25000000] [--memory-mb 512]
 
-Uploads (tus and PUT) are not measured yet: the file is written into the workspace.
+Goal: the server's memory grows by less than 100 MB while it takes an upload.
 """
 
 from __future__ import annotations
@@ -20,12 +22,16 @@ from __future__ import annotations
 import argparse
 import shutil
 import tempfile
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import httpx
+from tusclient import client as tus
 
 from tests.support.live_server import LiveServer
 
@@ -48,6 +54,46 @@ def generate(path: Path, rows: int) -> None:
         " 'order ' || i || ' shipped to region ' || (i % 17) || ' by carrier ' || (i % 5) AS note"
         f" FROM range({rows}) t(i)) TO '{path}' (HEADER)"
     )
+
+
+@contextmanager
+def resident_peak(pid: int) -> Iterator[list[int]]:
+    """The process's resident memory, sampled every 20 ms: [before, peak] in bytes."""
+
+    def rss() -> int:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        return 0
+
+    figures = [rss(), 0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.02):
+            figures[1] = max(figures[1], rss())
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        yield figures
+    finally:
+        done.set()
+        sampler.join()
+
+
+def timed_upload(
+    label: str, pid: int, copy_seconds: float, size: int, send: Callable[[], None]
+) -> None:
+    started = time.perf_counter()
+    with resident_peak(pid) as memory:
+        send()
+    wall = time.perf_counter() - started
+    grown = (memory[1] - memory[0]) / 1024**2
+    before = memory[0] / 1024**2
+    print(f"{label}: {size / 1024**2 / wall:.0f} MB/s in {wall:.1f} s "
+          f"({wall / copy_seconds:.2f}x the copy); server RSS {before:.0f} MB before, "
+          f"+{grown:.0f} MB at peak")  # fmt: skip
 
 
 def run(client: httpx.Client, session: str, code: str) -> tuple[dict[str, Any], float]:
@@ -76,6 +122,13 @@ def main() -> None:
         host = time.perf_counter() - started
         print(f"Baseline: DuckDB in this process, unbounded: {groups:,} groups in {host:.2f} s")
 
+        started = time.perf_counter()
+        shutil.copyfile(source, Path(tmp) / "copy.csv")
+        copy_seconds = time.perf_counter() - started
+        (Path(tmp) / "copy.csv").unlink()
+        print(f"Baseline: a plain file copy, {source.stat().st_size / 1024**2 / copy_seconds:.0f}"
+              f" MB/s in {copy_seconds:.1f} s")  # fmt: skip
+
         server = LiveServer(
             Path(tmp) / "data",
             LLM_BACKEND="scripted",
@@ -91,8 +144,26 @@ def main() -> None:
             with httpx.Client(base_url=server.url, headers=headers, timeout=900) as client:
                 session = "large-data"
                 run(client, session, "x = 'kept'")  # the session exists; its workspace too
-                uploads = server.data_dir / "scratch" / session / "uploads"
-                shutil.move(source, uploads / "big.csv")
+                assert server.process is not None
+                pid, size = server.process.pid, source.stat().st_size
+
+                def put() -> None:
+                    with source.open("rb") as body:
+                        url = f"/api/sessions/{session}/uploads/big.csv"
+                        client.put(url, content=body).raise_for_status()
+
+                timed_upload("PUT upload", pid, copy_seconds, size, put)
+
+                def resumable() -> None:
+                    uploader = tus.TusClient(f"{server.url}/api/tus/", headers=headers).uploader(
+                        file_path=str(source),
+                        chunk_size=64 * 1024**2,
+                        metadata={"session_id": session, "filename": "big_tus.csv"},
+                    )
+                    uploader.upload()
+
+                timed_upload("tus upload", pid, copy_seconds, size, resumable)
+                source.unlink()
 
                 code = (
                     "import duckdb\n"

@@ -43,7 +43,6 @@ class ResumableUploads:
 
     def create(self, user_id: int, session_id: str, filename: str, length: int) -> Upload:
         upload = Upload(uuid.uuid4().hex, user_id, session_id, filename, length, time.time())
-        os.close(os.open(self._part(upload.id), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         folder = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
         try:
             draft = Draft(folder, f"{upload.id}.json")
@@ -70,7 +69,7 @@ class ResumableUploads:
 
     def appender(self, upload: Upload) -> int:
         """A descriptor that appends to the upload's part; the caller closes it."""
-        return os.open(self._part(upload.id), os.O_WRONLY | os.O_APPEND)
+        return os.open(self._part(upload.id), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
 
     def finish(self, upload: Upload, workspaces: Workspaces) -> None:
         """Move the complete, synced part to the session's uploads/<filename>."""
@@ -84,18 +83,22 @@ class ResumableUploads:
         self.delete(upload)
 
     def delete(self, upload: Upload) -> None:
-        for path in (self._part(upload.id), self.root / f"{upload.id}.json"):
+        for path in (self.root / f"{upload.id}.json", self._part(upload.id)):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
     def remove_expired(self, max_age: float) -> int:
-        """Delete uploads started more than `max_age` seconds ago; returns how many."""
+        """Delete uploads started more than `max_age` seconds ago, and parts whose upload is
+        gone (a crash between the two deletions); returns how many uploads went."""
         removed = 0
         for info in self.root.glob("*.json"):
             upload = self.get(info.stem)
             if upload is not None and time.time() - upload.created > max_age:
                 self.delete(upload)
                 removed += 1
+        for part in self.root.glob("*.part"):
+            if not part.with_suffix(".json").exists():
+                part.unlink(missing_ok=True)
         return removed
 
     def _part(self, upload_id: str) -> Path:
