@@ -19,6 +19,13 @@ def is_draft(name: str) -> bool:
     return name.startswith(DRAFT_PREFIX)
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """All of `data` to `fd` (a single write may take only part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 class Draft:
     """The next version of `name` in the folder open as `directory` (the draft keeps a copy
     of that descriptor, so the caller may close its own)."""
@@ -36,9 +43,7 @@ class Draft:
         self.size = 0
 
     def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
+        write_all(self._fd, data)
         self.size += len(data)
 
     def commit(self, *, durable: bool = False) -> int:

@@ -33,6 +33,7 @@ from backend.api.errors import ApiError
 from backend.api.routes.uploads import checked_name, too_large, unusable
 from backend.core.services import Services
 from backend.storage import User
+from backend.storage.drafts import write_all
 from backend.storage.resumable import Upload
 from backend.storage.workspaces import NotARegularFile, UnsafePath
 
@@ -119,7 +120,7 @@ async def _append(upload: Upload, request: Request, services: Services) -> Respo
     try:
         written = await write_body(
             request,
-            lambda piece: os.write(fd, piece),
+            lambda piece: write_all(fd, piece),
             lambda: run_in_threadpool(services.workspaces.room, upload.session_id),
             upload.length - offset,
             ApiError(413, f"The upload is longer than its Upload-Length ({upload.length})."),
