@@ -17,10 +17,10 @@ from backend.core.chat_service import ChatService
 from backend.core.llm import LLMBackend, create_llm_backend
 from backend.core.runs import RunRegistry
 from backend.core.security import load_or_create_secret_key
+from backend.files.catalog import WorkspaceCatalog
 from backend.storage import Store, open_store
 from backend.storage.resumable import ResumableUploads
 from backend.storage.workspaces import Workspaces
-from backend.tools.python_coder.catalog import WorkspaceCatalog
 from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.sandbox import SandboxStatus, resolve_sandbox
 from backend.tools.sandbox.pool import ExecutorPool

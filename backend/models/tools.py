@@ -6,8 +6,8 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from backend.files import validate_file_paths
 from backend.models.common import SessionId, Text
-from backend.tools.python_coder.files import validate_file_paths
 from backend.tools.python_coder.result import CoderResult
 from backend.tools.python_coder.tdd import TDDSolution
 

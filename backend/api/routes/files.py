@@ -19,6 +19,14 @@ from starlette.concurrency import run_in_threadpool
 from backend.api.deps import CurrentUser, FileReader, ServicesDep
 from backend.api.errors import ApiError
 from backend.core.services import Services
+from backend.files import (
+    ArchiveLimits,
+    UnsafeArchive,
+    UnsupportedFileType,
+    safe_extract_at,
+)
+from backend.files.archive_checks import EXTRACT_LIMITS
+from backend.files.catalog import FileNotInWorkspace
 from backend.models.common import SessionId
 from backend.models.tools import (
     ExtractedArchive,
@@ -32,14 +40,6 @@ from backend.storage.workspaces import (
     NotARegularFile,
     UnsafePath,
 )
-from backend.tools.python_coder.catalog import FileNotInWorkspace
-from backend.tools.python_coder.files import (
-    ArchiveLimits,
-    UnsafeArchive,
-    UnsupportedFileType,
-    safe_extract_at,
-)
-from backend.tools.python_coder.files.archive_checks import EXTRACT_LIMITS
 from backend.tools.sandbox.variables import MAX_WORKSPACE_FILES
 
 router = APIRouter(prefix="/api", tags=["files"])

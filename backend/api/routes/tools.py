@@ -16,6 +16,8 @@ from backend.api.deps import CurrentUser, ServicesDep
 from backend.api.disconnect import ClientGone, unless_disconnected
 from backend.api.errors import ApiError
 from backend.core.services import Services
+from backend.files import UnsupportedFileType, loader_code
+from backend.files.catalog import FileNotInWorkspace
 from backend.models.tools import (
     CoderResponse,
     PythonCoderRequest,
@@ -26,8 +28,6 @@ from backend.models.tools import (
 )
 from backend.storage import User
 from backend.storage.workspaces import NotARegularFile, UnsafePath
-from backend.tools.python_coder.catalog import FileNotInWorkspace
-from backend.tools.python_coder.files import UnsupportedFileType, loader_code
 from backend.tools.python_coder.llm import CoderLLM
 from backend.tools.python_coder.request import CoderRequest
 from backend.tools.python_coder.tdd import solve_tdd

@@ -19,6 +19,8 @@ from backend.api.bodies import MEGABYTE, no_room, write_body
 from backend.api.deps import CurrentUser, ServicesDep
 from backend.api.errors import ApiError
 from backend.core.services import Services
+from backend.files import UnsupportedFileType
+from backend.files.catalog import FileNotInWorkspace
 from backend.models.common import SessionId
 from backend.models.tools import UploadedFile
 from backend.storage.drafts import Draft
@@ -29,8 +31,6 @@ from backend.storage.workspaces import (
     UnsafePath,
     safe_filename,
 )
-from backend.tools.python_coder.catalog import FileNotInWorkspace
-from backend.tools.python_coder.files import UnsupportedFileType
 
 router = APIRouter(prefix="/api", tags=["files"])
 STREAMED_UPLOAD = re.compile(r"/api/sessions/[^/]+/uploads/[^/]+")  # past the body size cap

@@ -31,9 +31,9 @@ from backend.core.agents.tools import (
     WebSearchTool,
 )
 from backend.core.events import AgentEvent
+from backend.files.catalog import DATA_FOLDER, WorkspaceCatalog
 from backend.storage.workspaces import Workspaces
 from backend.tools.python_coder.answer import plots
-from backend.tools.python_coder.catalog import DATA_FOLDER, WorkspaceCatalog
 from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.python_coder.llm import CoderLLM
 from backend.tools.rag import RAG_EXTENSIONS, RagIndex, embedder_for_backend

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from backend.core.agents.react.state import Step
-from backend.tools.python_coder.catalog import WorkspaceCatalog
+from backend.files.catalog import WorkspaceCatalog
 from backend.tools.python_coder.coder import CoderProgress, PythonCoder
 from backend.tools.python_coder.llm import CoderLLM
 from backend.tools.python_coder.request import CoderRequest

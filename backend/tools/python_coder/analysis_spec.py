@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, create_model
 
-from backend.tools.python_coder.files import FileMetadata
+from backend.files import FileMetadata
 from backend.tools.python_coder.llm import CoderLLM, StructuredReplyError
 
 # Earlier entries win: "how many unique regions" is nunique, not count.

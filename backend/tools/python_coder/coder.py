@@ -16,14 +16,14 @@ from starlette.concurrency import run_in_threadpool
 
 from backend.config import Settings
 from backend.core.llm import LLMError
+from backend.files import describe_for_prompt, loader_code
+from backend.files.catalog import WorkspaceCatalog
 from backend.storage.workspaces import NotARegularFile, UnsafePath, Workspaces
 from backend.tools.python_coder import notepad, prompts
 from backend.tools.python_coder.analysis_spec import plan_analysis, render_code
 from backend.tools.python_coder.answer import output_answer, write_answer
-from backend.tools.python_coder.catalog import WorkspaceCatalog
 from backend.tools.python_coder.execution import OnAttempt, OnRun, execute_with_fixes
 from backend.tools.python_coder.extraction import extract_code
-from backend.tools.python_coder.files import describe_for_prompt, loader_code
 from backend.tools.python_coder.llm import CoderLLM
 from backend.tools.python_coder.openinterpreter.bridge import run_openinterpreter
 from backend.tools.python_coder.prompts import CodingContext

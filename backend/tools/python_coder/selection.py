@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
-from backend.tools.python_coder import prompts
-from backend.tools.python_coder.catalog import WorkspaceCatalog
-from backend.tools.python_coder.files import (
+from backend.files import (
     FileMetadata,
     assign_dataframe_names,
     describe_for_prompt,
     rank_files,
 )
+from backend.files.catalog import WorkspaceCatalog
+from backend.tools.python_coder import prompts
 from backend.tools.python_coder.llm import CoderLLM, StructuredReplyError
 from backend.tools.python_coder.request import CoderRequest
 from backend.tools.python_coder.result import SelectedFile

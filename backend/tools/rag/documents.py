@@ -2,7 +2,7 @@
 
 `read_sections` opens the workspace file without following links and is a
 module-level function, so `RagIndex` can run it in the isolated helper process
-(`python_coder/files/isolation.py`): PDF, Word and HTML parsing of untrusted
+(`backend/files/isolation.py`): PDF, Word and HTML parsing of untrusted
 files happens there, time- and memory-limited. Every reader is bounded: text is
 read up to `MAX_TEXT_BYTES`, a document yields at most `MAX_DOCUMENT_CHARS`.
 """
@@ -20,10 +20,10 @@ import pypdf
 from docx.table import Table
 from docx.text.paragraph import Paragraph
 
+from backend.files.archive_checks import check_zip_container
+from backend.files.model import Source
+from backend.files.text import looks_binary, read_sample
 from backend.storage.workspaces import Workspaces
-from backend.tools.python_coder.files.archive_checks import check_zip_container
-from backend.tools.python_coder.files.model import Source
-from backend.tools.python_coder.files.text import looks_binary, read_sample
 from backend.tools.rag.html_text import html_sections
 
 RAG_EXTENSIONS = frozenset({"txt", "md", "pdf", "docx", "html", "htm"})

@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from backend.files.isolation import IsolatedCallFailed, IsolatedRunner
 from backend.storage.workspaces import NotARegularFile, Workspaces, safe_relative
-from backend.tools.python_coder.files.isolation import IsolatedCallFailed, IsolatedRunner
 from backend.tools.rag.chunking import chunk_sections
 from backend.tools.rag.documents import (
     ISOLATED_EXTENSIONS,

@@ -11,8 +11,8 @@ from backend.config import load_settings
 from backend.core.agents.react.graph import build_react_graph
 from backend.core.agents.react.parsing import match_tool, parse_reply
 from backend.core.agents.tools import PythonCoderTool, RagTool, ToolContext, ToolResult
+from backend.files.catalog import WorkspaceCatalog
 from backend.storage.workspaces import Workspaces
-from backend.tools.python_coder.catalog import WorkspaceCatalog
 from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.rag import RagIndex
 from backend.tools.sandbox.availability import SandboxStatus

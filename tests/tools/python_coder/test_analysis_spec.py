@@ -9,8 +9,8 @@ import duckdb
 import pandas as pd
 import pytest
 
+from backend.files import FileMetadata
 from backend.tools.python_coder.analysis_spec import plan_analysis, render_code
-from backend.tools.python_coder.files import FileMetadata
 from tests.tools.python_coder.tdd.conftest import scripted_llm
 
 SALES = FileMetadata(

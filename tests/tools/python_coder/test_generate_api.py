@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from tests.conftest import ADMIN_PASSWORD
+from tests.files.helpers import zip_bytes
 from tests.support.live_server import LiveServer
-from tests.tools.python_coder.files.helpers import zip_bytes
 
 SALES = b"region,price,units\nnorth,10,1\nsouth,30,2\nnorth,20,3\n"
 GOOD = 'mean = df1["price"].mean()\nprint("mean price:", mean)\n'

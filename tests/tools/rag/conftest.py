@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from backend.files.isolation import IsolatedRunner
 from backend.storage.workspaces import Workspaces
-from backend.tools.python_coder.files.isolation import IsolatedRunner
 from backend.tools.rag import Embedder, RagIndex
 
 Upload = Callable[[str, str, bytes | str], Path]

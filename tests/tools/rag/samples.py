@@ -7,7 +7,7 @@ from pathlib import Path
 
 import docx
 
-from tests.tools.python_coder.files.helpers import write_pdf
+from tests.files.helpers import write_pdf
 
 
 def docx_bytes(blocks: list[tuple[str, str]], table: list[list[str]] | None = None) -> bytes:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from backend.tools.python_coder.files.archive_checks import UnsafeArchive
+from backend.files.archive_checks import UnsafeArchive
 from backend.tools.rag import Section, UnreadableDocument, UnsupportedDocument
 from backend.tools.rag.documents import sections_from
-from tests.tools.python_coder.files.helpers import zip_bomb_bytes
+from tests.files.helpers import zip_bomb_bytes
 from tests.tools.rag.samples import docx_bytes, pdf_bytes
 
 

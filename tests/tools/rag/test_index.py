@@ -10,10 +10,10 @@ from typing import Any, TypeVar
 
 import pytest
 
+from backend.files.isolation import IsolatedCallFailed, IsolatedRunner
 from backend.storage.workspaces import UnsafePath, Workspaces
-from backend.tools.python_coder.files.isolation import IsolatedCallFailed, IsolatedRunner
 from backend.tools.rag import DocumentNotFound, RagIndex, Section, UnsupportedDocument
-from tests.tools.python_coder.files.helpers import zip_bomb_bytes
+from tests.files.helpers import zip_bomb_bytes
 from tests.tools.rag.conftest import Upload
 from tests.tools.rag.samples import docx_bytes, filler, pdf_bytes
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from backend.tools.python_coder.files.model import LARGE_FILE_BYTES
+from backend.files.model import LARGE_FILE_BYTES
 from backend.tools.sandbox import out_of_core
 from tests.security.helpers import client, close_clients, new_session, run, stdout, workspace
 from tests.support.live_server import LiveServer

@@ -1,0 +1,124 @@
+"""The session's data files and their metadata, cached by size and modification time.
+
+Metadata extraction reads only the start (or the footer) of each file, but a
+session with twenty files is asked about on every question, so results are
+kept per (session, path, size, mtime). Files are opened through `Workspaces`,
+which never follows a link the sandbox planted, and parsed in an isolated,
+resource-limited helper process (`files/isolation.py`), since a crafted file can
+crash a native parser.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from starlette.concurrency import run_in_threadpool
+
+from backend.files import (
+    FileMetadata,
+    UnsupportedFileType,
+    extract_file_metadata,
+)
+from backend.files.isolation import IsolatedCallFailed, IsolatedRunner
+from backend.storage.workspaces import (
+    SUPPORTED_EXTENSIONS,
+    NotARegularFile,
+    UnsafePath,
+    WorkspaceFile,
+    Workspaces,
+    safe_relative,
+)
+
+DATA_FOLDER = "uploads/"
+_CACHED = 1024
+
+_Key = tuple[str, str, int, float]
+
+
+class FileNotInWorkspace(LookupError):
+    """No such file in the session's workspace."""
+
+
+class WorkspaceCatalog:
+    def __init__(self, workspaces: Workspaces, runner: IsolatedRunner | None = None) -> None:
+        self.workspaces = workspaces
+        self.runner = runner or IsolatedRunner()
+        self._cache: OrderedDict[_Key, FileMetadata] = OrderedDict()
+        self._lock = threading.Lock()  # requests read metadata from several threads
+
+    async def data_files(self, session_id: str) -> list[FileMetadata]:
+        """Metadata of every supported file under uploads/, in name order."""
+        return await run_in_threadpool(self._data_files, session_id)
+
+    async def info(self, session_id: str, name: str) -> FileMetadata:
+        """One file's metadata; `name` may omit the uploads/ prefix.
+
+        Raises `FileNotInWorkspace`, `UnsupportedFileType` or `UnsafePath`.
+        """
+        return await run_in_threadpool(self._info, session_id, name)
+
+    def resolve(self, session_id: str, name: str) -> WorkspaceFile:
+        safe_relative(name)
+        listed = {f.path: f for f in self.workspaces.list_files(session_id)}
+        for candidate in (name, DATA_FOLDER + name):
+            if candidate in listed:
+                return listed[candidate]
+        raise FileNotInWorkspace(name)
+
+    def _data_files(self, session_id: str) -> list[FileMetadata]:
+        found = []
+        for entry in self.workspaces.list_files(session_id):
+            if (
+                entry.path.startswith(DATA_FOLDER)
+                and _extension(entry.path) in SUPPORTED_EXTENSIONS
+            ):
+                try:
+                    found.append(self._metadata(session_id, entry))
+                except (OSError, NotARegularFile, UnsafePath):  # the sandbox swapped it meanwhile
+                    continue
+        return found
+
+    def _info(self, session_id: str, name: str) -> FileMetadata:
+        found = self.resolve(session_id, name)
+        extension = _extension(found.path)
+        if extension not in SUPPORTED_EXTENSIONS:
+            raise UnsupportedFileType(found.path, extension)
+        return self._metadata(session_id, found)
+
+    def _metadata(self, session_id: str, found: WorkspaceFile) -> FileMetadata:
+        key = (session_id, found.path, found.size, found.modified)
+        with self._lock:
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+                return cached
+        data_dir = str(self.workspaces.root.parent)
+        try:
+            metadata = self.runner.call(read_metadata, data_dir, session_id, found.path, found.size)
+        except IsolatedCallFailed as exc:
+            metadata = FileMetadata(
+                name=found.path,
+                extension=_extension(found.path),
+                size=found.size,
+                kind="data",
+                summary="unreadable",
+                error=str(exc),
+            )
+        with self._lock:
+            self._cache[key] = metadata
+            if len(self._cache) > _CACHED:
+                self._cache.popitem(last=False)
+        return metadata
+
+
+def read_metadata(data_dir: str, session_id: str, path: str, size: int) -> FileMetadata:
+    """In the isolated helper: open the file without following links, then describe it."""
+    with Workspaces(Path(data_dir)).open_file(session_id, path) as handle:
+        return extract_file_metadata(path, handle, size)
+
+
+def _extension(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[-1].lower() if "." in name else ""

@@ -1,0 +1,72 @@
+"""Dispatch: every supported extension has a reader, failures become `error`, links are refused."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from backend.files import UnsupportedFileType, extract_file_metadata
+from backend.files.metadata import READERS
+from backend.storage.workspaces import SUPPORTED_EXTENSIONS, NotARegularFile, Workspaces
+from tests.files.helpers import describe
+
+
+def test_every_supported_extension_has_a_reader() -> None:
+    assert set(READERS) == set(SUPPORTED_EXTENSIONS)
+
+
+@pytest.mark.parametrize("name", ["tool.exe", "Makefile", "archive.7z"])
+def test_an_unsupported_extension_raises(name: str) -> None:
+    with pytest.raises(UnsupportedFileType, match="not supported") as raised:
+        extract_file_metadata(name, io.BytesIO(b"x"), 1)
+    assert raised.value.name == name
+
+
+@pytest.mark.parametrize("extension", sorted(SUPPORTED_EXTENSIONS))
+def test_garbage_never_raises(tmp_path: Path, extension: str) -> None:
+    path = tmp_path / f"garbage.{extension}"
+    path.write_bytes(bytes(range(256)) * 8 + b"\xff\xfe\x00garbage")
+    metadata = describe(path)
+    assert metadata.extension == extension
+    json.dumps(metadata.to_dict())
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["x.parquet", "x.feather", "x.xlsx", "x.xls", "x.docx", "x.pdf", "x.png", "x.h5", "x.zip"],
+)
+def test_a_damaged_binary_format_reports_a_human_error(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(b"\x00\x01 definitely not the right format \x02" * 20)
+    metadata = describe(path)
+    assert metadata.error is not None
+    assert metadata.error.startswith(f"Could not read this .{path.suffix[1:]} file: ")
+    assert "\n" not in metadata.error and len(metadata.error) < 300
+    assert metadata.summary == metadata.error
+
+
+def test_an_empty_file_is_fine(tmp_path: Path) -> None:
+    for name in ("empty.csv", "empty.txt", "empty.json"):
+        path = tmp_path / name
+        path.write_bytes(b"")
+        describe(path)
+
+
+def test_workspace_files_open_without_following_links(tmp_path: Path) -> None:
+    workspaces = Workspaces(tmp_path / "data")
+    root = workspaces.ensure("s1")
+    secret = tmp_path / "secret.csv"
+    secret.write_text("password\nhunter2\n")
+    (root / "uploads" / "real.csv").write_text("a,b\n1,2\n")
+    (root / "uploads" / "link.csv").symlink_to(secret)
+    (root / "uploads" / "dir").symlink_to(tmp_path)
+
+    with workspaces.open_file("s1", "uploads/real.csv") as handle:
+        metadata = extract_file_metadata("uploads/real.csv", handle, 8)
+    assert metadata.column_names == ["a", "b"]
+    for planted in ("uploads/link.csv", "uploads/dir/secret.csv"):
+        with pytest.raises(NotARegularFile):
+            workspaces.open_file("s1", planted)
