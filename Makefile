@@ -66,6 +66,7 @@ $(VENDOR)/.installed: frontend/package.json frontend/package-lock.json | system-
 	rm -rf $(VENDOR) && mkdir -p $(VENDOR)/katex
 	cp frontend/node_modules/markdown-it/dist/browser/markdown-it.esm.min.mjs $(VENDOR)/markdown-it.mjs
 	cp frontend/node_modules/dompurify/dist/purify.es.mjs $(VENDOR)/purify.mjs
+	cp frontend/node_modules/tus-js-client/dist/tus.min.js $(VENDOR)/tus.min.js
 	cp frontend/node_modules/@highlightjs/cdn-assets/es/highlight.min.js $(VENDOR)/highlight.mjs
 	cp frontend/node_modules/@highlightjs/cdn-assets/styles/github.min.css $(VENDOR)/highlight-light.css
 	cp frontend/node_modules/@highlightjs/cdn-assets/styles/github-dark.min.css $(VENDOR)/highlight-dark.css

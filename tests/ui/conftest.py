@@ -26,7 +26,7 @@ OpenPage = Callable[..., Page]
 def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     # Uploads over 1 MB are refused, so the UI's "too large" message can be shown.
     with scripted_server(
-        tmp_path_factory.mktemp("ui"), replies(), PYTHON_CODE_MAX_FILE_SIZE="1"
+        tmp_path_factory.mktemp("ui"), replies(), MAX_UPLOAD_SIZE_MB="1"
     ) as live:
         yield live
 

@@ -35,7 +35,8 @@ async def read_health(services: ServicesDep) -> dict[str, Any]:
         "sandbox": sandbox_body,
         # What an upload may be, so a client can refuse a file before sending it.
         "upload": {
-            "max_file_mb": services.settings.PYTHON_CODE_MAX_FILE_SIZE,
+            "max_file_mb": services.settings.PYTHON_CODE_MAX_FILE_SIZE,  # POST /api/upload
+            "max_upload_mb": services.settings.MAX_UPLOAD_SIZE_MB,  # tus and PUT
             "extensions": sorted(SUPPORTED_EXTENSIONS),
         },
     }

@@ -156,39 +156,50 @@ function parseFrame(frame) {
 }
 
 /**
- * Upload one file with XMLHttpRequest, for its progress events.
- * Returns `{promise, abort}`; the promise resolves to the server's metadata.
+ * Upload one file over tus (/api/tus/, `tus-js-client`), with progress. Resumable: a
+ * cut upload is retried, and the same file dropped again into the same session goes on
+ * where it stopped, even after a reload. Returns `{promise, abort}`; the promise
+ * resolves to the file's metadata.
  */
 export function uploadFile(file, sessionId, onProgress) {
-  const xhr = new XMLHttpRequest();
+  let upload = null;
   const promise = new Promise((resolve, reject) => {
-    xhr.open("POST", "/api/upload");
-    const token = getToken();
-    if (token) xhr.setRequestHeader("Authorization", `Bearer ${token}`);
-    xhr.setRequestHeader("Accept", "application/json");
-    xhr.upload.addEventListener("progress", (event) => {
-      if (event.lengthComputable && event.total > 0) onProgress(event.loaded / event.total);
+    upload = new window.tus.Upload(file, {
+      endpoint: "/api/tus/",
+      headers: { Authorization: `Bearer ${getToken()}` },
+      metadata: { session_id: sessionId, filename: file.name },
+      chunkSize: 64 * 1024 * 1024, // one PATCH per 64 MB: a cut costs at most that
+      retryDelays: [0, 1000, 3000, 5000, 10000],
+      removeFingerprintOnSuccess: true,
+      onProgress: (sent, total) => {
+        if (total > 0) onProgress(sent / total);
+      },
+      onError: (error) => reject(tusError(error)),
+      onSuccess: () => {
+        const query = new URLSearchParams({ session_id: sessionId, name: `uploads/${file.name}` });
+        request(`/api/files/info?${query}`).then((info) => resolve({ ...info, name: file.name }), reject);
+      },
     });
-    xhr.addEventListener("load", () => {
-      let body = null;
-      try {
-        body = JSON.parse(xhr.responseText);
-      } catch {
-        body = null;
-      }
-      if (xhr.status >= 200 && xhr.status < 300 && body) {
-        resolve(body);
-        return;
-      }
-      if (xhr.status === 401) onUnauthorized();
-      reject(errorFromBody(xhr.status, xhr.statusText, body));
-    });
-    xhr.addEventListener("error", () => reject(new ApiError(OFFLINE, 0, "network")));
-    xhr.addEventListener("abort", () => reject(new ApiError("Upload cancelled.", 0, "aborted")));
-    const form = new FormData();
-    form.append("session_id", sessionId);
-    form.append("file", file, file.name);
-    xhr.send(form);
+    upload.findPreviousUploads().then((previous) => {
+      const same = previous.find((old) => old.metadata && old.metadata.session_id === sessionId);
+      if (same) upload.resumeFromPreviousUpload(same);
+      upload.start();
+    }, reject);
   });
-  return { promise, abort: () => xhr.abort() };
+  return { promise, abort: () => upload && upload.abort(true) };
+}
+
+/** A tus-js-client error as an ApiError: the server's own words when it answered. */
+function tusError(error) {
+  const response = error && error.originalResponse;
+  if (!response) return new ApiError(OFFLINE, 0, "network");
+  const status = response.getStatus();
+  if (status === 401) onUnauthorized();
+  let body = null;
+  try {
+    body = JSON.parse(response.getBody());
+  } catch {
+    body = null;
+  }
+  return errorFromBody(status, "", body);
 }

@@ -27,7 +27,7 @@ function problemWith(file) {
     const what = extension ? `.${extension} files are not supported` : "files without an extension are not supported";
     return `“${file.name}” was not uploaded: ${what}. Supported: ${allowed.join(", ")}.`;
   }
-  const maxMb = Number(limits.max_file_mb);
+  const maxMb = Number(limits.max_upload_mb ?? limits.max_file_mb); // the UI uploads over tus
   if (maxMb > 0 && file.size > maxMb * 1024 * 1024) {
     return `“${file.name}” was not uploaded: it is ${formatBytes(file.size)}, over the ${maxMb} MB limit.`;
   }
