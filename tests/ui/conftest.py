@@ -25,9 +25,7 @@ OpenPage = Callable[..., Page]
 @pytest.fixture(scope="session")
 def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     # Uploads over 1 MB are refused, so the UI's "too large" message can be shown.
-    with scripted_server(
-        tmp_path_factory.mktemp("ui"), replies(), MAX_UPLOAD_SIZE_MB="1"
-    ) as live:
+    with scripted_server(tmp_path_factory.mktemp("ui"), replies(), MAX_UPLOAD_SIZE_MB="1") as live:
         yield live
 
 
