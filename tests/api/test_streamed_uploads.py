@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import socket
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -13,6 +12,7 @@ import pytest
 
 from tests.conftest import StartServer, write_replies
 from tests.support.live_server import LiveServer
+from tests.support.waiting import wait_for
 
 MB = 1024 * 1024
 
@@ -125,11 +125,3 @@ def test_a_cut_upload_is_never_listed_and_leaves_nothing(server: LiveServer) -> 
         assert data_files == ["uploads/seed.csv"], data_files
         raw.close()  # cut off mid-body
         wait_for(lambda: [p.name for p in uploads.iterdir()] == ["seed.csv"])
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
-    """Until `condition()` holds (it observes the server's files), or fail."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "the server never got there"
-        time.sleep(0.02)

@@ -6,8 +6,6 @@ import base64
 import hashlib
 import io
 import socket
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -16,6 +14,7 @@ from tusclient import client as tus
 
 from tests.conftest import StartServer, write_replies
 from tests.support.live_server import LiveServer
+from tests.support.waiting import wait_for
 
 MB = 1024 * 1024
 CONTENT = b"id,value\n" + b"".join(b"%d,%d\n" % (i, i * 7) for i in range(400_000))  # ~5 MB
@@ -152,11 +151,3 @@ def test_the_protocol_refuses_what_it_must(server: LiveServer) -> None:
 
 def offset(http: httpx.Client, server: LiveServer, location: str) -> int:
     return int(http.head(location, headers=tus_headers(server)).headers["upload-offset"])
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
-    """Until `condition()` holds (it asks the server), or fail."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "the server never got there"
-        time.sleep(0.02)

@@ -15,6 +15,7 @@ from tests.conftest import StartServer, write_replies
 from tests.support.fake_ollama import FakeOllama
 from tests.support.fake_openai import FakeUpstreamThread
 from tests.support.live_server import LiveServer, free_port
+from tests.support.waiting import wait_for
 
 
 def _in_front_of(upstream: FakeUpstreamThread, start_server: StartServer) -> LiveServer:
@@ -31,15 +32,6 @@ def _sdk(server: LiveServer) -> openai.OpenAI:
 def _last_request(upstream: FakeUpstreamThread) -> dict[str, Any]:
     """The body of the last request the fake upstream received."""
     return dict(httpx.get(upstream.url.removesuffix("/v1") + "/stats").json()["last_request"])
-
-
-def _wait_for(predicate, timeout: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_client_disconnect_stops_generation_and_keeps_the_conversation(
@@ -64,14 +56,14 @@ def test_client_disconnect_stops_generation_and_keeps_the_conversation(
             conversation_id = seen[0]["agent"]["conversation_id"]
 
             stats_url = upstream.url.removesuffix("/v1") + "/stats"
-            assert _wait_for(lambda: httpx.get(stats_url).json()["disconnected"] == 1)
+            wait_for(lambda: httpx.get(stats_url).json()["disconnected"] == 1, timeout=10)
             assert httpx.get(stats_url).json()["completed"] == 0
 
             def assistant_recorded() -> bool:
                 messages = http.get(f"/api/conversations/{conversation_id}").json()["messages"]
                 return len(messages) == 2
 
-            assert _wait_for(assistant_recorded)
+            wait_for(assistant_recorded, timeout=10)
             messages = http.get(f"/api/conversations/{conversation_id}").json()["messages"]
             assert messages[0]["content"] == "tell me a long story"
             answer = messages[1]
