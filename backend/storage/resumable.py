@@ -73,8 +73,11 @@ class ResumableUploads:
 
     def finish(self, upload: Upload, workspaces: Workspaces) -> None:
         """Move the complete, synced part to the session's uploads/<filename>."""
-        with open(self._part(upload.id), "rb") as part:
-            os.fsync(part.fileno())
+        part = self.appender(upload)  # created here if no byte ever came (an empty file)
+        try:
+            os.fsync(part)
+        finally:
+            os.close(part)
         folder = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
         try:
             workspaces.adopt_upload(upload.session_id, upload.filename, folder, f"{upload.id}.part")

@@ -122,6 +122,10 @@ def test_the_protocol_refuses_what_it_must(server: LiveServer) -> None:
             http.post("/api/tus/", headers={"Tus-Resumable": "1.0.0", **length}).status_code == 401
         )
 
+        empty = {"Upload-Length": "0", "Upload-Metadata": metadata("p", "empty.csv")}
+        assert create(**empty).status_code == 201  # complete at once: no PATCH will come
+        assert (server.data_dir / "scratch" / "p" / "uploads" / "empty.csv").read_bytes() == b""
+
         location = create(**length).headers["location"]
         patch = {"Content-Type": "application/offset+octet-stream", "Upload-Offset": "3"}
         wrong = http.patch(location, content=b"0123456789", headers=tus_headers(server, **patch))

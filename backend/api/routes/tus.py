@@ -80,6 +80,11 @@ async def create_upload(request: Request, user: CurrentUser, services: ServicesD
     if length > room:
         raise no_room(room)
     upload = await run_in_threadpool(services.uploads.create, user.id, session_id, filename, length)
+    if length == 0:  # complete as created: clients send no PATCH for an empty file
+        try:
+            await run_in_threadpool(services.uploads.finish, upload, services.workspaces)
+        except (UnsafePath, NotARegularFile, NotADirectoryError, OSError):
+            raise unusable() from None
     location = f"/api/tus/{upload.id}"
     return Response(status_code=201, headers=_headers(Location=location, **{"Upload-Offset": "0"}))
 
