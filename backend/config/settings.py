@@ -73,6 +73,8 @@ class Settings(BaseSettings):
     PYTHON_CODE_MAX_FILE_SIZE: float = Field(default=50, gt=0)
     # A streamed upload (PUT /api/sessions/{id}/uploads/{name}), written to disk as it arrives.
     MAX_UPLOAD_SIZE_MB: float = Field(default=20480, gt=0)
+    # A CSV/TSV/JSONL/Excel upload over this gets a Parquet copy in the background (0: never).
+    PARQUET_CONVERSION_MB: float = Field(default=100, ge=0)
     PYTHON_CODE_MAX_FILES_TO_SELECT: int = Field(default=5, ge=1)  # more: the LLM picks
     PYTHON_EXECUTOR_MODE: ExecutorMode = "native"
     SANDBOX: SandboxMode = "auto"

@@ -18,6 +18,7 @@ from backend.core.llm import LLMBackend, create_llm_backend
 from backend.core.runs import RunRegistry
 from backend.core.security import load_or_create_secret_key
 from backend.files.catalog import WorkspaceCatalog
+from backend.files.conversion import ParquetConversions
 from backend.storage import Store, open_store
 from backend.storage.resumable import ResumableUploads
 from backend.storage.workspaces import Workspaces
@@ -50,6 +51,8 @@ class Services:
         if self.chat.agents is not None:
             await self.chat.agents.aclose()
         self.catalog.runner.close()
+        if self.catalog.conversions is not None:
+            self.catalog.conversions.close()
         await self.llm.aclose()
         self.store.close()
 
@@ -69,7 +72,8 @@ def build_services(settings: Settings) -> Services:
     uploads = ResumableUploads(settings.DATA_DIR)
     uploads.remove_expired(UPLOAD_RETENTION_SECONDS)
     audit = AuditLog(settings.DATA_DIR)
-    catalog = WorkspaceCatalog(workspaces)
+    conversions = ParquetConversions(workspaces, int(settings.PARQUET_CONVERSION_MB * 1024**2))
+    catalog = WorkspaceCatalog(workspaces, conversions=conversions)
     coder = PythonCoder(settings, workspaces, catalog)
     executors = ExecutorPool(settings, sandbox, workspaces)
     agents = AgentRunner(settings, workspaces, catalog, coder, executors, llm.name)

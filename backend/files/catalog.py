@@ -6,12 +6,17 @@ kept per (session, path, size, mtime). Files are opened through `Workspaces`,
 which never follows a link the sandbox planted, and parsed in an isolated,
 resource-limited helper process (`files/isolation.py`), since a crafted file can
 crash a native parser.
+
+A large table's Parquet copy (`conversion.py`) is not listed as a file of its
+own: it shows in its source's `details.conversion`, and once it is complete the
+source is described from the copy's footer (exact rows and types).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import replace
 from pathlib import Path
 
 from starlette.concurrency import run_in_threadpool
@@ -20,6 +25,12 @@ from backend.files import (
     FileMetadata,
     UnsupportedFileType,
     extract_file_metadata,
+)
+from backend.files.conversion import (
+    Conversion,
+    ParquetConversions,
+    source_of_twin,
+    twin_of,
 )
 from backend.files.isolation import IsolatedCallFailed, IsolatedRunner
 from backend.storage.workspaces import (
@@ -42,9 +53,15 @@ class FileNotInWorkspace(LookupError):
 
 
 class WorkspaceCatalog:
-    def __init__(self, workspaces: Workspaces, runner: IsolatedRunner | None = None) -> None:
+    def __init__(
+        self,
+        workspaces: Workspaces,
+        runner: IsolatedRunner | None = None,
+        conversions: ParquetConversions | None = None,
+    ) -> None:
         self.workspaces = workspaces
         self.runner = runner or IsolatedRunner()
+        self.conversions = conversions
         self._cache: OrderedDict[_Key, FileMetadata] = OrderedDict()
         self._lock = threading.Lock()  # requests read metadata from several threads
 
@@ -60,32 +77,51 @@ class WorkspaceCatalog:
         return await run_in_threadpool(self._info, session_id, name)
 
     def resolve(self, session_id: str, name: str) -> WorkspaceFile:
-        safe_relative(name)
-        listed = {f.path: f for f in self.workspaces.list_files(session_id)}
-        for candidate in (name, DATA_FOLDER + name):
-            if candidate in listed:
-                return listed[candidate]
-        raise FileNotInWorkspace(name)
+        return _find(name, self._listed(session_id))
+
+    def _listed(self, session_id: str) -> dict[str, WorkspaceFile]:
+        return {f.path: f for f in self.workspaces.list_files(session_id)}
 
     def _data_files(self, session_id: str) -> list[FileMetadata]:
+        listed = self._listed(session_id)
         found = []
-        for entry in self.workspaces.list_files(session_id):
+        for entry in listed.values():
             if (
                 entry.path.startswith(DATA_FOLDER)
                 and _extension(entry.path) in SUPPORTED_EXTENSIONS
+                and source_of_twin(entry.path, listed) is None
             ):
                 try:
-                    found.append(self._metadata(session_id, entry))
+                    found.append(self._described(session_id, entry, listed))
                 except (OSError, NotARegularFile, UnsafePath):  # the sandbox swapped it meanwhile
                     continue
         return found
 
     def _info(self, session_id: str, name: str) -> FileMetadata:
-        found = self.resolve(session_id, name)
+        listed = self._listed(session_id)
+        found = _find(name, listed)
         extension = _extension(found.path)
         if extension not in SUPPORTED_EXTENSIONS:
             raise UnsupportedFileType(found.path, extension)
-        return self._metadata(session_id, found)
+        return self._described(session_id, found, listed)
+
+    def _described(
+        self, session_id: str, found: WorkspaceFile, listed: dict[str, WorkspaceFile]
+    ) -> FileMetadata:
+        """`found`'s metadata, with its Parquet copy's status (and facts, once complete)."""
+        metadata = self._metadata(session_id, found)
+        if self.conversions is None:
+            return metadata
+        twin = listed.get(twin_of(found.path))
+        conversion = self.conversions.status(session_id, found, twin)
+        if conversion is None:
+            return metadata
+        if conversion.state == "done" and twin is not None:
+            copy = self._metadata(session_id, twin)
+            if copy.error is None:
+                return _from_copy(metadata, copy, conversion)
+        details = {**metadata.details, "conversion": conversion.public()}
+        return replace(metadata, details=details)
 
     def _metadata(self, session_id: str, found: WorkspaceFile) -> FileMetadata:
         key = (session_id, found.path, found.size, found.modified)
@@ -111,6 +147,29 @@ class WorkspaceCatalog:
             if len(self._cache) > _CACHED:
                 self._cache.popitem(last=False)
         return metadata
+
+
+def _find(name: str, listed: dict[str, WorkspaceFile]) -> WorkspaceFile:
+    safe_relative(name)
+    for candidate in (name, DATA_FOLDER + name):
+        if candidate in listed:
+            return listed[candidate]
+    raise FileNotInWorkspace(name)
+
+
+def _from_copy(source: FileMetadata, copy: FileMetadata, conversion: Conversion) -> FileMetadata:
+    """The source described by its Parquet copy's footer: exact columns, types and rows."""
+    rows = copy.details.get("rows")
+    columns = copy.details.get("column_count", 0)
+    shown = f"{rows:,} rows" if isinstance(rows, int) else "rows unknown"
+    details = {
+        **copy.details,
+        "read_options": source.details.get("read_options", {}),
+        "parquet": copy.name,
+        "conversion": conversion.public(),
+    }
+    summary = f"{source.extension.upper()} table, {columns} columns, {shown} (Parquet copy ready)"
+    return replace(source, summary=summary, details=details, error=None)
 
 
 def read_metadata(data_dir: str, session_id: str, path: str, size: int) -> FileMetadata:

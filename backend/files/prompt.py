@@ -73,6 +73,11 @@ def _gist(metadata: FileMetadata) -> list[str]:
         lines.append(f"text: {_cut(details['text'], 150)}")
     elif details.get("first_lines"):
         lines += [f"line: {_cut(line, MAX_ROW_CHARS)}" for line in details["first_lines"][:2]]
+    conversion = details.get("conversion") or {}
+    if details.get("parquet"):
+        lines.append(f"Parquet copy: {details['parquet']} (read or query this path: much faster)")
+    elif conversion.get("state") in ("queued", "converting"):
+        lines.append(f"being converted to Parquet ({conversion.get('progress', 0):.0f}%)")
     if len(details.get("sheet_names", [])) > 1:
         lines.append(_items("sheets", details["sheet_names"]))
     return lines

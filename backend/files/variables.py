@@ -98,8 +98,17 @@ def _call(function: str, path: str, options: dict[str, Any]) -> str:
     return f"_pd.{function}({', '.join(arguments)})"
 
 
+def _parquet_copy(metadata: FileMetadata | None) -> str | None:
+    """The file's complete Parquet copy (`files/conversion.py`), read in its place."""
+    copy = metadata.details.get("parquet") if metadata else None
+    return copy if isinstance(copy, str) else None
+
+
 def _load_expression(path: str, metadata: FileMetadata | None) -> str | None:
     """The pandas call that loads `path`, or None when it is not a table."""
+    copy = _parquet_copy(metadata)
+    if copy is not None:
+        return _call("read_parquet", copy, {})
     extension = file_extension(path)
     if extension in _DELIMITED:
         options = dict(metadata.details.get("read_options", {})) if metadata else {}
@@ -124,7 +133,12 @@ def _large_table(path: str, metadata: FileMetadata | None) -> dict[str, Any] | N
     """How the sandbox opens `path` as a DuckDB relation, if it is too large for pandas."""
     extension = file_extension(path)
     reader = _RELATION_READERS.get(extension)
-    if metadata is None or not metadata.large or reader is None:
+    if metadata is None or not metadata.large:
+        return None
+    copy = _parquet_copy(metadata)
+    if copy is not None:
+        return {"reader": "read_parquet", "path": copy, "options": {}}
+    if reader is None:
         return None  # a large spreadsheet still goes to pandas: DuckDB cannot read it here
     options: dict[str, Any] = {}
     sep = (metadata.details.get("read_options") or {}).get("sep") or _DEFAULT_SEP.get(extension)

@@ -42,6 +42,11 @@ class Draft:
             raise
         self.size = 0
 
+    @property
+    def fd(self) -> int:
+        """The draft's open descriptor, for writers that need a path (/proc/self/fd/N)."""
+        return self._fd
+
     def write(self, data: bytes) -> None:
         write_all(self._fd, data)
         self.size += len(data)

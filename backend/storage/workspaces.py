@@ -186,12 +186,16 @@ class Workspaces:
 
     def upload_draft(self, session_id: str, name: str) -> Draft:
         """A draft of uploads/<name>, for a body that arrives in pieces (`Draft.commit`)."""
-        filename = safe_filename(name)
-        uploads = self._parent(session_id, ("uploads", filename), create=False)
+        return self.draft(session_id, f"uploads/{safe_filename(name)}")
+
+    def draft(self, session_id: str, relative: str) -> Draft:
+        """A draft of the file `relative`, whose folder must exist (`Draft.commit`)."""
+        parts = safe_relative(relative).parts
+        folder = self._parent(session_id, parts, create=False)
         try:
-            return Draft(uploads, filename)
+            return Draft(folder, parts[-1])
         finally:
-            os.close(uploads)
+            os.close(folder)
 
     def adopt_upload(self, session_id: str, name: str, folder: int, source: str) -> None:
         """Rename `source` (in the open `folder`, on the same disk) to uploads/<name>."""

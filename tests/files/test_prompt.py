@@ -68,3 +68,23 @@ def test_a_large_table_is_marked_and_the_prompt_says_to_use_duckdb(tmp_path: Pat
     assert "never load them with pandas" in text and "duckdb.sql(" in text
     small = describe_for_prompt([describe(path, "uploads/big.csv")], {"uploads/big.csv": "df1"})
     assert "LARGE" not in small and "duckdb" not in small
+
+
+def test_a_parquet_copy_and_a_conversion_in_progress_are_named() -> None:
+    columns = [{"name": "a", "dtype": "int64"}]
+    ready = FileMetadata(
+        "uploads/big.csv",
+        "csv",
+        LARGE_FILE_BYTES * 3,
+        "tabular",
+        "CSV table, 1 columns, 9,000,000 rows (Parquet copy ready)",
+        {"columns": columns, "parquet": "uploads/big.csv.parquet"},
+    )
+    running = replace(
+        ready,
+        name="uploads/next.csv",
+        details={"columns": columns, "conversion": {"state": "converting", "progress": 41.6}},
+    )
+    text = describe_for_prompt([ready, running], {"uploads/big.csv": "df1"})
+    assert "Parquet copy: uploads/big.csv.parquet" in text
+    assert "being converted to Parquet (42%)" in text

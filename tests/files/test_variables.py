@@ -168,3 +168,31 @@ def test_a_table_too_large_for_pandas_becomes_a_duckdb_relation(
     assert isinstance(relation, duckdb.DuckDBPyRelation)
     assert relation.aggregate("count(*), sum(v)").fetchall() == [(1000, sum(range(1000)))]
     duckdb.set_default_connection(duckdb.connect())
+
+
+def test_a_table_with_a_parquet_copy_is_loaded_from_the_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    (tmp_path / "variables").mkdir()
+    (uploads / "a.csv").write_text("this CSV is stale and unreadable;;;\n\x00")
+    FRAME.to_parquet(uploads / "a.csv.parquet")
+    (uploads / "b.csv").write_text("stale")
+    FRAME.to_parquet(uploads / "b.csv.parquet")
+    monkeypatch.chdir(tmp_path)
+    copy = {"parquet": "uploads/a.csv.parquet", "read_options": {"sep": ";"}}
+    small = FileMetadata("uploads/a.csv", "csv", 100, "tabular", details=copy)
+    big = FileMetadata(
+        "uploads/b.csv",
+        "csv",
+        LARGE_FILE_BYTES + 1,
+        "tabular",
+        details={"parquet": "uploads/b.csv.parquet"},
+    )
+    namespace = _run(loader_code({"uploads/a.csv": "a", "uploads/b.csv": "b"}, [small, big]))
+    pd.testing.assert_frame_equal(namespace["a"], FRAME)
+    recorded = json.loads((tmp_path / "variables" / "large_tables.json").read_text())
+    assert recorded == {
+        "b": {"reader": "read_parquet", "path": "uploads/b.csv.parquet", "options": {}}
+    }

@@ -1,0 +1,207 @@
+"""Large tabular uploads get a Parquet copy, made once, in the background.
+
+A CSV, TSV, JSONL or Excel file over `PARQUET_CONVERSION_MB` under uploads/
+gets a twin, `<name>.parquet` beside it (`uploads/big.csv` ->
+`uploads/big.csv.parquet`). DuckDB reads Parquet many times faster than CSV and
+its footer holds the exact schema and row count, so once the twin exists the
+catalog describes the file from it and the loaders open it instead.
+
+Conversions run one at a time on a thread of their own, each in a fresh,
+resource-limited helper process (`to_parquet.py`) that reports its progress.
+`status` is what the catalog shows as the file's `conversion`. A twin is
+current while it is newer than its source; a source that changes, or a server
+that restarts mid-copy (the draft is never listed), is simply converted again
+the next time the file is listed.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import queue
+import threading
+from collections.abc import Collection
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from backend.files.to_parquet import convert
+from backend.storage.workspaces import WorkspaceFile, Workspaces
+
+logger = logging.getLogger(__name__)
+
+CONVERTIBLE = frozenset({"csv", "tsv", "jsonl", "xlsx", "xlsm"})
+TWIN_SUFFIX = ".parquet"
+MEMORY_MB = 1024  # DuckDB's memory_limit in the helper; it spills beyond
+
+State = Literal["queued", "converting", "done", "failed"]
+_Key = tuple[str, str]
+
+
+@dataclass
+class Conversion:
+    """One file's conversion, as the API shows it (`details.conversion`)."""
+
+    state: State
+    progress: float  # percent
+    parquet: str
+    error: str | None = None
+
+    def public(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def twin_of(path: str) -> str:
+    return path + TWIN_SUFFIX
+
+
+def source_of_twin(path: str, listed: Collection[str]) -> str | None:
+    """The file `path` is the Parquet copy of, if it is one and its source is listed."""
+    source = path.removesuffix(TWIN_SUFFIX)
+    if source != path and source in listed and _extension(source) in CONVERTIBLE:
+        return source
+    return None
+
+
+def _extension(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[-1].lower() if "." in name else ""
+
+
+@dataclass
+class _Job:
+    session_id: str
+    source: WorkspaceFile
+    conversion: Conversion
+
+
+class ParquetConversions:
+    """The queue of conversions and their status, for one server."""
+
+    def __init__(
+        self, workspaces: Workspaces, threshold_bytes: int, memory_mb: int = MEMORY_MB
+    ) -> None:
+        self.workspaces = workspaces
+        self.threshold = threshold_bytes
+        self.memory_mb = memory_mb
+        self._jobs: dict[_Key, tuple[tuple[int, float], Conversion]] = {}
+        self._queue: queue.Queue[_Job | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._process: multiprocessing.process.BaseProcess | None = None
+        self._closed = False
+
+    def wanted(self, found: WorkspaceFile) -> bool:
+        return (
+            self.threshold > 0
+            and found.size > self.threshold
+            and found.path.startswith("uploads/")
+            and _extension(found.path) in CONVERTIBLE
+        )
+
+    def status(
+        self, session_id: str, found: WorkspaceFile, twin: WorkspaceFile | None
+    ) -> Conversion | None:
+        """The conversion of `found` (queued now if it is due); None for a file not converted."""
+        if not self.wanted(found):
+            return None
+        parquet = twin_of(found.path)
+        if twin is not None and twin.modified >= found.modified:
+            return Conversion("done", 100.0, parquet)
+        identity = (found.size, found.modified)
+        key = (session_id, found.path)
+        with self._lock:
+            known = self._jobs.get(key)
+            if known is not None and known[0] == identity and known[1].state != "done":
+                return known[1]
+            if self._closed:
+                return None
+            conversion = Conversion("queued", 0.0, parquet)
+            self._jobs[key] = (identity, conversion)
+            self._start()
+        self._queue.put(_Job(session_id, found, conversion))
+        return conversion
+
+    def _start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._work, name="parquet", daemon=True)
+            self._thread.start()
+
+    def _work(self) -> None:
+        while (job := self._queue.get()) is not None:
+            try:
+                self._run(job)
+            except Exception as exc:  # the helper could not even start
+                logger.exception("Parquet conversion of %s failed", job.source.path)
+                job.conversion.state, job.conversion.error = "failed", str(exc)
+
+    def _run(self, job: _Job) -> None:
+        conversion = job.conversion
+        context = multiprocessing.get_context("spawn")  # forking would copy the server's threads
+        receiver, sender = context.Pipe(duplex=False)
+        identity = (job.source.size, job.source.modified)
+        process = context.Process(
+            target=convert,
+            args=(
+                str(self.workspaces.root.parent),
+                job.session_id,
+                job.source.path,
+                conversion.parquet,
+                identity,
+                self.memory_mb,
+                sender,
+            ),
+            name="parquet-helper",
+            daemon=True,
+        )
+        with self._lock:
+            if self._closed:
+                return
+            process.start()
+            self._process = process
+        sender.close()
+        conversion.state = "converting"
+        try:
+            self._follow(receiver, conversion)
+        finally:
+            receiver.close()
+            process.join(timeout=5)
+            if process.is_alive():
+                process.kill()
+                process.join()
+            with self._lock:
+                self._process = None
+        logger.info(
+            "Parquet copy of %s: %s%s",
+            job.source.path,
+            conversion.state,
+            f" ({conversion.error})" if conversion.error else "",
+        )
+
+    @staticmethod
+    def _follow(receiver: Any, conversion: Conversion) -> None:
+        while True:
+            try:
+                kind, value = receiver.recv()
+            except EOFError:  # killed: out of memory or CPU, or the server is stopping
+                conversion.state = "failed"
+                conversion.error = "the converter stopped before the end"
+                return
+            if kind == "progress":
+                conversion.progress = round(float(value), 1)
+            elif kind == "done":
+                conversion.state, conversion.progress = "done", 100.0
+                return
+            else:
+                conversion.state, conversion.error = "failed", str(value)
+                return
+
+    def close(self) -> None:
+        """Stop: the running helper is killed (its draft is never listed) and the queue dropped."""
+        with self._lock:
+            self._closed = True
+            process = self._process
+        if process is not None and process.is_alive():
+            process.kill()
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout=10)

@@ -1,0 +1,129 @@
+"""Parquet copies of large tables (backend/files/conversion.py), in the real helper process."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
+import pytest
+
+from backend.files.conversion import Conversion, ParquetConversions
+from backend.storage.workspaces import WorkspaceFile, Workspaces
+from tests.support.waiting import wait_for
+
+SESSION = "conv"
+
+
+@pytest.fixture
+def workspaces(tmp_path: Path) -> Workspaces:
+    workspaces = Workspaces(tmp_path)
+    workspaces.ensure(SESSION)
+    return workspaces
+
+
+@pytest.fixture
+def conversions(workspaces: Workspaces) -> Iterator[ParquetConversions]:
+    conversions = ParquetConversions(workspaces, threshold_bytes=1000, memory_mb=256)
+    yield conversions
+    conversions.close()
+
+
+def write(workspaces: Workspaces, relative: str, text: str) -> WorkspaceFile:
+    path = workspaces.path(SESSION) / relative
+    path.write_text(text)
+    info = path.stat()
+    return WorkspaceFile(relative, info.st_size, info.st_mtime)
+
+
+def listed(workspaces: Workspaces, relative: str) -> WorkspaceFile | None:
+    return {f.path: f for f in workspaces.list_files(SESSION)}.get(relative)
+
+
+def finished(conversions: ParquetConversions, found: WorkspaceFile) -> Conversion:
+    """Ask for the status, as the catalog does, until the conversion has ended."""
+    workspaces = conversions.workspaces
+    seen: list[Conversion] = []
+
+    def ended() -> bool:
+        twin = listed(workspaces, found.path + ".parquet")
+        status = conversions.status(SESSION, found, twin)
+        assert status is not None
+        seen.append(status)
+        return status.state in ("done", "failed")
+
+    wait_for(ended, timeout=120)
+    return seen[-1]
+
+
+def table(rows: int) -> str:
+    return "id,city,amount\n" + "".join(f"{i},c{i % 7},{i * 1.5}\n" for i in range(rows))
+
+
+def test_a_large_csv_gets_a_parquet_copy_with_every_row(
+    workspaces: Workspaces, conversions: ParquetConversions
+) -> None:
+    found = write(workspaces, "uploads/sales.csv", table(50_000))
+    status = finished(conversions, found)
+    assert status.state == "done" and status.progress == 100.0, status
+    copy = pq.read_table(workspaces.path(SESSION) / "uploads/sales.csv.parquet")
+    assert copy.num_rows == 50_000
+    assert copy.column_names == ["id", "city", "amount"]
+    assert copy.column("amount")[3].as_py() == 4.5
+    leftovers = [n for n in os.listdir(workspaces.path(SESSION) / "uploads") if n.startswith(".")]
+    assert leftovers == []
+
+
+def test_small_files_and_other_types_are_not_converted(
+    workspaces: Workspaces, conversions: ParquetConversions
+) -> None:
+    small = write(workspaces, "uploads/tiny.csv", "a,b\n1,2\n")
+    notes = write(workspaces, "uploads/notes.md", "x" * 5000)
+    outside = write(workspaces, "outputs/result.csv", table(1000))
+    for found in (small, notes, outside):
+        assert conversions.status(SESSION, found, None) is None
+
+
+def test_a_file_that_is_not_a_table_fails_with_a_reason_and_leaves_nothing(
+    workspaces: Workspaces, conversions: ParquetConversions
+) -> None:
+    found = write(workspaces, "uploads/events.jsonl", '{"a": 1}\n' * 200 + "not json at all\n")
+    status = finished(conversions, found)
+    assert status.state == "failed", status
+    assert status.error and status.error.startswith("could not convert to Parquet"), status
+    assert "/proc/self/fd" not in status.error
+    assert sorted(os.listdir(workspaces.path(SESSION) / "uploads")) == ["events.jsonl"]
+    again = conversions.status(SESSION, found, None)
+    assert again is not None and again.state == "failed"  # not retried until the file changes
+
+
+def test_a_source_swapped_for_a_link_is_never_read(
+    workspaces: Workspaces, conversions: ParquetConversions, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.csv"
+    secret.write_text(table(1000))
+    found = write(workspaces, "uploads/data.csv", table(1000))
+    link = workspaces.path(SESSION) / "uploads/data.csv"
+    link.unlink()
+    link.symlink_to(secret)  # what sandboxed code can do between listing and conversion
+    status = finished(conversions, found)
+    assert status.state == "failed", status
+    assert not (workspaces.path(SESSION) / "uploads/data.csv.parquet").exists()
+
+
+def test_a_changed_source_is_converted_again(
+    workspaces: Workspaces, conversions: ParquetConversions
+) -> None:
+    found = write(workspaces, "uploads/log.tsv", table(2000).replace(",", "\t"))
+    assert finished(conversions, found).state == "done"
+    twin = listed(workspaces, "uploads/log.tsv.parquet")
+    assert twin is not None
+    path = workspaces.path(SESSION) / "uploads/log.tsv"
+    path.write_text(table(3000).replace(",", "\t"))
+    os.utime(path, (twin.modified + 5, twin.modified + 5))  # newer than its copy
+    changed = listed(workspaces, "uploads/log.tsv")
+    assert changed is not None
+    assert finished(conversions, changed).state == "done"
+    copy = pq.read_table(workspaces.path(SESSION) / "uploads/log.tsv.parquet")
+    assert copy.num_rows == 3000
