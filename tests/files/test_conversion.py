@@ -127,3 +127,23 @@ def test_a_changed_source_is_converted_again(
     assert finished(conversions, changed).state == "done"
     copy = pq.read_table(workspaces.path(SESSION) / "uploads/log.tsv.parquet")
     assert copy.num_rows == 3000
+
+
+def test_an_excel_sheet_is_converted_through_csv(
+    workspaces: Workspaces, conversions: ParquetConversions
+) -> None:
+    import openpyxl  # type: ignore[import-untyped]
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.append(["region", "sales"])
+    for i in range(3000):
+        sheet.append([f"r{i % 4}", i])
+    path = workspaces.path(SESSION) / "uploads/book.xlsx"
+    book.save(path)
+    info = path.stat()
+    found = WorkspaceFile("uploads/book.xlsx", info.st_size, info.st_mtime)
+    assert finished(conversions, found).state == "done"
+    copy = pq.read_table(workspaces.path(SESSION) / "uploads/book.xlsx.parquet")
+    assert copy.num_rows == 3000 and copy.column_names == ["region", "sales"]
+    assert sum(copy.column("sales").to_pylist()) == sum(range(3000))
