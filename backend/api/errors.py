@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from backend.core.llm import LLMError
+from backend.files.s3_objects import S3Error
 from backend.storage import SessionOwnedByAnotherUser
 
 logger = logging.getLogger(__name__)
@@ -104,6 +105,10 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _llm_error(request: Request, exc: LLMError) -> JSONResponse:
         param = "model" if exc.code == "model_not_found" else None
         return error_response(request, exc.status_code, exc.message, code=exc.code, param=param)
+
+    @app.exception_handler(S3Error)
+    async def _s3_error(request: Request, exc: S3Error) -> JSONResponse:
+        return error_response(request, exc.status, str(exc), code=exc.code)
 
     @app.exception_handler(SessionOwnedByAnotherUser)
     async def _foreign_session(request: Request, exc: SessionOwnedByAnotherUser) -> JSONResponse:

@@ -65,6 +65,14 @@ class Settings(BaseSettings):
     SECRET_KEY: str = ""  # empty: generated on first start and kept in DATA_DIR
     JWT_EXPIRATION_HOURS: float = Field(default=24, gt=0)
 
+    # S3 sources (backend/files/s3_objects.py): only buckets or bucket/prefix in S3_BUCKETS
+    # (comma-separated) are listed or read. Empty S3_ENDPOINT_URL: AWS itself.
+    S3_ENDPOINT_URL: str = ""
+    S3_ACCESS_KEY_ID: str = ""
+    S3_SECRET_ACCESS_KEY: str = ""
+    S3_REGION: str = "us-east-1"
+    S3_BUCKETS: str = ""
+
     # Code execution (used by the python_coder tool)
     PYTHON_CODE_TIMEOUT: float = Field(default=30, gt=0)
     PYTHON_CODE_MAX_MEMORY: int = Field(default=512, ge=64)
@@ -88,7 +96,7 @@ class Settings(BaseSettings):
             raise ValueError("must be at least 32 random characters (or unset to generate one)")
         return value
 
-    @field_validator("OLLAMA_HOST", "OPENAI_BASE_URL", "TAVILY_BASE_URL")
+    @field_validator("OLLAMA_HOST", "OPENAI_BASE_URL", "TAVILY_BASE_URL", "S3_ENDPOINT_URL")
     @classmethod
     def _must_be_http_url(cls, value: str) -> str:
         if value and not value.startswith(("http://", "https://")):

@@ -19,6 +19,9 @@ from backend.core.runs import RunRegistry
 from backend.core.security import load_or_create_secret_key
 from backend.files.catalog import WorkspaceCatalog
 from backend.files.conversion import ParquetConversions
+from backend.files.isolation import IsolatedRunner
+from backend.files.s3_objects import S3Config
+from backend.files.s3_source import S3Source
 from backend.storage import Store, open_store
 from backend.storage.resumable import ResumableUploads
 from backend.storage.workspaces import Workspaces
@@ -73,7 +76,12 @@ def build_services(settings: Settings) -> Services:
     uploads.remove_expired(UPLOAD_RETENTION_SECONDS)
     audit = AuditLog(settings.DATA_DIR)
     conversions = ParquetConversions(workspaces, int(settings.PARQUET_CONVERSION_MB * 1024**2))
-    catalog = WorkspaceCatalog(workspaces, conversions=conversions)
+    runner = IsolatedRunner()
+    s3_config = S3Config.from_settings(settings)
+    s3 = None
+    if s3_config is not None:
+        s3 = S3Source(s3_config, workspaces, runner, int(settings.MAX_UPLOAD_SIZE_MB * 1024**2))
+    catalog = WorkspaceCatalog(workspaces, runner, conversions=conversions, s3=s3)
     coder = PythonCoder(settings, workspaces, catalog)
     executors = ExecutorPool(settings, sandbox, workspaces)
     agents = AgentRunner(settings, workspaces, catalog, coder, executors, llm.name)

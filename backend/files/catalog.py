@@ -14,6 +14,7 @@ source is described from the copy's footer (exact rows and types).
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from dataclasses import replace
@@ -33,6 +34,8 @@ from backend.files.conversion import (
     twin_of,
 )
 from backend.files.isolation import IsolatedCallFailed, IsolatedRunner
+from backend.files.s3_objects import S3Error, S3Forbidden, is_s3
+from backend.files.s3_source import S3Source
 from backend.storage.workspaces import (
     SUPPORTED_EXTENSIONS,
     NotARegularFile,
@@ -41,6 +44,8 @@ from backend.storage.workspaces import (
     Workspaces,
     safe_relative,
 )
+
+logger = logging.getLogger(__name__)
 
 DATA_FOLDER = "uploads/"
 _CACHED = 1024
@@ -58,23 +63,55 @@ class WorkspaceCatalog:
         workspaces: Workspaces,
         runner: IsolatedRunner | None = None,
         conversions: ParquetConversions | None = None,
+        s3: S3Source | None = None,
     ) -> None:
         self.workspaces = workspaces
         self.runner = runner or IsolatedRunner()
         self.conversions = conversions
+        self.s3 = s3
         self._cache: OrderedDict[_Key, FileMetadata] = OrderedDict()
         self._lock = threading.Lock()  # requests read metadata from several threads
 
-    async def data_files(self, session_id: str) -> list[FileMetadata]:
-        """Metadata of every supported file under uploads/, in name order."""
-        return await run_in_threadpool(self._data_files, session_id)
+    async def data_files(
+        self, session_id: str, *, include_s3: bool = True, strict: bool = False
+    ) -> list[FileMetadata]:
+        """Metadata of every supported file under uploads/, in name order, then of the
+        allowlisted S3 objects. An S3 failure raises `S3Error` when `strict`; otherwise
+        it is logged and the uploads alone are listed."""
+        uploads = await run_in_threadpool(self._data_files, session_id)
+        if self.s3 is None or not include_s3:
+            return uploads
+        try:
+            return uploads + await run_in_threadpool(self.s3.files)
+        except S3Error as exc:
+            if strict:
+                raise
+            logger.warning("S3 objects not listed: %s", exc)
+            return uploads
 
     async def info(self, session_id: str, name: str) -> FileMetadata:
-        """One file's metadata; `name` may omit the uploads/ prefix.
+        """One file's metadata; `name` may omit the uploads/ prefix, or be `s3://bucket/key`.
 
-        Raises `FileNotInWorkspace`, `UnsupportedFileType` or `UnsafePath`.
+        Raises `FileNotInWorkspace`, `UnsupportedFileType`, `UnsafePath` or `S3Error`.
         """
+        if is_s3(name):
+            return await run_in_threadpool(self._s3_source(name).info, name)
         return await run_in_threadpool(self._info, session_id, name)
+
+    async def usable(self, session_id: str, name: str) -> FileMetadata:
+        """Like `info`, for a file code is about to open: an S3 object is copied into the
+        workspace first (`s3/<bucket>/<key>`), and its metadata names that copy, with the
+        object's name as `details.source`."""
+        if not is_s3(name):
+            return await self.info(session_id, name)
+        path = await run_in_threadpool(self._s3_source(name).copy, session_id, name)
+        metadata = await run_in_threadpool(self._info, session_id, path)
+        return replace(metadata, details={**metadata.details, "source": name})
+
+    def _s3_source(self, name: str) -> S3Source:
+        if self.s3 is None:
+            raise S3Forbidden(f"{name}: S3 sources are off (set S3_BUCKETS to allow some)")
+        return self.s3
 
     def resolve(self, session_id: str, name: str) -> WorkspaceFile:
         return _find(name, self._listed(session_id))

@@ -73,6 +73,8 @@ def _gist(metadata: FileMetadata) -> list[str]:
         lines.append(f"text: {_cut(details['text'], 150)}")
     elif details.get("first_lines"):
         lines += [f"line: {_cut(line, MAX_ROW_CHARS)}" for line in details["first_lines"][:2]]
+    if details.get("source"):
+        lines.append(f"copied from {details['source']}")
     conversion = details.get("conversion") or {}
     if details.get("parquet"):
         lines.append(f"Parquet copy: {details['parquet']} (read or query this path: much faster)")

@@ -16,6 +16,7 @@ from typing import Any
 
 from backend.files.metadata import file_extension
 from backend.files.model import FileMetadata
+from backend.files.s3_objects import S3Location, is_s3
 from backend.storage.workspaces import UnsafePath, safe_relative
 
 MAX_MAPPED = 100
@@ -72,6 +73,13 @@ def _check_entry(path: str, variable: str) -> None:
         raise InvalidFileMapping(f"{variable!r} (for {path!r}) is not a Python variable name")
 
 
+def _s3_path(name: str) -> str:
+    try:
+        return S3Location.parse(name).cached_path
+    except UnsafePath:
+        raise InvalidFileMapping(f"{name!r} is not an s3://bucket/key name") from None
+
+
 def validate_file_paths(file_paths: dict[str, str]) -> dict[str, str]:
     """A user's path -> variable mapping, checked; raises `InvalidFileMapping`.
 
@@ -82,7 +90,7 @@ def validate_file_paths(file_paths: dict[str, str]) -> dict[str, str]:
         raise InvalidFileMapping(f"at most {MAX_MAPPED} files can be mapped to variables")
     seen: dict[str, str] = {}
     for path, variable in file_paths.items():
-        _check_entry(path, variable)
+        _check_entry(path if not is_s3(path) else _s3_path(path), variable)
         if variable.startswith("_") or variable in RESERVED_NAMES or hasattr(builtins, variable):
             raise InvalidFileMapping(
                 f"{variable!r} (for {path!r}) is a name Python or analysis code already uses"

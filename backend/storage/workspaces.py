@@ -188,10 +188,11 @@ class Workspaces:
         """A draft of uploads/<name>, for a body that arrives in pieces (`Draft.commit`)."""
         return self.draft(session_id, f"uploads/{safe_filename(name)}")
 
-    def draft(self, session_id: str, relative: str) -> Draft:
-        """A draft of the file `relative`, whose folder must exist (`Draft.commit`)."""
+    def draft(self, session_id: str, relative: str, *, create: bool = False) -> Draft:
+        """A draft of the file `relative` (`Draft.commit`); its folders must exist
+        unless `create`."""
         parts = safe_relative(relative).parts
-        folder = self._parent(session_id, parts, create=False)
+        folder = self._parent(session_id, parts, create=create)
         try:
             return Draft(folder, parts[-1])
         finally:

@@ -9,7 +9,7 @@ import contextlib
 import mimetypes
 import os
 from dataclasses import replace
-from typing import Annotated
+from typing import Annotated, Literal
 from urllib.parse import quote
 
 from fastapi import APIRouter, Query, status
@@ -27,6 +27,7 @@ from backend.files import (
 )
 from backend.files.archive_checks import EXTRACT_LIMITS
 from backend.files.catalog import FileNotInWorkspace
+from backend.files.s3_objects import is_s3
 from backend.models.common import SessionId
 from backend.models.tools import (
     ExtractedArchive,
@@ -56,11 +57,20 @@ def owned_session(services: Services, user: User, session_id: str) -> None:
 
 @router.get("/files")
 async def read_data_files(
-    session_id: Annotated[SessionId, Query()], user: CurrentUser, services: ServicesDep
+    session_id: Annotated[SessionId, Query()],
+    user: CurrentUser,
+    services: ServicesDep,
+    source: Annotated[Literal["all", "uploads", "s3"], Query()] = "all",
 ) -> list[FileInfoPublic]:
-    """The session's uploaded data files with their metadata (seed 002's get_available_files)."""
+    """The session's uploaded data files, then the allowlisted S3 objects, with their metadata
+    (seed 002's get_available_files); an S3 failure is a 502 or 503 naming the endpoint."""
     owned_session(services, user, session_id)
-    return [FileInfoPublic(**f.to_dict()) for f in await services.catalog.data_files(session_id)]
+    files = await services.catalog.data_files(
+        session_id, include_s3=source != "uploads", strict=True
+    )
+    if source == "s3":
+        files = [f for f in files if is_s3(f.name)]
+    return [FileInfoPublic(**f.to_dict()) for f in files]
 
 
 @router.get("/files/info")
@@ -70,7 +80,8 @@ async def read_file_info(
     user: CurrentUser,
     services: ServicesDep,
 ) -> FileInfoPublic:
-    """One file's metadata, read without loading the whole file (seed 002's get_file_info)."""
+    """One file's metadata, read without loading the whole file (seed 002's get_file_info);
+    `name` may be `s3://bucket/key` under S3_BUCKETS (read by ranged requests)."""
     owned_session(services, user, session_id)
     try:
         metadata = await services.catalog.info(session_id, name)

@@ -195,7 +195,7 @@ async def _load_files(
     mapping, files = {}, []
     for name, variable in body.file_paths.items():
         try:
-            metadata = await services.catalog.info(body.session_id, name)
+            metadata = await services.catalog.usable(body.session_id, name)
         except FileNotInWorkspace:
             raise ApiError(
                 404, f"File not found in the session: {name}", code="file_not_found"

@@ -19,6 +19,7 @@ from backend.files import (
     rank_files,
 )
 from backend.files.catalog import WorkspaceCatalog
+from backend.files.s3_objects import is_s3
 from backend.tools.python_coder import prompts
 from backend.tools.python_coder.llm import CoderLLM, StructuredReplyError
 from backend.tools.python_coder.request import CoderRequest
@@ -52,7 +53,7 @@ async def choose_files(
             *(request.files or []),
             *(name for name in given if name not in (request.files or [])),
         ]
-        found = [await catalog.info(request.session_id, name) for name in names]
+        found = [await catalog.usable(request.session_id, name) for name in names]
         files = list({f.name: f for f in found}.values())  # "a.csv" and "uploads/a.csv" are one
         reasons = {f.name: "named in the request" for f in files}
     else:
@@ -60,6 +61,8 @@ async def choose_files(
         reasons = {f.name: "one of the session's data files" for f in files}
         if len(files) > limit:
             files, reasons = await _pick(request.query, files, llm, limit)
+        files = [await _usable(request, catalog, f) for f in files]
+        reasons = {f.name: reasons[f.details.get("source", f.name)] for f in files}
     named = _resolved(given, files)
     mapping = assign_dataframe_names(
         [f for f in files if f.name not in named], taken=set(named.values())
@@ -72,12 +75,23 @@ async def choose_files(
     return ChosenFiles(files=files, mapping=mapping, selected=selected)
 
 
+async def _usable(
+    request: CoderRequest, catalog: WorkspaceCatalog, metadata: FileMetadata
+) -> FileMetadata:
+    """A chosen S3 object is copied into the workspace; an upload is used as it is."""
+    if not is_s3(metadata.name):
+        return metadata
+    return await catalog.usable(request.session_id, metadata.name)
+
+
 def _resolved(given: dict[str, str], files: list[FileMetadata]) -> dict[str, str]:
     """The request's path -> variable mapping, keyed by the resolved workspace paths."""
     resolved = {}
     for name, variable in given.items():
         for metadata in files:
-            if metadata.name in (name, f"uploads/{name}"):
+            if name in (metadata.name, metadata.details.get("source")) or (
+                metadata.name == f"uploads/{name}"
+            ):
                 resolved[metadata.name] = variable
     return resolved
 
