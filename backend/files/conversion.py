@@ -19,12 +19,13 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import queue
+import shutil
 import threading
 from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from backend.files.to_parquet import convert
+from backend.files.to_parquet import SCRATCH_PREFIX, convert
 from backend.storage.workspaces import WorkspaceFile, Workspaces
 
 logger = logging.getLogger(__name__)
@@ -89,6 +90,8 @@ class ParquetConversions:
         self._thread: threading.Thread | None = None
         self._process: multiprocessing.process.BaseProcess | None = None
         self._closed = False
+        for leftover in workspaces.root.parent.glob(f"{SCRATCH_PREFIX}*"):
+            shutil.rmtree(leftover, ignore_errors=True)  # a helper killed with the server
 
     def wanted(self, found: WorkspaceFile) -> bool:
         return (

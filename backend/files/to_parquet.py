@@ -24,6 +24,7 @@ from typing import Any
 
 from backend.storage.workspaces import DISK_FLOOR, Workspaces
 
+SCRATCH_PREFIX = "parquet-"  # DuckDB's spill and an Excel sheet's CSV, under DATA_DIR
 PROGRESS_EVERY = 0.5  # seconds between progress messages
 CPU_LIMIT = 6 * 3600  # seconds; a copy is a single pass, far below this
 _EXCEL = ("xlsx", "xlsm")
@@ -80,7 +81,7 @@ def _convert(
     _limit(memory_mb, room)
     import duckdb  # after the limits: its allocator sees them
 
-    scratch = Path(tempfile.mkdtemp(prefix="parquet-", dir=data_dir))
+    scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=data_dir))
     with workspaces.open_file(session_id, source) as handle:
         if _identity(handle.fileno()) != identity:
             raise RuntimeError("the file changed before its conversion started")
@@ -124,7 +125,8 @@ def _reader(source: str, fd: int, scratch: Path) -> str:
     if extension == "jsonl":
         return f"SELECT * FROM read_json('{path}', format='newline_delimited')"
     if extension in _EXCEL:
-        return f"SELECT * FROM read_csv('{_excel_as_csv(fd, scratch)}')"
+        sheet = _excel_as_csv(fd, scratch).replace("'", "''")
+        return f"SELECT * FROM read_csv('{sheet}')"
     return f"SELECT * FROM read_csv('{path}')"
 
 

@@ -60,13 +60,20 @@ def settings(s3: S3Server, **more: str) -> dict[str, str]:
 def server(start_server: StartServer, tmp_path: Path, bucket: S3Server) -> Iterator[LiveServer]:
     replies = [
         {
+            "when": ["[stage: select_files]", "Q-S3"],
+            "content": 'The values are in the trial CSV.\n{"files": [{"name": '
+            '"s3://lab/trial_1/data.csv", "reason": "it holds the values"}]}',
+        },
+        {
             "when": ["[stage: generate]", "Q-S3"],
             "content": "```python\nprint('total', int(df1['value'].sum()))\n```",
         },
         {"when": ["[stage: answer]", "Q-S3"], "content": "The total is 1999000."},
     ]
     yield start_server(
-        SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", replies), **settings(bucket)
+        SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", replies),
+        PYTHON_CODE_MAX_FILES_TO_SELECT="1",  # three files: the LLM picks one
+        **settings(bucket),
     )
 
 
@@ -154,18 +161,19 @@ def test_file_paths_copy_the_object_once_per_etag(server: LiveServer, bucket: S3
             bucket.client().put_object(Bucket=BUCKET, Key="trial_1/data.csv", Body=csv_body(1))
 
 
-def test_the_llm_file_selection_uses_s3_objects(server: LiveServer) -> None:
+def test_the_llm_picks_an_s3_object_among_uploads_and_objects(server: LiveServer) -> None:
     with server.client() as http:
-        http.post("/api/tools/python_coder", json={"session_id": "s3d", "code": "print(1)"})
+        http.put("/api/sessions/s3d/uploads/weather.csv", content=b"day,rain\n1,0.5\n")
         answer = http.post(
             "/api/tools/python_coder",
             json={"session_id": "s3d", "query": "Q-S3 what is the total value?"},
         ).json()
     assert answer.get("success"), answer
     assert "total 1999000" in answer["output"], answer
-    selected = {f["name"]: f for f in answer["selected_files"]}
-    assert selected["s3/lab/trial_1/data.csv"]["variable"] == "df1"
-    assert selected["s3/lab/trial_1/events.parquet"]["variable"] == "df2"
+    selected = answer["selected_files"]
+    assert selected == [
+        {"name": "s3/lab/trial_1/data.csv", "reason": "it holds the values", "variable": "df1"}
+    ]
 
 
 def test_an_object_over_the_size_cap_is_413(

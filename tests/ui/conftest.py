@@ -24,8 +24,14 @@ OpenPage = Callable[..., Page]
 
 @pytest.fixture(scope="session")
 def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    # Uploads over 1 MB are refused, so the UI's "too large" message can be shown.
-    with scripted_server(tmp_path_factory.mktemp("ui"), replies(), MAX_UPLOAD_SIZE_MB="1") as live:
+    # Uploads over 1 MB are refused, so the UI's "too large" message can be shown; tables
+    # over 20 KB get a Parquet copy, so its progress can be.
+    with scripted_server(
+        tmp_path_factory.mktemp("ui"),
+        replies(),
+        MAX_UPLOAD_SIZE_MB="1",
+        PARQUET_CONVERSION_MB="0.02",
+    ) as live:
         yield live
 
 

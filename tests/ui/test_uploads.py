@@ -40,6 +40,23 @@ def test_a_dropped_csv_gets_a_metadata_card_and_a_download_in_the_files_panel(
     assert httpx.get(page.url.rstrip("/") + href).status_code == 401
 
 
+def test_a_large_table_shows_its_parquet_copy_until_it_is_ready(
+    open_page: OpenPage, person: Person
+) -> None:
+    page = open_page()
+    login(page, person)
+    rows = "".join(f"{i},north,{i * 3}\n" for i in range(4000))  # about 60 KB
+    drop_file(page, "orders.csv", ("id,region,units\n" + rows).encode())
+    card = page.get_by_test_id("file-card")
+    expect(card).to_contain_text("orders.csv")
+    # Polled by the page once a second while the copy is made; then the exact row count.
+    expect(card.get_by_test_id("file-conversion")).to_have_text(
+        "Parquet copy ready: queries on this file run faster", timeout=60_000
+    )
+    expect(card).to_contain_text("4,000 rows")
+    expect(card).not_to_contain_text("≈")
+
+
 def test_unsupported_and_too_large_files_get_a_clear_message(
     open_page: OpenPage, person: Person
 ) -> None:

@@ -70,6 +70,11 @@ async function send(path, init, auth) {
 }
 
 /** A JSON request; resolves to the parsed body, or null for 204. */
+/** One workspace file's metadata (GET /api/files/info). */
+export function fileInfo(sessionId, name) {
+  return request(`/api/files/info?${new URLSearchParams({ session_id: sessionId, name })}`);
+}
+
 export async function request(path, { method = "GET", body, signal, auth = true } = {}) {
   const extra = { Accept: "application/json" };
   if (body !== undefined) extra["Content-Type"] = "application/json";
@@ -176,8 +181,7 @@ export function uploadFile(file, sessionId, onProgress) {
       },
       onError: (error) => reject(tusError(error)),
       onSuccess: () => {
-        const query = new URLSearchParams({ session_id: sessionId, name: `uploads/${file.name}` });
-        request(`/api/files/info?${query}`).then((info) => resolve({ ...info, name: file.name }), reject);
+        fileInfo(sessionId, `uploads/${file.name}`).then((info) => resolve({ ...info, name: file.name }), reject);
       },
     });
     upload.findPreviousUploads().then((previous) => {

@@ -5,11 +5,12 @@
  * drop anywhere on the page. Every name and value is set as text.
  */
 
-import { uploadFile } from "./api.js";
+import { fileInfo, uploadFile } from "./api.js";
 import { byId, formatBytes, h } from "./dom.js";
 import { emit, state } from "./state.js";
 
 const MAX_COLUMNS_SHOWN = 50;
+const CONVERSION_POLL_MS = 1000;
 let uploadKeys = 0;
 
 function extensionOf(name) {
@@ -69,9 +70,27 @@ function startUpload(file) {
     (info) => {
       finish(upload, "done", { info });
       emit("uploaded", upload);
+      followConversion(upload);
     },
     (error) => finish(upload, "error", { error: error.message }),
   );
+}
+
+/** A large table's Parquet copy is made in the background: show its progress until it ends. */
+function followConversion(upload) {
+  const details = (upload.info && upload.info.details) || {};
+  const conversion = details.conversion;
+  if (!conversion || !["queued", "converting"].includes(conversion.state)) return;
+  setTimeout(() => {
+    fileInfo(upload.sessionId, `uploads/${upload.name}`).then(
+      (info) => {
+        upload.info = { ...info, name: upload.name };
+        emit("upload", upload);
+        followConversion(upload);
+      },
+      () => {}, // the file was removed, or the session ended: nothing more to show
+    );
+  }, CONVERSION_POLL_MS);
 }
 
 function finish(upload, status, fields) {
@@ -140,8 +159,20 @@ function fileCard(info, upload) {
     facts.length ? h("p", { class: "file-facts muted small" }, facts.join(" · ")) : null,
     columnsTable(details.columns),
     sheetsList(details),
+    conversionLine(details.conversion),
     info.error ? h("p", { class: "file-warning small" }, String(info.error)) : null,
   );
+}
+
+function conversionLine(conversion) {
+  if (!conversion || typeof conversion !== "object") return null;
+  const text = {
+    queued: "Parquet copy: waiting to start",
+    converting: `Parquet copy: ${Math.round(Number(conversion.progress) || 0)}%`,
+    done: "Parquet copy ready: queries on this file run faster",
+    failed: `Parquet copy failed: ${conversion.error || "unknown error"}`,
+  }[conversion.state];
+  return text ? h("p", { class: "file-conversion muted small", testid: "file-conversion" }, text) : null;
 }
 
 function columnsTable(columns) {
