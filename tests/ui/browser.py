@@ -38,9 +38,13 @@ class ConsoleWatch:
 
     errors: list[str] = field(default_factory=list)
     expected_statuses: set[int] = field(default_factory=set)
+    expected_failures: set[str] = field(default_factory=set)  # e.g. net::ERR_CONNECTION_RESET
 
     def expect_status(self, status: int) -> None:
         self.expected_statuses.add(status)
+
+    def expect_failure(self, reason: str) -> None:
+        self.expected_failures.add(reason)
 
     def on_console(self, message: ConsoleMessage) -> None:
         if message.type == "error" or "Content Security Policy" in message.text:
@@ -52,7 +56,10 @@ class ConsoleWatch:
     def unexpected(self) -> list[str]:
         def expected(text: str) -> bool:
             status = re.search(r"Failed to load resource: .*status of (\d{3})", text)
-            return status is not None and int(status.group(1)) in self.expected_statuses
+            if status is not None and int(status.group(1)) in self.expected_statuses:
+                return True
+            failure = text.removeprefix("Failed to load resource: ")
+            return failure != text and failure in self.expected_failures
 
         return [text for text in self.errors if not expected(text)]
 

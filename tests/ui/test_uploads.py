@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import httpx
-from playwright.sync_api import expect
+from playwright.sync_api import Route, expect
 
 from tests.support.agent_script import SALES
-from tests.ui.browser import Person, drop_file, login, screenshot
+from tests.ui.browser import ConsoleWatch, Person, drop_file, login, screenshot
 from tests.ui.conftest import OpenPage
 
 
@@ -55,6 +55,40 @@ def test_a_large_table_shows_its_parquet_copy_until_it_is_ready(
     )
     expect(card).to_contain_text("4,000 rows")
     expect(card).not_to_contain_text("≈")
+
+
+def test_an_upload_cut_off_mid_way_resumes_from_the_servers_offset(
+    open_page: OpenPage, person: Person, watch: ConsoleWatch
+) -> None:
+    watch.expect_failure("net::ERR_CONNECTION_RESET")  # the cut this test makes
+    page = open_page()
+    login(page, person)
+    methods: list[str] = []
+    cut: list[str] = []
+
+    def cut_the_first_patch(route: Route) -> None:
+        methods.append(route.request.method)
+        if route.request.method == "PATCH" and not cut:
+            cut.append(route.request.url)
+            route.abort("connectionreset")  # the network drops: tus-js-client retries
+        else:
+            route.continue_()
+
+    page.route("**/api/tus/**", cut_the_first_patch)
+    body = ("id,kind\n" + "".join(f"{i},cut\n" for i in range(3000))).encode()
+    drop_file(page, "resumed.csv", body)
+    card = page.get_by_test_id("file-card")
+    expect(card).to_contain_text("resumed.csv")
+    expect(card).to_contain_text("3,000 rows", timeout=60_000)
+    assert cut, methods
+    # After the cut it asked the server how much had arrived (HEAD), then sent the rest.
+    after = methods[methods.index("PATCH") + 1 :]
+    assert after[:2] == ["HEAD", "PATCH"], methods
+    link = page.get_by_test_id("files-panel").get_by_role("link", name="resumed.csv")
+    href = link.get_attribute("href")
+    assert href and href.startswith("/api/sessions/")
+    cookies = {c["name"]: c["value"] for c in page.context.cookies()}
+    assert httpx.get(page.url.rstrip("/") + href, cookies=cookies).content == body
 
 
 def test_unsupported_and_too_large_files_get_a_clear_message(
