@@ -12,8 +12,16 @@ import openai
 import pytest
 
 from tests.conftest import StartServer, scripted_server, write_replies
-from tests.support.agent_script import CODE, react_turn, slow_turn, sse_events, upload
+from tests.support.agent_script import (
+    CODE,
+    SLOW_STARTED,
+    react_turn,
+    slow_turn,
+    sse_events,
+    upload,
+)
 from tests.support.live_server import LiveServer
+from tests.support.waiting import wait_for
 
 
 @pytest.fixture(scope="module")
@@ -143,10 +151,12 @@ def test_a_disconnect_stops_the_graph_and_the_session_stays_usable(
     body = {"message": "Q-SLOW compute the csv mean slowly", "session_id": "cut", "stream": True}
     with server.client(timeout=120) as http:
         with http.stream("POST", "/api/chat", json=body) as reply:
-            for line in reply.iter_lines():
-                if line == "event: tool_call":
-                    time.sleep(4)  # python_coder is now running the 20 s code: hang up
+            lines = reply.iter_lines()  # kept: a discarded iterator closes the response
+            for line in lines:
+                if line == "event: code":
                     break
+            # Hang up once python_coder's sandbox is running the 20 s code.
+            wait_for((server.data_dir / "scratch/cut" / SLOW_STARTED).exists, timeout=60)
         started = time.monotonic()
         after = http.post(
             "/api/chat", json={"message": "Q-AFTER what is the csv mean?", "session_id": "cut"}

@@ -13,7 +13,11 @@ CODE = (
     "import matplotlib.pyplot as plt\nplt.plot(df1['price'])\n"
     "print('mean price:', df1['price'].mean())\n"
 )
-SLOW_CODE = "import time\ntime.sleep(20)\nprint('too late')\n"
+SLOW_STARTED = "outputs/slow_started.txt"  # written as the slow code starts: a test waits for it
+# Three statements: trivial code, which the coder runs without asking for an LLM review.
+SLOW_CODE = (
+    f"import time\nopen({SLOW_STARTED!r}, 'w').close() or time.sleep(20)\nprint('too late')\n"
+)
 
 
 def react_turn(tag: str, code: str = CODE, answer: str = "The mean price is 20.0.") -> list[

@@ -230,8 +230,12 @@ async def test_a_cancelled_run_does_not_leak_its_reply_into_the_next(
     executor: SandboxedExecutor,
 ) -> None:
     assert (await executor.run("x = 41")).success
-    slow = asyncio.create_task(executor.run("import time\ntime.sleep(1.5)\nprint('late')"))
-    await asyncio.sleep(0.5)
+    started = executor.workspace / "started.txt"
+    code = "import time\nopen('started.txt', 'w').close()\ntime.sleep(1.5)\nprint('late')"
+    slow = asyncio.create_task(executor.run(code))
+    while not started.exists():  # cancel it once it is running in the sandbox
+        assert not slow.done(), slow
+        await asyncio.sleep(0.02)
     slow.cancel()
     with pytest.raises(asyncio.CancelledError):
         await slow
