@@ -7,6 +7,10 @@ while, so we listen for `http.disconnect` ourselves and cancel the stream.
 A producer marks its closing frames `Last`: they go out with the end of the
 response in one write, and the producer is closed at once, so whatever it does
 on closing (storing the turn) no longer delays the client.
+
+A stream that has sent nothing for `keepalive` seconds (a model loading, code
+running) gets an SSE comment, `: keep-alive`, which every client ignores, so
+that proxies and load balancers do not cut it as idle.
 """
 
 from __future__ import annotations
@@ -17,9 +21,11 @@ from typing import Any
 
 import anyio
 from starlette.responses import StreamingResponse
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+KEEPALIVE_SECONDS = 15.0
+KEEPALIVE = b": keep-alive\n\n"
 
 
 class Last(str):
@@ -51,16 +57,59 @@ class SSEResponse(StreamingResponse):
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        sender = _KeptAlive(send)
+        keepalive = _keepalive_seconds(scope)
         async with anyio.create_task_group() as group:
 
             async def stream() -> None:
                 with contextlib.suppress(OSError):  # the client went away mid-write
-                    await self.stream_response(send)
+                    await self.stream_response(sender.send)
                 group.cancel_scope.cancel()
 
             group.start_soon(stream)
+            group.start_soon(sender.ping, keepalive)
             await self.listen_for_disconnect(receive)
             group.cancel_scope.cancel()
         aclose = getattr(self.body_iterator, "aclose", None)
         if aclose is not None:
             await aclose()
+
+
+def _keepalive_seconds(scope: Scope) -> float:
+    """STREAM_KEEPALIVE_SECONDS of the app serving `scope` (15 s outside one)."""
+    services = getattr(getattr(scope.get("app"), "state", None), "services", None)
+    settings = getattr(services, "settings", None)
+    return float(getattr(settings, "STREAM_KEEPALIVE_SECONDS", KEEPALIVE_SECONDS))
+
+
+class _KeptAlive:
+    """`send`, plus a comment whenever the body has been quiet for a while."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self._lock = anyio.Lock()
+        self._started = self._ended = False
+        self._last = anyio.current_time()
+
+    async def send(self, message: Message) -> None:
+        async with self._lock:
+            await self._send(message)
+            self._last = anyio.current_time()
+            self._started = True
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                self._ended = True
+
+    async def ping(self, every: float) -> None:
+        while True:
+            await anyio.sleep(max(0.0, self._last + every - anyio.current_time()))
+            async with self._lock:
+                if self._ended:
+                    return
+                if self._started and anyio.current_time() - self._last >= every:
+                    try:
+                        await self._send(
+                            {"type": "http.response.body", "body": KEEPALIVE, "more_body": True}
+                        )
+                    except OSError:  # the client went away: the stream ends on its own
+                        return
+                    self._last = anyio.current_time()

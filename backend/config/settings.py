@@ -36,6 +36,8 @@ class Settings(BaseSettings):
     DATA_DIR: Path = Path("./data")
     DATABASE_URL: str = ""  # empty: sqlite in DATA_DIR
     MAX_REQUEST_SIZE_MB: float = Field(default=8.0, gt=0)
+    # A stream quiet for this long gets an SSE comment, so proxies do not cut long runs.
+    STREAM_KEEPALIVE_SECONDS: float = Field(default=15.0, gt=0, le=15)
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     FRONTEND_PORT: int = Field(default=1008, ge=1, le=65535)
 
@@ -54,6 +56,9 @@ class Settings(BaseSettings):
 
     # Agents
     AGENT_MAX_ITERATIONS: int = Field(default=6, ge=1, le=50)  # ReAct actions per turn
+    # Every agent turn is bounded: past either limit it stops and answers with what it has.
+    AGENT_TURN_TIMEOUT: float = Field(default=300, gt=0)  # seconds
+    AGENT_MAX_LLM_CALLS: int = Field(default=30, ge=1)  # router, agent and python_coder calls
 
     # Web search (the agents offer `web_search` only when a key is set)
     TAVILY_API_KEY: str = ""

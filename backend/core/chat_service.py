@@ -236,6 +236,7 @@ class ChatService:
                         turn.steps.append({"type": event.type, **event.data})
                     yield event
             answered = True
+            finish = turn.finish_reason  # "length" when a limit stopped it
             yield AgentEvent("final", {"text": "".join(turn.answer)})
         except (asyncio.CancelledError, GeneratorExit):
             if not answered:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from typing import Any, Literal
 
@@ -35,7 +36,7 @@ from backend.files.catalog import DATA_FOLDER, WorkspaceCatalog
 from backend.storage.workspaces import Workspaces
 from backend.tools.python_coder.answer import plots
 from backend.tools.python_coder.coder import PythonCoder
-from backend.tools.python_coder.llm import CoderLLM
+from backend.tools.python_coder.llm import CoderLLM, LLMCallLimit
 from backend.tools.rag import RAG_EXTENSIONS, RagIndex, embedder_for_backend
 from backend.tools.sandbox.pool import ExecutorPool
 from backend.tools.web_search import web_search_from_settings
@@ -135,27 +136,56 @@ class AgentRunner:
         config: RunnableConfig = {"configurable": {"thread_id": f"{agent}:{session_id}"}}
         final: dict[str, Any] = {}
         step_events = StepEvents(session_id)
-        async for mode, chunk in _driven(graph.astream(inputs, config, stream_mode=_MODES)):
-            if not isinstance(chunk, dict):
-                continue
-            if mode == "custom":
-                for event in step_events(chunk):
-                    yield event
-            else:
-                final = chunk
-        for word in _WORD.findall(str(final.get("final_answer") or "")):
+        llm.max_calls = self.settings.AGENT_MAX_LLM_CALLS
+        timeout = self.settings.AGENT_TURN_TIMEOUT
+        stream = graph.astream(inputs, config, stream_mode=_MODES)
+        limit: str | None = None
+        try:
+            async for mode, chunk in _driven(stream, time.monotonic() + timeout):
+                if not isinstance(chunk, dict):
+                    continue
+                if mode == "custom":
+                    for event in step_events(chunk):
+                        yield event
+                else:
+                    final = chunk
+        except TurnTimeout:
+            limit = f"its time limit of {timeout:g} s (AGENT_TURN_TIMEOUT)"
+        except LLMCallLimit as exc:
+            limit = f"its limit of {exc.limit} LLM calls (AGENT_MAX_LLM_CALLS)"
+        answer = str(final.get("final_answer") or "")
+        if limit is not None:
+            answer = stopped_answer(limit, step_events.last_result)
+        for word in _WORD.findall(answer):
             yield AgentEvent("token", {"text": word})
-        yield AgentEvent("finish", {"reason": "stop"})
+        yield AgentEvent("finish", {"reason": "stop" if limit is None else "length"})
 
 
-async def _driven(stream: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
-    """`stream`'s items, with the graph run in a task of its own.
+class TurnTimeout(Exception):
+    """The turn ran past AGENT_TURN_TIMEOUT; its graph has been stopped."""
+
+
+def stopped_answer(limit: str, last_result: str | None) -> str:
+    """The polite answer of a turn stopped by a limit: what it has, and why it stopped."""
+    head = f"I had to stop: this turn reached {limit}."
+    if not last_result:
+        return (
+            f"{head} No step had finished yet, so I have no result to give. "
+            "Try a simpler question, or raise the limit."
+        )
+    return f"{head} Here is what I have so far, from the last step that worked:\n\n{last_result}"
+
+
+async def _driven(stream: AsyncIterator[Any], deadline: float) -> AsyncGenerator[Any, None]:
+    """`stream`'s items, with the graph run in a task of its own, until `deadline`
+    (`time.monotonic()`), past which the graph is stopped and `TurnTimeout` raised.
 
     Servers stop a stream by cancelling an anyio scope, whose cancellation keeps
     re-raising at every await; LangGraph's clean-up cannot cancel the running node
     under it, so a node would run on (holding the session's sandbox) after a
     client disconnect. In its own task the graph gets one plain cancellation and
-    is waited for, shielded, until it has unwound.
+    is waited for, shielded, until it has unwound. The deadline only ever bounds
+    the wait for the graph's next item, never the consumer's own work.
     """
     queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=64)
 
@@ -171,7 +201,10 @@ async def _driven(stream: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
     task = asyncio.create_task(drive())
     try:
         while True:
-            kind, value = await queue.get()
+            try:
+                kind, value = await asyncio.wait_for(queue.get(), deadline - time.monotonic())
+            except TimeoutError:
+                raise TurnTimeout from None
             if kind == "done":
                 return
             if kind == "error":
@@ -196,6 +229,7 @@ class StepEvents:
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         self.attempts_seen = False
+        self.last_result: str | None = None  # the last step that worked: a stopped turn's answer
 
     def __call__(self, step: dict[str, Any]) -> Iterator[AgentEvent]:
         kind = step.get("type")
@@ -210,6 +244,8 @@ class StepEvents:
         elif kind == "attempt_result":
             yield AgentEvent("execution", {**where, **_execution(step)})
         elif kind == "observation":
+            if step.get("ok"):
+                self.last_result = str(step.get("answer") or step.get("observation") or "")
             if not self.attempts_seen:
                 if step.get("code"):
                     yield AgentEvent("code", {**where, "attempt": 1, "code": step["code"]})

@@ -39,6 +39,14 @@ class StructuredReplyError(Exception):
     """The model's reply is not JSON matching the schema."""
 
 
+class LLMCallLimit(Exception):
+    """The turn has made as many model calls as it may (AGENT_MAX_LLM_CALLS)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"this turn has used its {limit} LLM calls (AGENT_MAX_LLM_CALLS)")
+        self.limit = limit
+
+
 @dataclass
 class LLMUsage:
     calls: int = 0
@@ -60,6 +68,7 @@ class CoderLLM:
     session_id: str = ""
     call_kwargs: dict[str, Any] = field(default_factory=dict)
     usage: LLMUsage = field(default_factory=LLMUsage)
+    max_calls: int | None = None  # past it every call raises `LLMCallLimit`
 
     @classmethod
     def for_backend(
@@ -111,6 +120,8 @@ class CoderLLM:
         return parse_json_reply(reply, schema)
 
     async def _call(self, stage: str, messages: list[BaseMessage], extra: dict[str, Any]) -> str:
+        if self.max_calls is not None and self.usage.calls >= self.max_calls:
+            raise LLMCallLimit(self.max_calls)
         error: str | None = None
         reply = ""
         try:
