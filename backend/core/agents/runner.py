@@ -155,7 +155,7 @@ class AgentRunner:
             limit = f"its limit of {exc.limit} LLM calls (AGENT_MAX_LLM_CALLS)"
         answer = str(final.get("final_answer") or "")
         if limit is not None:
-            answer = stopped_answer(limit, step_events.last_result)
+            answer = stopped_answer(limit, step_events.last_result, step_events.last_failure)
         for word in _WORD.findall(answer):
             yield AgentEvent("token", {"text": word})
         yield AgentEvent("finish", {"reason": "stop" if limit is None else "length"})
@@ -165,13 +165,16 @@ class TurnTimeout(Exception):
     """The turn ran past AGENT_TURN_TIMEOUT; its graph has been stopped."""
 
 
-def stopped_answer(limit: str, last_result: str | None) -> str:
+def stopped_answer(limit: str, last_result: str | None, last_failure: str | None = None) -> str:
     """The polite answer of a turn stopped by a limit: what it has, and why it stopped."""
     head = f"I had to stop: this turn reached {limit}."
     if not last_result:
+        failed = (
+            f"\n\nThe last step that ran failed:\n\n{last_failure[:1000]}" if last_failure else ""
+        )
         return (
             f"{head} No step had finished yet, so I have no result to give. "
-            "Try a simpler question, or raise the limit."
+            f"Try a simpler question, or raise the limit.{failed if last_failure else ''}"
         )
     return f"{head} Here is what I have so far, from the last step that worked:\n\n{last_result}"
 
@@ -230,6 +233,7 @@ class StepEvents:
         self.session_id = session_id
         self.attempts_seen = False
         self.last_result: str | None = None  # the last step that worked: a stopped turn's answer
+        self.last_failure: str | None = None
 
     def __call__(self, step: dict[str, Any]) -> Iterator[AgentEvent]:
         kind = step.get("type")
@@ -246,6 +250,8 @@ class StepEvents:
         elif kind == "observation":
             if step.get("ok"):
                 self.last_result = str(step.get("answer") or step.get("observation") or "")
+            else:
+                self.last_failure = str(step.get("error") or step.get("observation") or "")
             if not self.attempts_seen:
                 if step.get("code"):
                     yield AgentEvent("code", {**where, "attempt": 1, "code": step["code"]})

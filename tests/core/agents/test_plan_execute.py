@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from backend.core.agents.plan_execute.graph import build_plan_execute_graph
+from backend.core.agents.plan_execute.graph import build_plan_execute_graph, sequenced_goals
 from backend.core.agents.tools import ToolContext, ToolResult
 from tests.core.agents.streams import run
 from tests.tools.python_coder.tdd.conftest import scripted_llm
@@ -88,3 +88,30 @@ async def test_an_unusable_plan_becomes_one_step_and_invented_numbers_are_refuse
         {"goal": "What is the total?", "tool": "python_coder", "success_criterion": "answered"}
     ]
     assert state["final_answer"] == "Answer: total: 60"  # 75 appears in no step's output
+
+
+def test_a_question_that_spells_out_its_steps_is_split_into_them() -> None:
+    assert sequenced_goals("first count the rows, then compute the mean score") == [
+        "count the rows",
+        "compute the mean score",
+    ]
+    assert sequenced_goals("Load it; then plot price. Finally summarise the trend") == [
+        "Load it",
+        "plot price",
+        "summarise the trend",
+    ]
+    assert sequenced_goals("What is the mean price?") == ["What is the mean price?"]
+
+
+async def test_a_small_model_follows_the_questions_steps_and_answers_from_them() -> None:
+    coder = FakeTool("python_coder", {"count the rows": "40", "compute the mean score": "67.5"})
+    llm, model = scripted_llm([])  # not one model call: the small model's plans are noise
+    llm.backend.name = "embedded"
+    state, _ = await run(
+        build_plan_execute_graph([coder], llm), "first count the rows, then compute the mean score"
+    )
+    assert [call[0] for call in coder.calls] == ["count the rows", "compute the mean score"]
+    assert state["final_answer"] == (
+        "**count the rows**: Answer: 40\n\n**compute the mean score**: Answer: 67.5"
+    )
+    assert model.prompts == []

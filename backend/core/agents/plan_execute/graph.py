@@ -9,6 +9,7 @@ final answer draws on the steps' results and may state only numbers they show.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -25,6 +26,28 @@ from backend.tools.python_coder.answer import ungrounded_numbers
 from backend.tools.python_coder.llm import CoderLLM, StructuredReplyError
 
 MAX_TOTAL_STEPS = 10
+_SEQUENCE = re.compile(
+    r"(?:^|[,;.]?\s+)(?:first(?:ly)?|then|and then|after that|afterwards|next|finally|lastly)\b"
+    r"|[;\n]",
+    re.IGNORECASE,
+)
+
+
+def sequenced_goals(question: str) -> list[str]:
+    """The steps a question spells out ("first count the rows, then compute the mean")."""
+    parts = [part.strip(" ,.;:") for part in _SEQUENCE.split(question)]
+    goals = [part for part in parts if len(part.split()) >= 2]
+    return goals[:MAX_TOTAL_STEPS] or [question]
+
+
+def steps_answer(results: list[StepResult]) -> str:
+    """The steps that worked, each with its answer; used where the model cannot write one."""
+    lines = []
+    for result in results:
+        if result["ok"]:
+            answer = str(result["data"].get("answer") or result["observation"]).strip()
+            lines.append(f"**{result['goal']}**: {answer}")
+    return "\n\n".join(lines)
 
 
 def build_plan_execute_graph(
@@ -51,6 +74,13 @@ def build_plan_execute_graph(
 
     async def plan(state: PlanState) -> dict[str, Any]:
         question = state["question"]
+        if llm.small_model:  # its plans name steps like "write_a_plan": follow the question
+            goals = sequenced_goals(question)
+            steps = [
+                {"goal": g, "tool": default_tool, "success_criterion": "answered"} for g in goals
+            ]
+            get_stream_writer()({"type": "plan", "steps": steps, "revised": False})
+            return {"plan": steps, "replans": 0}
         try:
             steps = steps_of(await llm.json("plan", "", prompts.plan(question, described), Plan))
         except StructuredReplyError:  # no usable plan: one step that tries the whole question
@@ -81,8 +111,8 @@ def build_plan_execute_graph(
 
     async def replan(state: PlanState) -> dict[str, Any]:
         remaining, replans = state.get("plan", []), state.get("replans", 0)
-        if not remaining or replans >= max_replans:
-            return {}
+        if not remaining or replans >= max_replans or llm.small_model:
+            return {}  # a small model answers "continue" whatever it is shown
         prompt = prompts.replan(state["question"], remaining, state.get("results", []))
         try:
             decision = await llm.json("replan", "", prompt, Replan)
@@ -102,6 +132,8 @@ def build_plan_execute_graph(
         if not any(r["ok"] for r in results):
             failures = "\n".join(f"- {r['goal']}: {r['observation'][:300]}" for r in results)
             return {"final_answer": f"I could not complete any step of the plan:\n\n{failures}"}
+        if llm.small_model:  # each step's own grounded answer, in order
+            return {"final_answer": steps_answer(results)}
         reply = await llm.text("final", "", prompts.answer(state["question"], results))
         evidence = "\n".join(r["observation"] for r in results)
         coded = [r for r in results if r["tool"] == "python_coder" and r["ok"]]
