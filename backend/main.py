@@ -13,6 +13,7 @@ from backend.api.limits import BodySizeLimitMiddleware
 from backend.api.main import ROUTERS
 from backend.api.routes.tus import STREAMED_PATCH
 from backend.api.routes.uploads import STREAMED_UPLOAD
+from backend.api.security_headers import SecurityHeadersMiddleware
 from backend.api.ui import mount_ui
 from backend.config import Settings, load_settings
 from backend.core.services import build_services
@@ -32,7 +33,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         reaper.cancel()
         await services.close()
 
-    app = FastAPI(title="Python Data Agent", version="0.1.0", lifespan=lifespan)
+    docs = settings.API_DOCS
+    app = FastAPI(
+        title="Python Data Agent",
+        version="0.1.0",
+        lifespan=lifespan,
+        docs_url="/docs" if docs else None,
+        redoc_url="/redoc" if docs else None,
+        openapi_url="/openapi.json" if docs else None,
+    )
     app.state.services = services
     upload_bytes = int(settings.PYTHON_CODE_MAX_FILE_SIZE * 1024 * 1024) + 1024 * 1024
     app.add_middleware(
@@ -42,6 +51,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # Capped by MAX_UPLOAD_SIZE_MB (or the upload's length) as they stream.
         streamed=(("PUT", STREAMED_UPLOAD), ("PATCH", STREAMED_PATCH)),
     )
+    app.add_middleware(SecurityHeadersMiddleware)  # outermost: every response has them
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)

@@ -71,6 +71,12 @@ class Settings(BaseSettings):
     ADMIN_PASSWORD: str = ""  # empty: generated on first start and printed once
     SECRET_KEY: str = ""  # empty: generated on first start and kept in DATA_DIR
     JWT_EXPIRATION_HOURS: float = Field(default=24, gt=0)
+    # Failed logins per user name and per address: this many are free, then the wait
+    # starts at LOGIN_BACKOFF_SECONDS and doubles with each failure (up to 15 min).
+    LOGIN_FREE_ATTEMPTS: int = Field(default=5, ge=1)
+    LOGIN_BACKOFF_SECONDS: float = Field(default=1.0, gt=0)
+    # /docs, /redoc and /openapi.json (off: not served).
+    API_DOCS: bool = True
 
     # S3 sources (backend/files/s3_objects.py): only buckets or bucket/prefix in S3_BUCKETS
     # (comma-separated) are listed or read. Empty S3_ENDPOINT_URL: AWS itself.

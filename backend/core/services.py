@@ -17,6 +17,7 @@ from backend.core.chat_service import ChatService
 from backend.core.llm import LLMBackend, create_llm_backend
 from backend.core.runs import RunRegistry
 from backend.core.security import load_or_create_secret_key
+from backend.core.throttle import LoginThrottle
 from backend.files.catalog import WorkspaceCatalog
 from backend.files.conversion import ParquetConversions
 from backend.files.isolation import IsolatedRunner
@@ -29,6 +30,7 @@ from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.sandbox import SandboxStatus, resolve_sandbox
 from backend.tools.sandbox.pool import ExecutorPool
 
+LOGIN_MAX_BACKOFF = 900.0  # seconds: a throttled login is never locked out for longer
 UPLOAD_RETENTION_SECONDS = 7 * 24 * 3600  # an unfinished tus upload is deleted after this
 
 
@@ -47,6 +49,7 @@ class Services:
     catalog: WorkspaceCatalog
     coder: PythonCoder
     runs: RunRegistry
+    login_throttle: LoginThrottle
 
     async def close(self) -> None:
         await self.runs.close()
@@ -99,4 +102,7 @@ def build_services(settings: Settings) -> Services:
         catalog=catalog,
         coder=coder,
         runs=RunRegistry(),
+        login_throttle=LoginThrottle(
+            settings.LOGIN_FREE_ATTEMPTS, settings.LOGIN_BACKOFF_SECONDS, LOGIN_MAX_BACKOFF
+        ),
     )
