@@ -54,6 +54,7 @@ class Turn:
     logprobs: list[dict[str, Any]] = field(default_factory=list)  # the tokens', when asked for
     agent_llm: CoderLLM | None = None  # counts the router's and the agents' model calls
     opening: Callable[[], None] | None = None  # a new session's first write, not done yet
+    placeholder: int | None = None  # an agent turn's answer, stored `running` as it starts
 
     def write_opening(self) -> None:
         """Store what `open_turn` left to write (a new session and its first message), once."""
@@ -223,6 +224,7 @@ class ChatService:
             async with contextlib.aclosing(events):
                 async for event in events:
                     turn.write_opening()  # the model has the request (see open_turn)
+                    self._hold_place(turn)
                     if event.type == "token":
                         turn.answer.append(event.data["text"])
                         turn.logprobs.extend(event.data.get("logprobs") or ())
@@ -249,6 +251,17 @@ class ChatService:
         finally:
             self._record(turn, finish, error)
 
+    def _hold_place(self, turn: Turn) -> None:
+        """An agent turn's answer is stored as `running` once it starts, and completed by
+        `_record`: a server killed mid-run leaves it, marked `interrupted` at the next start
+        (`Store.interrupt_unfinished`). Plain chat is short and latency-bound: it skips this."""
+        if turn.placeholder is not None or turn.decision.agent_type == "chat":
+            return
+        metadata = {**turn.metadata, "model": turn.model, "finish_reason": "running"}
+        with contextlib.suppress(ConversationNotFound):
+            stored = self.store.add_message(turn.conversation.id, "assistant", "", metadata)
+            turn.placeholder = stored.id
+
     def _record(self, turn: Turn, finish: str, error: str | None) -> None:
         turn.write_opening()  # a turn that failed before its first event
         # The steps let a client redraw the turn's timeline from the stored answer.
@@ -263,8 +276,11 @@ class ChatService:
         if error:
             metadata["error"] = error
         answer = "".join(turn.answer)
-        with contextlib.suppress(ConversationNotFound):  # deleted while we answered
-            self.store.add_message(turn.conversation.id, "assistant", answer, metadata)
+        if turn.placeholder is not None:
+            self.store.update_message(turn.placeholder, answer, metadata)
+        else:
+            with contextlib.suppress(ConversationNotFound):  # deleted while we answered
+                self.store.add_message(turn.conversation.id, "assistant", answer, metadata)
         if self.audit is not None:
             self.audit.prompt(
                 user=turn.user,

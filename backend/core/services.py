@@ -7,6 +7,7 @@ with a one-line `ConfigError` instead of failing on the first request.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from backend.config import Settings
@@ -29,6 +30,8 @@ from backend.storage.workspaces import Workspaces
 from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.sandbox import SandboxStatus, resolve_sandbox
 from backend.tools.sandbox.pool import ExecutorPool
+
+logger = logging.getLogger(__name__)
 
 LOGIN_MAX_BACKOFF = 900.0  # seconds: a throttled login is never locked out for longer
 UPLOAD_RETENTION_SECONDS = 7 * 24 * 3600  # an unfinished tus upload is deleted after this
@@ -69,6 +72,11 @@ def build_services(settings: Settings) -> Services:
     sandbox = resolve_sandbox(settings.SANDBOX)
     store = open_store(settings.DATABASE_URL, settings.DATA_DIR)
     try:
+        interrupted = store.interrupt_unfinished()
+        if interrupted:
+            logger.warning(
+                "%d agent turn(s) were cut off by the last stop: marked interrupted", interrupted
+            )
         ensure_admin(store, settings)
         llm = create_llm_backend(settings)
     except BaseException:

@@ -11,6 +11,7 @@ from backend.storage.base import (
     Message,
     SessionOwnedByAnotherUser,
     Store,
+    StoreBusy,
     User,
     UsernameTaken,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "Message",
     "SessionOwnedByAnotherUser",
     "Store",
+    "StoreBusy",
     "User",
     "UsernameTaken",
     "open_store",

@@ -59,6 +59,10 @@ class UsernameTaken(Exception):
     """A user with this name already exists."""
 
 
+class StoreBusy(Exception):
+    """Another process held the database for longer than we wait (callers answer 503)."""
+
+
 class Store(Protocol):
     def get_user(self, username: str) -> User | None: ...
 
@@ -107,6 +111,15 @@ class Store(Protocol):
         metadata: dict[str, Any] | None = None,
     ) -> Message:
         """Append a message; it is durable once this returns."""
+        ...
+
+    def update_message(self, message_id: int, content: str, metadata: dict[str, Any]) -> None:
+        """Replace a message's content and metadata (a turn's answer, once it is known)."""
+        ...
+
+    def interrupt_unfinished(self) -> int:
+        """Mark answers still `running` (the server died under them) `interrupted`;
+        returns how many."""
         ...
 
     def list_messages(self, conversation_id: str) -> list[Message]: ...

@@ -23,10 +23,12 @@ from backend.storage.base import (
     ConversationNotFound,
     Message,
     SessionOwnedByAnotherUser,
+    StoreBusy,
     User,
     UsernameTaken,
 )
 
+BUSY_TIMEOUT_MS = 15_000
 _MIGRATIONS = [
     """
     CREATE TABLE users (
@@ -67,14 +69,16 @@ class SQLiteStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.execute("PRAGMA busy_timeout=5000")
+        # Another process holding the database (a backup, the sqlite3 shell) is waited for;
+        # past this, `StoreBusy` (503) instead of a 500.
+        self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         self._migrate()
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         """Hold the lock for one transaction; a failure rolls it back, never leaves it open."""
-        with self._lock:
-            self._db.execute("BEGIN")
+        with self._lock, _busy():
+            self._db.execute("BEGIN IMMEDIATE")  # wait for the write lock here, not mid-way
             try:
                 yield self._db
             except BaseException:
@@ -91,11 +95,11 @@ class SQLiteStore:
                 db.execute(f"PRAGMA user_version={number}")
 
     def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-        with self._lock:
+        with self._lock, _busy():
             return self._db.execute(sql, params).fetchall()
 
     def _write(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
-        with self._lock:
+        with self._lock, _busy():
             return self._db.execute(sql, params)
 
     # Users
@@ -187,13 +191,38 @@ class SQLiteStore:
         except sqlite3.IntegrityError:
             raise ConversationNotFound(conversation_id) from None
 
+    def update_message(self, message_id: int, content: str, metadata: dict[str, Any]) -> None:
+        self._write(
+            "UPDATE messages SET content = ?, metadata = ? WHERE id = ?",
+            (content, json.dumps(metadata), message_id),
+        )
+
+    def interrupt_unfinished(self) -> int:
+        cursor = self._write(
+            "UPDATE messages SET metadata = json_set(metadata, '$.finish_reason', 'interrupted',"
+            " '$.error', 'The server stopped while this turn was running.')"
+            " WHERE role = 'assistant' AND json_extract(metadata, '$.finish_reason') = 'running'"
+        )
+        return cursor.rowcount
+
     def list_messages(self, conversation_id: str) -> list[Message]:
-        with self._lock:
+        with self._lock, _busy():
             return _messages(self._db, conversation_id)
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+@contextmanager
+def _busy() -> Iterator[None]:
+    """SQLite's "database is locked" (after BUSY_TIMEOUT_MS) as `StoreBusy`."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise StoreBusy(str(exc)) from None
+        raise
 
 
 def _conversation_for_session(
