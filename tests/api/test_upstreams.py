@@ -426,3 +426,65 @@ def _stored_turn(http: httpx.Client, session_id: str) -> dict[str, Any]:
     conversations = http.get("/api/conversations").json()
     (conversation,) = [c for c in conversations if c["session_id"] == session_id]
     return dict(http.get(f"/api/conversations/{conversation['id']}").json())
+
+
+def _said(server: LiveServer, text: str, session: str, **more: Any) -> httpx.Response:
+    body = {"model": "fake-upstream", "messages": [{"role": "user", "content": text}]}
+    with server.client() as http:
+        return http.post("/v1/chat/completions", json={**body, "session_id": session, **more})
+
+
+def _stats(upstream: FakeUpstreamThread) -> dict[str, Any]:
+    return dict(httpx.get(upstream.url.removesuffix("/v1") + "/stats").json())
+
+
+def test_a_rate_limited_upstream_is_retried_after_its_retry_after(
+    start_server: StartServer,
+) -> None:
+    with FakeUpstreamThread(free_port(), tokens=3, delay=0.001) as upstream:
+        server = _in_front_of(upstream, start_server)
+        answered = _said(server, "rate limit twice", "limited")
+        assert answered.status_code == 200, answered.text
+        assert answered.json()["choices"][0]["message"]["content"] == "tok0 tok1 tok2 "
+        assert _stats(upstream)["rate_limited"] == 2
+        refused = _said(server, "rate limit always", "refused")
+        assert _stats(upstream)["rate_limited"] == 2 + 4  # the try and three retries
+        with server.client() as http:
+            stored = _stored_turn(http, "refused")
+    assert refused.status_code == 429, refused.text
+    assert "answered 429: slow down" in refused.json()["error"]["message"]
+    assert stored["messages"][1]["metadata"]["finish_reason"] == "error"
+
+
+@pytest.mark.parametrize(
+    ("text", "status", "message"),
+    [
+        ("drop mid-stream", 200, "cut the connection before its answer was complete"),
+        ("stream a list", 200, "not a JSON object"),
+        ("be slow", 504, "timed out"),
+    ],
+)
+def test_upstream_faults_are_clear_errors_and_the_turn_is_stored(
+    start_server: StartServer, text: str, status: int, message: str
+) -> None:
+    with FakeUpstreamThread(free_port(), tokens=10, delay=0.001) as upstream:
+        server = start_server(
+            LLM_BACKEND="openai",
+            OPENAI_BASE_URL=upstream.url,
+            OPENAI_MODEL="fake-upstream",
+            LLM_REQUEST_TIMEOUT="1",
+        )
+        said = [{"role": "user", "content": text}]
+        body = {"model": "fake-upstream", "messages": said, "session_id": "fault", "stream": True}
+        with server.client() as http:
+            with http.stream("POST", "/v1/chat/completions", json=body) as response:
+                lines = [line for line in response.iter_lines() if line.startswith("data: ")]
+                code = response.status_code
+            stored = _stored_turn(http, "fault")
+    assert code == status, lines
+    if status == 200:  # the stream had started: its last event is the error
+        assert lines[-1] == "data: [DONE]"
+        assert message in json.loads(lines[-2][6:])["error"]["message"], lines[-2]
+    answer = stored["messages"][1]
+    assert answer["metadata"]["finish_reason"] == "error", answer
+    assert answer["metadata"]["error"]

@@ -1,7 +1,10 @@
 """A scripted OpenAI-compatible upstream: streams N tokens with fixed pacing.
 
 With `tools` it calls the first one (in streamed pieces); with `logprobs` each
-token carries one. The messages "fail with 500" and "stream garbage" get just that.
+token carries one. Some messages ask for a fault: "fail with 500", "stream garbage",
+"stream a list" (JSON that is not an object), "rate limit twice" (429 with
+Retry-After, twice, then the answer), "rate limit always", "drop mid-stream" (three
+tokens, then the connection is cut) and "be slow" (nothing for 5 s).
 
 Used by the disconnect tests and by `benchmarks/gateway_overhead.py`. It counts
 streams that finished and streams whose client went away, at `GET /stats`.
@@ -65,6 +68,15 @@ def create_app(tokens: int = 20, delay: float = 0.005) -> Starlette:
             return JSONResponse({"error": {"message": "the GPU caught fire"}}, status_code=500)
         if said == "stream garbage":
             return StreamingResponse(iter(["data: {not json\n\n"]), media_type="text/event-stream")
+        if said == "stream a list":
+            return StreamingResponse(iter(["data: [1, 2]\n\n"]), media_type="text/event-stream")
+        limited = stats.setdefault("rate_limited", 0)
+        if said == "rate limit always" or (said == "rate limit twice" and limited < 2):
+            stats["rate_limited"] = limited + 1
+            error = {"error": {"message": "slow down", "type": "rate_limit_error"}}
+            return JSONResponse(error, status_code=429, headers={"Retry-After": "0.2"})
+        if said == "be slow":
+            await asyncio.sleep(5)
         if not body.get("stream"):
             await asyncio.sleep(delay * tokens)
             stats["completed"] += 1
@@ -103,6 +115,8 @@ def create_app(tokens: int = 20, delay: float = 0.005) -> Starlette:
                     yield chunk({}, "tool_calls")
                 else:
                     for i in range(tokens):
+                        if said == "drop mid-stream" and i == 3:
+                            raise ConnectionAbortedError("the upstream went away mid-answer")
                         await asyncio.sleep(delay)
                         yield chunk({"content": f"tok{i} "}, logprobs=bool(body.get("logprobs")))
                     yield chunk({}, "stop")

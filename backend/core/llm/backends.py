@@ -83,6 +83,18 @@ class LLMBackend(ABC):
         )
 
 
+# The connection broke after the request went out: mid-answer, or before any answer
+# (after the retries `Upstream` makes).
+_CUT = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+_CUT_OFF = "cut the connection before its answer was complete; try again."
+
+
+def _rate_limited(status: int) -> dict[str, Any]:
+    """An upstream's 429 (still there after our retries) reaches the client as one, so
+    its SDK backs off too; any other upstream failure is a 502."""
+    return {"status_code": 429, "code": "rate_limited"} if status == 429 else {"status_code": 502}
+
+
 class OllamaBackend(LLMBackend):
     name = "ollama"
     supports_logprobs = True  # Ollama answers them since 0.12.11; older ones leave them out
@@ -178,8 +190,10 @@ class OllamaBackend(LLMBackend):
         if isinstance(exc, UpstreamError):
             return LLMError(
                 f"Ollama at {self.host} answered {exc.status_code}: {exc.message}",
-                status_code=502,
+                **_rate_limited(exc.status_code),
             )
+        if isinstance(exc, _CUT):
+            return LLMError(f"Ollama at {self.host} {_CUT_OFF}", status_code=502)
         if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, ConnectionError)):
             return LLMError(
                 f"Ollama is not reachable at {self.host}. Start it with `ollama serve`, "
@@ -216,7 +230,7 @@ class OpenAIBackend(LLMBackend):
             # Local servers (vLLM, llama.cpp, LM Studio) accept any key.
             api_key=self.api_key,  # type: ignore[arg-type]
             timeout=self.timeout,
-            max_retries=0,
+            max_retries=2,  # the SDK backs off on 429 (Retry-After), 5xx and refused connections
             stream_usage=True,
         )
         self.upstream = Upstream(
@@ -255,12 +269,14 @@ class OpenAIBackend(LLMBackend):
         if isinstance(exc, UpstreamError):
             return LLMError(
                 f"The upstream at {self.base_url} answered {exc.status_code}: {exc.message}",
-                status_code=502,
+                **_rate_limited(exc.status_code),
             )
         if isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException)):
             return LLMError(
                 f"The upstream at {self.base_url} timed out.", status_code=504, code="llm_timeout"
             )
+        if isinstance(exc, _CUT):
+            return LLMError(f"The upstream at {self.base_url} {_CUT_OFF}", status_code=502)
         if isinstance(exc, (openai.APIConnectionError, httpx.TransportError)):
             return LLMError(
                 f"The upstream OpenAI-compatible server at {self.base_url} is not reachable. "

@@ -23,6 +23,9 @@ from backend.core.events import AgentEvent
 from backend.core.llm.chat_stream import CallPieces, ChatStream, usage_event
 
 _ROLES = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
+RETRIES = 3  # after the first try: dropped, refused or rate-limited requests
+BACKOFF_SECONDS = 0.25
+MAX_RETRY_WAIT = 10.0  # a 429 asking for longer goes back to the client as it is
 ACCEPTED = AgentEvent("accepted")
 
 
@@ -102,17 +105,51 @@ class Upstream:
         task.add_done_callback(self._draining.discard)
 
     async def _send(self, request: httpx.Request) -> httpx.Response:
-        """Send, and once more if the upstream dropped the connection unanswered.
+        """Send, retrying what failed before any answer, a bounded number of times.
 
         A pooled connection can die between requests (the server timed it out, or
-        shed it under load); the request then fails before any answer, so sending it
-        again is safe. Unretried, under load, this surfaced as a 503 among 64 concurrent
-        streams.
+        shed it under load): the request failed before any answer, so it is sent
+        again at once (unretried, under load, this surfaced as a 503 among 64
+        concurrent streams). A refused connection (a server restarting) and a 429
+        are retried after a back-off, the 429 after its `Retry-After` when that is
+        short. Past `RETRIES`, the last failure is the caller's.
         """
-        try:
-            return await self.client().send(request, stream=True)
-        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
-            return await self.client().send(request, stream=True)
+        for attempt in range(RETRIES + 1):
+            last = attempt == RETRIES
+            try:
+                response = await self.client().send(request, stream=True)
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+                if last:
+                    raise
+                await asyncio.sleep(0 if attempt == 0 else backoff(attempt))
+                continue
+            except httpx.ConnectError:
+                if last:
+                    raise
+                await asyncio.sleep(backoff(attempt))
+                continue
+            wait = retry_after(response, attempt)
+            if response.status_code != 429 or last or wait is None:
+                return response
+            await response.aclose()
+            await asyncio.sleep(wait)
+        raise AssertionError("unreachable")  # the last attempt returns or raises
+
+
+def backoff(attempt: int) -> float:
+    """Seconds before retry number `attempt + 1`: 0.25, 0.5, 1, …"""
+    return float(BACKOFF_SECONDS * 2**attempt)
+
+
+def retry_after(response: httpx.Response, attempt: int) -> float | None:
+    """How long a 429 asks us to wait (its Retry-After, else the back-off); None when
+    that is longer than we would hold a request for."""
+    header = response.headers.get("retry-after", "")
+    try:
+        wait = float(header) if header else backoff(attempt)
+    except ValueError:  # an HTTP date: not worth parsing for a short wait
+        wait = backoff(attempt)
+    return wait if 0 <= wait <= MAX_RETRY_WAIT else None
 
 
 async def _lines(response: httpx.Response) -> AsyncGenerator[bytes, None]:

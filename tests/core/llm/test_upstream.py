@@ -10,6 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from backend.core.llm.upstream import (
+    RETRIES,
     Upstream,
     UpstreamError,
     ollama_messages,
@@ -86,7 +87,7 @@ async def test_a_connection_dropped_before_any_answer_is_tried_once_more() -> No
     assert events[1].data == {"text": "Hi"} and events[2].data == {"reason": "stop"}
 
 
-async def test_a_connection_dropped_twice_is_the_callers_error() -> None:
+async def test_a_connection_dropped_every_time_is_the_callers_error_after_the_retries() -> None:
     calls = 0
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -97,7 +98,36 @@ async def test_a_connection_dropped_twice_is_the_callers_error() -> None:
     stream = openai_stream(_upstream(handler), "m")
     with pytest.raises(httpx.ReadError):
         _ = [event async for event in stream([HumanMessage("hi")], {})]
-    assert calls == 2
+    assert calls == 1 + RETRIES
+
+
+async def test_a_refused_connection_is_retried_after_a_back_off() -> None:
+    calls = 0
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        if calls < 3:  # the upstream is restarting
+            raise httpx.ConnectError("connection refused")
+        return httpx.Response(200, text=ANSWER, headers={"content-type": "text/event-stream"})
+
+    events = [e async for e in openai_stream(_upstream(handler), "m")([HumanMessage("hi")], {})]
+    assert calls == 3 and [e.type for e in events] == ["accepted", "token", "finish"]
+
+
+async def test_a_429_asking_for_a_long_wait_is_not_held() -> None:
+    calls = 0
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        return httpx.Response(
+            429, json={"error": {"message": "quota"}}, headers={"Retry-After": "3600"}
+        )
+
+    with pytest.raises(UpstreamError) as raised:
+        _ = [e async for e in openai_stream(_upstream(handler), "m")([HumanMessage("hi")], {})]
+    assert raised.value.status_code == 429 and calls == 1
 
 
 async def test_an_answer_cut_before_its_end_is_an_error() -> None:
