@@ -1,12 +1,19 @@
-"""Append-only JSONL audit logs in DATA_DIR/logs: every tool run and every prompt."""
+"""Append-only JSONL audit logs in DATA_DIR/logs: every tool run and every prompt.
+
+A record that cannot be written (a full disk) is logged as a warning and dropped:
+the turn it describes has already been answered and stored.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 
 class AuditLog:
@@ -17,8 +24,11 @@ class AuditLog:
 
     def _append(self, name: str, record: dict[str, Any]) -> None:
         line = json.dumps({"timestamp": time.time(), **record}, default=str) + "\n"
-        with self._lock, (self.folder / name).open("a") as handle:
-            handle.write(line)
+        try:
+            with self._lock, (self.folder / name).open("a") as handle:
+                handle.write(line)
+        except OSError as exc:
+            logger.warning("audit record for %s not written: %s", name, exc)
 
     def tool_run(self, **record: Any) -> None:
         self._append("tool_runs.jsonl", record)

@@ -12,6 +12,7 @@ from backend.storage.base import (
     SessionOwnedByAnotherUser,
     Store,
     StoreBusy,
+    StoreFull,
     User,
     UsernameTaken,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "SessionOwnedByAnotherUser",
     "Store",
     "StoreBusy",
+    "StoreFull",
     "User",
     "UsernameTaken",
     "open_store",

@@ -8,6 +8,7 @@ serialised by a lock, so one connection serves the event loop and worker threads
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -24,6 +25,7 @@ from backend.storage.base import (
     Message,
     SessionOwnedByAnotherUser,
     StoreBusy,
+    StoreFull,
     User,
     UsernameTaken,
 )
@@ -81,10 +83,11 @@ class SQLiteStore:
             self._db.execute("BEGIN IMMEDIATE")  # wait for the write lock here, not mid-way
             try:
                 yield self._db
+                self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):  # also after a COMMIT that failed
+                    self._db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
 
     def _migrate(self) -> None:
         version = self._query("PRAGMA user_version")[0][0]
@@ -216,12 +219,15 @@ class SQLiteStore:
 
 @contextmanager
 def _busy() -> Iterator[None]:
-    """SQLite's "database is locked" (after BUSY_TIMEOUT_MS) as `StoreBusy`."""
+    """SQLite's "database is locked" (after BUSY_TIMEOUT_MS) as `StoreBusy`, and its
+    "database or disk is full" as `StoreFull`; the transaction is rolled back either way."""
     try:
         yield
     except sqlite3.OperationalError as exc:
         if "locked" in str(exc) or "busy" in str(exc):
             raise StoreBusy(str(exc)) from None
+        if "full" in str(exc):
+            raise StoreFull(str(exc)) from None
         raise
 
 
