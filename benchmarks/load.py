@@ -1,0 +1,464 @@
+"""Load: concurrent streams, concurrent sandboxes, and memory over many turns.
+
+Three parts, each against a baseline measured in the same run:
+
+1. Streams: a fake OpenAI-compatible upstream on loopback (tests/support/fake_openai.py, in
+   its own process) behind our server (LLM_BACKEND=openai). Each round sends 64 concurrent
+   streaming `/v1/chat/completions` requests straight to the upstream, then 64 through the
+   floor, then 64 through the server; 3 rounds after one of each to warm up. Prints errors
+   (goal 0) and the p50/p99 wall time of a whole stream through the server against direct.
+   For scale, the same through the floor of gateway_overhead.py (baseline_proxy.py, a
+   minimal pass-through proxy): on a small machine any proxy is a third busy process.
+2. Sandboxes: 32 sessions, each with its own sandbox, through `POST /api/tools/python_coder`
+   with `{"session_id", "code"}` (custom-code mode). All 32 start at once (a cold first
+   run that builds a 100k-row frame), then each runs 5 rounds of `print(1)` and a pandas
+   group-by over its frame, all at once. Prints errors (goal 0) and p50/p99 of each kind
+   of run against the same runs one session at a time, and the peak memory while the 32
+   ran: the server process's RSS, and the sum over it and its descendants (the sandboxes):
+   RSS, and PSS, which counts shared pages once; sampled from /proc every 0.25 s.
+3. Memory: a second server, with the scripted model, answers 200 warm-up turns and then
+   2,000 sequential `/api/chat` turns (plain chat, streamed every other turn, a new session
+   every 10 turns). Prints the server's RSS after the 2,000 turns against after the
+   warm-up (goal: flat, within 10%), and along the way, with the turns' latency against
+   the first ones'.
+
+    .venv/bin/python -m benchmarks.load [--streams 64] [--rounds 3] [--sessions 32]
+        [--runs 5] [--turns 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import AsyncExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchmarks.executor_latency import GROUP_BY, SETUP
+from benchmarks.gateway_overhead import concurrent, percentile, report, wait_for_port
+from tests.support.live_server import ROOT, LiveServer, free_port
+
+PASSWORD = "benchmark-password"
+SCRIPTED_ANSWER = "A scripted answer of a dozen words, the same for every turn of this run."
+COLD = "first run (cold)"
+RUNS: dict[str, str] = {"print(1)": "print(1)", "group-by 100k rows": GROUP_BY}
+MB = 1024**2
+
+
+# Memory, from /proc
+
+
+def _status_kb(pid: int, field_name: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field_name}:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _pss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1])
+    return 0
+
+
+def rss(pid: int) -> int:
+    """The process's resident memory in bytes."""
+    return _status_kb(pid, "VmRSS") * 1024
+
+
+def descendants(pid: int) -> list[int]:
+    """`pid` and every process below it, from the parent ids in /proc/*/stat."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(parent, []).append(int(name))
+    tree, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        tree.append(current)
+        pending += children.get(current, [])
+    return tree
+
+
+@dataclass
+class TreeMemory:
+    """Peaks, in bytes, over the samples taken."""
+
+    server_rss: int = 0
+    tree_rss: int = 0
+    tree_pss: int = 0  # 0 where some process's smaps_rollup cannot be read
+    processes: int = 0
+
+    def sample(self, pid: int) -> None:
+        total_rss = total_pss = count = 0
+        readable = True  # every process's PSS
+        for member in descendants(pid):
+            try:
+                total_rss += _status_kb(member, "VmRSS") * 1024
+                count += 1
+                total_pss += _pss_kb(member) * 1024
+            except PermissionError:
+                readable = False
+            except (OSError, ValueError):
+                continue  # it exited while we looked
+        self.server_rss = max(self.server_rss, rss(pid))
+        self.tree_rss = max(self.tree_rss, total_rss)
+        self.tree_pss = max(self.tree_pss, total_pss) if readable else 0
+        self.processes = max(self.processes, count)
+
+
+@contextmanager
+def sampled(pid: int, every: float = 0.25) -> Iterator[TreeMemory]:
+    """The peaks of the process tree under `pid`, sampled every `every` seconds meanwhile."""
+    peaks = TreeMemory()
+    peaks.sample(pid)
+    done = threading.Event()
+
+    def loop() -> None:
+        while not done.wait(every):
+            peaks.sample(pid)
+
+    sampler = threading.Thread(target=loop, daemon=True)
+    sampler.start()
+    try:
+        yield peaks
+    finally:
+        done.set()
+        sampler.join()
+        peaks.sample(pid)
+
+
+# Part 1: concurrent streams
+
+
+async def one_round(
+    clients: list[httpx.AsyncClient], url: str, headers: dict[str, str]
+) -> tuple[list[float], int]:
+    """One stream per client, all at once: the wall times of those that ended, and errors.
+
+    A client each, not one shared: httpcore's pool scans all its connections for every
+    request it assigns, so one client with 64 warm connections spends more CPU on its own
+    bookkeeping than on the streams, and the benchmark measures itself.
+    """
+    results = await asyncio.gather(*(concurrent(c, url, headers, 1, 1) for c in clients))
+    return [t for totals, _ in results for t in totals], sum(errors for _, errors in results)
+
+
+async def streams(
+    args: argparse.Namespace, upstream_url: str, floor_url: str, server: LiveServer
+) -> None:
+    auth = {"Authorization": f"Bearer {server.token()}"}
+    paths = {
+        "direct": (f"{upstream_url}/chat/completions", {}),
+        "via floor": (f"{floor_url}/chat/completions", {}),
+        "via server": (f"{server.url}/v1/chat/completions", auth),
+    }
+    times: dict[str, list[float]] = {name: [] for name in paths}
+    errors = dict.fromkeys(paths, 0)
+    async with AsyncExitStack() as stack:
+        clients = [
+            await stack.enter_async_context(httpx.AsyncClient(timeout=120))
+            for _ in range(args.streams)
+        ]
+        for url, headers in paths.values():  # warm up: connections, caches
+            await one_round(clients, url, headers)
+        for _ in range(args.rounds):  # alternate rounds, so machine noise hits all alike
+            for name, (url, headers) in paths.items():
+                totals, failed = await one_round(clients, url, headers)
+                times[name] += totals
+                errors[name] += failed
+    print(
+        f"Streams: {args.streams} concurrent /v1/chat/completions, {args.rounds} rounds "
+        f"(upstream: {args.tokens} tokens, {args.delay_ms:g} ms apart, ideal "
+        f"{args.tokens * args.delay_ms:g} ms)"
+    )
+    print("  errors: " + ", ".join(f"{name} {count}" for name, count in errors.items()), "(goal 0)")
+    if all(times.values()):
+        report("request", times["direct"], times["via server"])
+        report("request", times["direct"], times["via floor"], via="via floor ")
+
+
+# Part 2: concurrent sandboxes
+
+
+@dataclass
+class Runs:
+    """Wall times of python_coder runs by kind, and the failures."""
+
+    times: dict[str, list[float]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, kind: str, seconds: float) -> None:
+        self.times.setdefault(kind, []).append(seconds)
+
+
+async def run_code(client: httpx.AsyncClient, session: str, code: str) -> float:
+    """One custom-code run; its wall time. Raises on an HTTP error or a failed run."""
+    started = time.perf_counter()
+    response = await client.post(
+        "/api/tools/python_coder", json={"session_id": session, "code": code}
+    )
+    response.raise_for_status()
+    result = response.json()
+    if not result["success"]:
+        raise RuntimeError(f"run failed: {result.get('error')}")
+    return time.perf_counter() - started
+
+
+async def attempt(
+    client: httpx.AsyncClient, session: str, kind: str, code: str, runs: Runs
+) -> bool:
+    """One run, recorded under `kind` or as an error; whether it succeeded."""
+    try:
+        runs.add(kind, await run_code(client, session, code))
+        return True
+    except (httpx.HTTPError, RuntimeError, KeyError) as exc:
+        runs.errors.append(f"{session} {kind}: {type(exc).__name__}: {str(exc)[:300]}")
+        return False
+
+
+async def warm_rounds(client: httpx.AsyncClient, session: str, rounds: int, runs: Runs) -> None:
+    """`rounds` of each kind in RUNS, until one fails."""
+    for _ in range(rounds):
+        for kind, code in RUNS.items():
+            if not await attempt(client, session, kind, code, runs):
+                return
+
+
+def report_runs(baseline: Runs, loaded: Runs) -> None:
+    print(f"  {'':20} {'alone p50':>10} {'p99':>9} {'loaded p50':>11} {'p99':>9}   ratio p50  p99")
+    for kind, alone in baseline.times.items():
+        under_load = loaded.times.get(kind)
+        if not under_load:
+            print(f"  {kind:20} no successful run under load")
+            continue
+        a50, a99 = percentile(alone, 50), percentile(alone, 99)
+        l50, l99 = percentile(under_load, 50), percentile(under_load, 99)
+        print(
+            f"  {kind:20} {a50 * 1000:8.0f}ms {a99 * 1000:7.0f}ms {l50 * 1000:9.0f}ms "
+            f"{l99 * 1000:7.0f}ms   {l50 / a50:8.1f}x {l99 / a99:5.1f}x"
+        )
+
+
+async def sandboxes(args: argparse.Namespace, server: LiveServer) -> None:
+    assert server.process is not None
+    pid = server.process.pid
+    headers = {"Authorization": f"Bearer {server.token()}"}
+    baseline, loaded = Runs(), Runs()
+    async with AsyncExitStack() as stack:
+        clients = [  # a client each: see one_round
+            await stack.enter_async_context(
+                httpx.AsyncClient(base_url=server.url, headers=headers, timeout=600)
+            )
+            for _ in range(args.sessions)
+        ]
+        for number in range(args.baseline_cold):  # one at a time; the first does the rounds
+            await attempt(clients[0], f"alone-{number}", COLD, SETUP, baseline)
+        await warm_rounds(clients[0], "alone-0", args.baseline_runs, baseline)
+        before = TreeMemory()
+        before.sample(pid)
+        sessions = [(client, f"load-{n}") for n, client in enumerate(clients)]
+        started = time.perf_counter()
+        with sampled(pid) as peaks:
+            cold = await asyncio.gather(*(attempt(c, s, COLD, SETUP, loaded) for c, s in sessions))
+            started_ok = [session for session, ok in zip(sessions, cold, strict=True) if ok]
+            await asyncio.gather(*(warm_rounds(c, s, args.runs, loaded) for c, s in started_ok))
+        wall = time.perf_counter() - started
+    print(
+        f"Sandboxes: {args.sessions} sessions at once: all start (a cold first run that builds "
+        f"the frame), then each runs {args.runs} rounds of {' and '.join(RUNS)}; {wall:.1f} s "
+        f"in all. Baseline: one session at a time ({args.baseline_cold} cold starts, "
+        f"{args.baseline_runs} rounds)"
+    )
+    print(f"  errors: {len(loaded.errors)} (goal 0); alone: {len(baseline.errors)}")
+    for error in (baseline.errors + loaded.errors)[:5]:
+        print(f"    {error}")
+    report_runs(baseline, loaded)
+    pss = f", PSS {peaks.tree_pss / MB:.0f} MB" if peaks.tree_pss else ""
+    print(
+        f"  peak memory: server process RSS {peaks.server_rss / MB:.0f} MB "
+        f"(before the load {before.server_rss / MB:.0f} MB); server and its "
+        f"{peaks.processes - 1} descendants: RSS {peaks.tree_rss / MB:.0f} MB{pss} "
+        f"(before the load: {before.processes - 1} descendants, RSS "
+        f"{before.tree_rss / MB:.0f} MB)"
+    )
+
+
+# Part 3: memory over many turns
+
+
+async def chat_turn(client: httpx.AsyncClient, session: str | None, stream: bool) -> str:
+    """One plain chat turn; the session it went to (a new one when `session` is None)."""
+    body: dict[str, Any] = {"message": "benchmark", "agent_type": "chat", "stream": stream}
+    if session:
+        body["session_id"] = session
+    answer: dict[str, Any] | None = None
+    if stream:
+        async with client.stream("POST", "/api/chat", json=body) as response:
+            response.raise_for_status()
+            async for line in response.aiter_lines():
+                event = json.loads(line[6:]) if line.startswith("data: ") else {}
+                if event.get("type") == "error":
+                    raise RuntimeError(f"error event: {event}")
+                if event.get("type") == "final":
+                    answer = {"answer": event["text"], "session_id": event["session_id"]}
+    else:
+        response = await client.post("/api/chat", json=body)
+        response.raise_for_status()
+        answer = response.json()
+    if answer is None:
+        raise RuntimeError("the stream ended without its final event")
+    if answer["answer"] != SCRIPTED_ANSWER:
+        raise RuntimeError(f"unexpected answer: {answer['answer'][:200]!r}")
+    return str(answer["session_id"])
+
+
+async def turns(
+    client: httpx.AsyncClient, count: int, per_session: int, errors: list[str]
+) -> list[float]:
+    """`count` sequential turns, alternating streamed and not; their wall times."""
+    times: list[float] = []
+    session: str | None = None
+    for number in range(count):
+        if number % per_session == 0:
+            session = None
+        started = time.perf_counter()
+        try:
+            session = await chat_turn(client, session, stream=number % 2 == 1)
+        except (httpx.HTTPError, RuntimeError, KeyError) as exc:
+            errors.append(f"turn {number}: {type(exc).__name__}: {str(exc)[:300]}")
+            session = None
+        times.append(time.perf_counter() - started)
+    return times
+
+
+async def memory_growth(args: argparse.Namespace, server: LiveServer) -> None:
+    assert server.process is not None
+    pid = server.process.pid
+    headers = {"Authorization": f"Bearer {server.token()}"}
+    errors: list[str] = []
+    steps: list[tuple[int, int, list[float]]] = []  # turns so far, RSS, the step's times
+    async with httpx.AsyncClient(base_url=server.url, headers=headers, timeout=120) as client:
+        await turns(client, args.warmup, args.session_turns, errors)
+        warm = rss(pid)
+        step = max(1, args.turns // args.steps)
+        for done in range(0, args.turns, step):
+            count = min(step, args.turns - done)
+            times = await turns(client, count, args.session_turns, errors)
+            steps.append((done + count, rss(pid), times))
+    print(
+        f"Memory: {args.turns} sequential /api/chat turns (plain chat, scripted model, "
+        f"streamed every other turn, {args.session_turns} per session) after "
+        f"{args.warmup} warm-up turns"
+    )
+    print(f"  errors: {len(errors)} (goal 0)")
+    for error in errors[:5]:
+        print(f"    {error}")
+    final = steps[-1][1]
+    print(
+        f"  server RSS: {warm / MB:.1f} MB after the warm-up, {final / MB:.1f} MB after "
+        f"{args.turns} turns: ratio {final / warm:.3f} (goal <= 1.10)"
+    )
+    first = steps[0][2]
+    print(f"  along the way (turn p50 and p99 against the first {len(first)} turns'):")
+    for done, resident, times in steps:
+        print(
+            f"    after {done:5} turns: RSS {resident / MB:6.1f} MB ({resident / warm:.3f}), "
+            f"turn p50 {percentile(times, 50) / percentile(first, 50):.2f}x, "
+            f"p99 {percentile(times, 99) / percentile(first, 99):.2f}x"
+        )
+    print(f"  (the first turns: p50 {percentile(first, 50) * 1000:.1f} ms)")
+
+
+# Servers
+
+
+@contextmanager
+def serving(module: str, *args: str) -> Iterator[str]:
+    """`python -m module --port P *args` in its own process; its base URL (`.../v1`)."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", module, "--port", str(port), *args], cwd=ROOT)
+    try:
+        wait_for_port(port)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@contextmanager
+def live(data_dir: Path, **env: str) -> Iterator[LiveServer]:
+    server = LiveServer(data_dir, ADMIN_PASSWORD=PASSWORD, LOG_LEVEL="WARNING", **env)
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+        if server.process is not None and server.process.returncode not in (0, -15):
+            print(f"  (server exited with {server.process.returncode}; log: {server.log_path})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--streams", type=int, default=64, help="concurrent streams")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--tokens", type=int, default=20, help="tokens per upstream stream")
+    parser.add_argument("--delay-ms", type=float, default=5.0, help="between upstream tokens")
+    parser.add_argument("--sessions", type=int, default=32, help="concurrent sandbox sessions")
+    parser.add_argument("--runs", type=int, default=5, help="rounds per session under load")
+    parser.add_argument("--baseline-runs", type=int, default=20, help="rounds of one session")
+    parser.add_argument("--baseline-cold", type=int, default=3, help="sessions started alone")
+    parser.add_argument("--turns", type=int, default=2000)
+    parser.add_argument("--warmup", type=int, default=200, help="turns before the first RSS")
+    parser.add_argument("--steps", type=int, default=4, help="RSS samples over the turns")
+    parser.add_argument("--session-turns", type=int, default=10, help="turns per session")
+    parser.add_argument(
+        "--skip", choices=("streams", "sandboxes", "memory"), nargs="*", default=[], help="parts"
+    )
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        if not {"streams", "sandboxes"} <= set(args.skip):
+            upstream = ("--tokens", str(args.tokens), "--delay-ms", str(args.delay_ms))
+            with (
+                serving("tests.support.fake_openai", *upstream) as upstream_url,
+                serving("benchmarks.baseline_proxy", "--upstream", upstream_url) as floor_url,
+                live(
+                    Path(tmp) / "gateway",
+                    LLM_BACKEND="openai",
+                    OPENAI_BASE_URL=upstream_url,
+                    OPENAI_MODEL="fake-upstream",
+                ) as server,
+            ):
+                if "streams" not in args.skip:
+                    asyncio.run(streams(args, upstream_url, floor_url, server))
+                if "sandboxes" not in args.skip:
+                    asyncio.run(sandboxes(args, server))
+        if "memory" not in args.skip:
+            replies = Path(tmp) / "replies.json"
+            replies.write_text(json.dumps([{"content": SCRIPTED_ANSWER, "repeat": True}]))
+            with live(
+                Path(tmp) / "scripted", LLM_BACKEND="scripted", SCRIPTED_REPLIES=str(replies)
+            ) as server:
+                asyncio.run(memory_growth(args, server))
+
+
+if __name__ == "__main__":
+    main()
