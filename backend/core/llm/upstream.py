@@ -23,6 +23,7 @@ from backend.core.events import AgentEvent
 from backend.core.llm.chat_stream import CallPieces, ChatStream, usage_event
 
 _ROLES = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
+POOLS = 8  # connection pools per upstream, used in turn (see `Upstream.client`)
 RETRIES = 3  # after the first try: dropped, refused or rate-limited requests
 BACKOFF_SECONDS = 0.25
 MAX_RETRY_WAIT = 10.0  # a 429 asking for longer goes back to the client as it is
@@ -52,34 +53,45 @@ class Upstream:
         self.timeout = timeout
         self.headers = headers or {}
         self.transport = transport
-        self._client: httpx.AsyncClient | None = None
+        self._clients: list[httpx.AsyncClient] = []
+        self._turn = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._draining: set[asyncio.Task[None]] = set()
         self._urls: dict[str, httpx.URL] = {}  # path -> absolute URL, parsed once
 
     def client(self) -> httpx.AsyncClient:
+        """One of `POOLS` clients, in turn: httpcore scans every connection of a pool for
+        each request it places, which at 64 concurrent streams cost more CPU than the
+        relaying itself (p99 7.6x direct, against 3.9x with 8 smaller pools)."""
         loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            self._client = httpx.AsyncClient(
-                base_url=self.base_url,
-                timeout=self.timeout,
-                headers=self.headers,
-                transport=self.transport,
-                # Drop idle connections before the server does (uvicorn after 5 s, which is
-                # also httpx's default: a connection could be reused as it closed).
-                limits=httpx.Limits(
-                    max_connections=None, max_keepalive_connections=64, keepalive_expiry=4
-                ),
-            )
+        if not self._clients or self._loop is not loop:
+            self._clients = [self._new_client() for _ in range(POOLS)]
             self._loop = loop
-        return self._client
+        self._turn = (self._turn + 1) % POOLS
+        return self._clients[self._turn]
+
+    def _new_client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            base_url=self.base_url,
+            timeout=self.timeout,
+            headers=self.headers,
+            transport=self.transport,
+            # Drop idle connections before the server does (uvicorn after 5 s, which is
+            # also httpx's default: a connection could be reused as it closed).
+            limits=httpx.Limits(
+                max_connections=None,
+                max_keepalive_connections=64 // POOLS,
+                keepalive_expiry=4,
+            ),
+        )
 
     async def aclose(self) -> None:
         for task in list(self._draining):
             task.cancel()
-        if self._client is not None and self._loop is asyncio.get_running_loop():
-            await self._client.aclose()
-        self._client = None
+        if self._clients and self._loop is asyncio.get_running_loop():
+            for client in self._clients:
+                await client.aclose()
+        self._clients = []
 
     @asynccontextmanager
     async def lines(self, path: str, body: dict[str, Any]) -> AsyncIterator[AsyncIterator[bytes]]:
