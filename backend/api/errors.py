@@ -17,7 +17,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from backend.core.llm import LLMError
 from backend.files.s3_objects import S3Error
-from backend.storage import SessionOwnedByAnotherUser
+from backend.models.errors import ErrorBody, OpenAIErrorBody
+from backend.storage import SessionOwnedByAnotherUser, StoreBusy, StoreFull
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +26,16 @@ _OPENAI_TYPES = {
     401: "authentication_error",
     403: "permission_error",
     429: "rate_limit_error",
+}
+
+
+# OpenAPI `responses` for a router: every 4xx it answers has the body `error_body` writes
+# (FastAPI's own 422 entry, a list of validation errors, would be wrong for ours).
+CLIENT_ERRORS: dict[int | str, dict[str, Any]] = {
+    "4XX": {"model": ErrorBody, "description": "The request was refused: `detail` says why."}
+}
+OPENAI_CLIENT_ERRORS: dict[int | str, dict[str, Any]] = {
+    "4XX": {"model": OpenAIErrorBody, "description": "The request was refused, in OpenAI's shape."}
 }
 
 
@@ -109,6 +120,27 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(S3Error)
     async def _s3_error(request: Request, exc: S3Error) -> JSONResponse:
         return error_response(request, exc.status, str(exc), code=exc.code)
+
+    @app.exception_handler(StoreBusy)
+    async def _store_busy(request: Request, exc: StoreBusy) -> JSONResponse:
+        logger.warning("The database stayed locked: %s", exc)
+        return error_response(
+            request,
+            503,
+            "The database is busy (another process holds it): try again shortly.",
+            code="store_busy",
+            headers={"Retry-After": "5"},
+        )
+
+    @app.exception_handler(StoreFull)
+    async def _store_full(request: Request, exc: StoreFull) -> JSONResponse:
+        logger.error("The database's disk is full: %s", exc)
+        return error_response(
+            request,
+            507,
+            "The server's disk is full: nothing was saved. Free some space and try again.",
+            code="insufficient_storage",
+        )
 
     @app.exception_handler(SessionOwnedByAnotherUser)
     async def _foreign_session(request: Request, exc: SessionOwnedByAnotherUser) -> JSONResponse:

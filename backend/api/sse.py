@@ -28,6 +28,23 @@ KEEPALIVE_SECONDS = 15.0
 KEEPALIVE = b": keep-alive\n\n"
 
 
+# One event of a stream, as FastAPI documents its own (`itemSchema`, from Open API 3.2).
+_EVENT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "data": {"type": "string"},
+        "event": {"type": "string"},
+        "id": {"type": "string"},
+    },
+}
+
+
+def sse_responses(description: str) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for a 200 that is, or may be, a stream of server-sent events."""
+    stream = {"text/event-stream": {"itemSchema": _EVENT_SCHEMA}}
+    return {200: {"description": description, "content": stream}}
+
+
 class Last(str):
     """A stream's closing frames: nothing follows them."""
 

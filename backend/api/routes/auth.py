@@ -5,15 +5,23 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response, status
 
 from backend.api.deps import AUTH_COOKIE, ServicesDep
-from backend.api.errors import ApiError
+from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.core.security import DUMMY_PASSWORD_HASH, create_access_token, verify_password
 from backend.core.throttle import login_keys
 from backend.models.auth import LoginRequest, Token
+from backend.models.errors import ErrorBody
 
-router = APIRouter(prefix="/api/auth", tags=["auth"])
+router = APIRouter(prefix="/api/auth", tags=["auth"], responses=CLIENT_ERRORS)
 
 
-@router.post("/login")
+_THROTTLED = {
+    "model": ErrorBody,
+    "description": "Too many failed logins: try again after Retry-After seconds.",
+    "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+}
+
+
+@router.post("/login", responses={429: _THROTTLED})
 def login(body: LoginRequest, services: ServicesDep, request: Request, response: Response) -> Token:
     """Exchange a username and password for a JWT access token (also set as a cookie).
     Repeated failures back off exponentially (429 with Retry-After)."""

@@ -11,17 +11,22 @@ from langchain_core.messages import HumanMessage
 
 from backend.api.deps import ChatServiceDep, CurrentUser
 from backend.api.disconnect import ClientGone, unless_disconnected
-from backend.api.sse import SSE_HEADERS, Last, SSEResponse, sse_data
+from backend.api.errors import CLIENT_ERRORS
+from backend.api.sse import SSE_HEADERS, Last, SSEResponse, sse_data, sse_responses
 from backend.api.streaming import start_stream
 from backend.core.chat_service import Turn, TurnRequest
 from backend.core.events import AgentEvent
 from backend.core.llm import LLMError
 from backend.models.chat import ChatRequest, ChatResponse
 
-router = APIRouter(prefix="/api", tags=["chat"])
+router = APIRouter(prefix="/api", tags=["chat"], responses=CLIENT_ERRORS)
 
 
-@router.post("/chat", response_model=ChatResponse)
+@router.post(
+    "/chat",
+    response_model=ChatResponse,
+    responses=sse_responses("The answer: JSON, or typed events with `stream: true`."),
+)
 async def create_chat_message(
     body: ChatRequest, user: CurrentUser, chat: ChatServiceDep, http: Request
 ) -> Response | ChatResponse:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from fastapi import APIRouter, Response, status
 
 from backend.api.deps import CurrentUser, RunsDep, StoreDep
-from backend.api.errors import ApiError
+from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.core.runs import RunRegistry
 from backend.models.conversations import ConversationDetail, ConversationPublic, MessagePublic
 from backend.storage import Conversation
 
-router = APIRouter(prefix="/api/conversations", tags=["conversations"])
+router = APIRouter(prefix="/api/conversations", tags=["conversations"], responses=CLIENT_ERRORS)
 
 
 def _public(conversation: Conversation, runs: RunRegistry) -> ConversationPublic:

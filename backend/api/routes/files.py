@@ -17,7 +17,7 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from backend.api.deps import CurrentUser, FileReader, ServicesDep
-from backend.api.errors import ApiError
+from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.core.services import Services
 from backend.files import (
     ArchiveLimits,
@@ -43,7 +43,7 @@ from backend.storage.workspaces import (
 )
 from backend.tools.sandbox.variables import MAX_WORKSPACE_FILES
 
-router = APIRouter(prefix="/api", tags=["files"])
+router = APIRouter(prefix="/api", tags=["files"], responses=CLIENT_ERRORS)
 
 _MAX_EXTRACTED_FILES = MAX_WORKSPACE_FILES // 5  # one archive may not use up the budget
 
@@ -174,7 +174,14 @@ async def read_session_files(
     return [WorkspaceFilePublic(path=f.path, size=f.size, modified=f.modified) for f in files]
 
 
-@router.get("/sessions/{session_id}/files/{path:path}")
+_ANY_FILE: dict[str, dict[str, object]] = {"*/*": {}}  # typed by its extension
+
+
+@router.get(
+    "/sessions/{session_id}/files/{path:path}",
+    response_class=StreamingResponse,
+    responses={200: {"description": "The file's bytes.", "content": _ANY_FILE}},
+)
 async def read_session_file(
     session_id: SessionId, path: str, user: FileReader, services: ServicesDep
 ) -> StreamingResponse:

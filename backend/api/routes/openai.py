@@ -11,8 +11,8 @@ from fastapi.responses import JSONResponse, Response
 
 from backend.api.deps import ChatServiceDep, CurrentUser, ServicesDep
 from backend.api.disconnect import ClientGone, unless_disconnected
-from backend.api.errors import ApiError, error_body
-from backend.api.sse import SSE_HEADERS, Last, SSEResponse, sse_data
+from backend.api.errors import OPENAI_CLIENT_ERRORS, ApiError, error_body
+from backend.api.sse import SSE_HEADERS, Last, SSEResponse, sse_data, sse_responses
 from backend.api.streaming import start_stream
 from backend.core.agents.client_tools import ClientTools
 from backend.core.chat_service import Turn, TurnRequest
@@ -27,7 +27,7 @@ from backend.models.openai import (
     new_completion_id,
 )
 
-router = APIRouter(prefix="/v1", tags=["openai"])
+router = APIRouter(prefix="/v1", tags=["openai"], responses=OPENAI_CLIENT_ERRORS)
 
 
 def check_parameters(unsupported: str | None, agent_type: str, **for_chat: object) -> None:
@@ -71,7 +71,10 @@ async def create_embedding(
     )
 
 
-@router.post("/chat/completions")
+@router.post(
+    "/chat/completions",
+    responses=sse_responses("A completion: JSON, or chunks as events with `stream: true`."),
+)
 async def create_chat_completion(
     body: ChatCompletionRequest, user: CurrentUser, chat: ChatServiceDep, http: Request
 ) -> Response:

@@ -17,9 +17,9 @@ from fastapi.responses import JSONResponse, Response
 
 from backend.api.deps import ChatServiceDep, CurrentUser, StoreDep
 from backend.api.disconnect import ClientGone, unless_disconnected
-from backend.api.errors import ApiError
+from backend.api.errors import OPENAI_CLIENT_ERRORS, ApiError
 from backend.api.routes.openai import check_parameters
-from backend.api.sse import SSE_HEADERS, Last, SSEResponse, sse_data
+from backend.api.sse import SSE_HEADERS, Last, SSEResponse, sse_data, sse_responses
 from backend.api.streaming import start_stream
 from backend.core.agents.client_tools import ClientTools
 from backend.core.chat_service import Turn, TurnRequest
@@ -34,10 +34,13 @@ from backend.models.responses import (
     response_body,
 )
 
-router = APIRouter(prefix="/v1", tags=["openai"])
+router = APIRouter(prefix="/v1", tags=["openai"], responses=OPENAI_CLIENT_ERRORS)
 
 
-@router.post("/responses")
+@router.post(
+    "/responses",
+    responses=sse_responses("A response: JSON, or typed events with `stream: true`."),
+)
 async def create_response(
     body: ResponseRequest, user: CurrentUser, chat: ChatServiceDep, store: StoreDep, http: Request
 ) -> Response:

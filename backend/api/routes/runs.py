@@ -5,18 +5,18 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, status
+from fastapi import APIRouter, Header, Query, Response, status
 from langchain_core.messages import HumanMessage
 
 from backend.api.deps import ChatServiceDep, CurrentUser, RunsDep
-from backend.api.errors import ApiError
-from backend.api.sse import SSE_HEADERS, SSEResponse, sse_data
+from backend.api.errors import CLIENT_ERRORS, ApiError
+from backend.api.sse import SSE_HEADERS, SSEResponse, sse_data, sse_responses
 from backend.core.chat_service import Turn, TurnRequest
 from backend.core.runs import Run, RunInProgress, RunRegistry
 from backend.models.runs import RunCreate, RunPublic
 from backend.storage import User
 
-router = APIRouter(prefix="/api/runs", tags=["runs"])
+router = APIRouter(prefix="/api/runs", tags=["runs"], responses=CLIENT_ERRORS)
 
 
 def _public(run: Run) -> RunPublic:
@@ -68,7 +68,13 @@ async def read_run(run_id: str, user: CurrentUser, runs: RunsDep) -> RunPublic:
     return _public(_owned_run(runs, run_id, user))
 
 
-@router.get("/{run_id}/events", response_class=SSEResponse)
+# Documented through `responses`: `response_class=SSEResponse` would type its errors as
+# event streams too.
+@router.get(
+    "/{run_id}/events",
+    response_class=Response,
+    responses=sse_responses("The run's events, replayed and then live."),
+)
 async def read_run_events(
     run_id: str,
     user: CurrentUser,

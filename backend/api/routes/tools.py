@@ -14,7 +14,7 @@ from fastapi.responses import Response
 
 from backend.api.deps import CurrentUser, ServicesDep
 from backend.api.disconnect import ClientGone, unless_disconnected
-from backend.api.errors import ApiError
+from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.core.services import Services
 from backend.files import UnsupportedFileType, loader_code
 from backend.files.catalog import FileNotInWorkspace
@@ -34,7 +34,7 @@ from backend.tools.python_coder.tdd import solve_tdd
 from backend.tools.sandbox.ast_check import check_code
 from backend.tools.sandbox.executor import BasePythonExecutor, ExecutionResult
 
-router = APIRouter(prefix="/api/tools", tags=["tools"])
+router = APIRouter(prefix="/api/tools", tags=["tools"], responses=CLIENT_ERRORS)
 
 _TRUNCATION_NOTICE = "\n[output truncated at 1 MB]"
 _HISTORY = 10

@@ -29,7 +29,7 @@ from starlette.requests import ClientDisconnect
 
 from backend.api.bodies import MEGABYTE, no_room, write_body
 from backend.api.deps import CurrentUser, ServicesDep
-from backend.api.errors import ApiError
+from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.api.routes.uploads import checked_name, too_large, unusable
 from backend.core.services import Services
 from backend.storage import User
@@ -37,7 +37,7 @@ from backend.storage.drafts import write_all
 from backend.storage.resumable import Upload
 from backend.storage.workspaces import NotARegularFile, UnsafePath
 
-router = APIRouter(prefix="/api/tus", tags=["files"])
+router = APIRouter(prefix="/api/tus", tags=["files"], responses=CLIENT_ERRORS)
 STREAMED_PATCH = re.compile(r"/api/tus/[0-9a-f]{32}")  # past the body size cap
 
 VERSION = "1.0.0"
@@ -47,16 +47,22 @@ def _headers(**more: str) -> dict[str, str]:
     return {"Tus-Resumable": VERSION, "Cache-Control": "no-store", **more}
 
 
-@router.options("/")
-@router.options("/{upload_id}")
+@router.options("/", status_code=status.HTTP_204_NO_CONTENT)
 async def tus_options(services: ServicesDep) -> Response:
+    """The tus version, extensions and largest upload this server takes."""
     max_size = str(int(services.settings.MAX_UPLOAD_SIZE_MB * MEGABYTE))
     extensions = {"Tus-Version": VERSION, "Tus-Extension": "creation,termination"}
     headers = _headers(**extensions, **{"Tus-Max-Size": max_size})
     return Response(status_code=status.HTTP_204_NO_CONTENT, headers=headers)
 
 
-@router.post("/", status_code=status.HTTP_201_CREATED)
+@router.options("/{upload_id}", status_code=status.HTTP_204_NO_CONTENT)
+async def tus_upload_options(upload_id: str, services: ServicesDep) -> Response:
+    """The same, at an upload's URL (a handler of its own, so OpenAPI declares `upload_id`)."""
+    return await tus_options(services)
+
+
+@router.post("/", status_code=status.HTTP_201_CREATED, response_class=Response)
 async def create_upload(request: Request, user: CurrentUser, services: ServicesDep) -> Response:
     """Start an upload of Upload-Length bytes for the session and file name in its metadata."""
     _check_version(request)
@@ -89,7 +95,7 @@ async def create_upload(request: Request, user: CurrentUser, services: ServicesD
     return Response(status_code=201, headers=_headers(Location=location, **{"Upload-Offset": "0"}))
 
 
-@router.head("/{upload_id}")
+@router.head("/{upload_id}", response_class=Response)
 async def upload_offset(upload_id: str, user: CurrentUser, services: ServicesDep) -> Response:
     """How much of the upload has arrived."""
     upload = _own(services, user, upload_id)
@@ -98,7 +104,7 @@ async def upload_offset(upload_id: str, user: CurrentUser, services: ServicesDep
     return Response(status_code=200, headers=_headers(**headers))
 
 
-@router.patch("/{upload_id}")
+@router.patch("/{upload_id}", status_code=status.HTTP_204_NO_CONTENT)
 async def append_to_upload(
     upload_id: str, request: Request, user: CurrentUser, services: ServicesDep
 ) -> Response:

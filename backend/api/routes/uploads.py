@@ -8,6 +8,7 @@ once it is complete and on disk. A cut or refused upload leaves nothing behind.
 
 from __future__ import annotations
 
+import errno
 import re
 from typing import Annotated
 
@@ -17,7 +18,7 @@ from starlette.requests import ClientDisconnect
 
 from backend.api.bodies import MEGABYTE, no_room, write_body
 from backend.api.deps import CurrentUser, ServicesDep
-from backend.api.errors import ApiError
+from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.core.services import Services
 from backend.files import UnsupportedFileType
 from backend.files.catalog import FileNotInWorkspace
@@ -32,7 +33,7 @@ from backend.storage.workspaces import (
     safe_filename,
 )
 
-router = APIRouter(prefix="/api", tags=["files"])
+router = APIRouter(prefix="/api", tags=["files"], responses=CLIENT_ERRORS)
 STREAMED_UPLOAD = re.compile(r"/api/sessions/[^/]+/uploads/[^/]+")  # past the body size cap
 
 
@@ -58,7 +59,11 @@ async def upload_file(
             f"The file is larger than {limit_mb:g} MB (PYTHON_CODE_MAX_FILE_SIZE).",
             code="file_too_large",
         ) from None
-    except (UnsafePath, NotARegularFile, NotADirectoryError, OSError):
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise no_room(await run_in_threadpool(services.workspaces.room, session_id)) from None
+        raise unusable() from None
+    except (UnsafePath, NotARegularFile):
         raise unusable() from None
     return await described(services, session_id, name, extension, size)
 

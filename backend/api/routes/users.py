@@ -5,12 +5,12 @@ from __future__ import annotations
 from fastapi import APIRouter, status
 
 from backend.api.deps import CurrentAdmin, CurrentUser, StoreDep
-from backend.api.errors import ApiError
+from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.core.security import hash_password
 from backend.models.auth import UserCreate, UserPublic
 from backend.storage import User, UsernameTaken
 
-router = APIRouter(prefix="/api/users", tags=["users"])
+router = APIRouter(prefix="/api/users", tags=["users"], responses=CLIENT_ERRORS)
 
 
 def _public(user: User) -> UserPublic:
