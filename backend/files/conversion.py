@@ -25,6 +25,7 @@ from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from backend.files.metadata import file_extension
 from backend.files.to_parquet import SCRATCH_PREFIX, convert
 from backend.storage.workspaces import WorkspaceFile, Workspaces
 
@@ -58,14 +59,9 @@ def twin_of(path: str) -> str:
 def source_of_twin(path: str, listed: Collection[str]) -> str | None:
     """The file `path` is the Parquet copy of, if it is one and its source is listed."""
     source = path.removesuffix(TWIN_SUFFIX)
-    if source != path and source in listed and _extension(source) in CONVERTIBLE:
+    if source != path and source in listed and file_extension(source) in CONVERTIBLE:
         return source
     return None
-
-
-def _extension(path: str) -> str:
-    name = path.rsplit("/", 1)[-1]
-    return name.rsplit(".", 1)[-1].lower() if "." in name else ""
 
 
 @dataclass
@@ -98,7 +94,7 @@ class ParquetConversions:
             self.threshold > 0
             and found.size > self.threshold
             and found.path.startswith("uploads/")
-            and _extension(found.path) in CONVERTIBLE
+            and file_extension(found.path) in CONVERTIBLE
         )
 
     def status(

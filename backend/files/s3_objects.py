@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from backend.config import Settings
+from backend.files.metadata import file_extension
 from backend.storage.workspaces import SUPPORTED_EXTENSIONS, UnsafePath, safe_relative
 
 MAX_LISTED = 500  # objects per listing, across the allowlist
@@ -231,17 +232,10 @@ def list_objects(config: S3Config) -> list[S3Object]:
                 location = S3Location.parse(f"{PREFIX}{allowed.bucket}/{entry['Key']}")
             except UnsafePath:
                 continue
-            if (
-                location.key.rsplit(".", 1)[-1].lower() in SUPPORTED_EXTENSIONS
-                and "." in location.key
-            ):
-                found[location] = S3Object(location, int(entry["Size"]), str(entry.get("ETag", "")))
+            if file_extension(location.key) in SUPPORTED_EXTENSIONS:
+                etag = str(entry.get("ETag", ""))
+                found[location] = S3Object(location, int(entry["Size"]), etag)
     return sorted(found.values(), key=lambda o: o.location.name)
-
-
-def _extension(key: str) -> str:
-    name = key.rsplit("/", 1)[-1]
-    return name.rsplit(".", 1)[-1].lower() if "." in name else ""
 
 
 def _pages(config: S3Config, allowed: Allowed) -> Iterator[dict[str, Any]]:
