@@ -180,3 +180,31 @@ def test_a_request_without_max_tokens_gets_the_embedded_default(start_server: St
     )
     assert completion.usage is not None and completion.usage.completion_tokens <= 24
     assert completion.choices[0].finish_reason == "length"
+
+
+def test_a_two_step_plan_on_the_embedded_model_finishes_well_within_its_bound(
+    start_server: StartServer,
+) -> None:
+    # Issue 12's bar case: this ran past 10 minutes before turns were bounded and the small
+    # model's Plan-and-Execute followed the steps the question spells out.
+    server = start_server(LLM_BACKEND="embedded", AGENT_TURN_TIMEOUT="240")
+    scores = "name,score\n" + "".join(f"p{i},{50 + i % 37}\n" for i in range(40))
+    with server.client(timeout=300) as http:
+        upload = http.post(
+            "/api/upload", data={"session_id": "bar"}, files={"file": ("scores.csv", scores)}
+        )
+        assert upload.status_code == 201
+        answer = http.post(
+            "/api/chat",
+            json={
+                "message": "first count the rows, then compute the mean score",
+                "session_id": "bar",
+                "agent_type": "plan_execute",
+            },
+        ).json()
+        conversation = http.get(f"/api/conversations/{answer['conversation_id']}").json()
+    stored = conversation["messages"][-1]
+    assert stored["metadata"]["finish_reason"] == "stop", stored
+    plan = next(s for s in stored["metadata"]["steps"] if s["type"] == "plan")
+    assert [step["goal"] for step in plan["steps"]] == ["count the rows", "compute the mean score"]
+    assert "40" in answer["answer"], answer["answer"]
