@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -48,6 +47,7 @@ import httpx
 from benchmarks.executor_latency import GROUP_BY, SETUP
 from benchmarks.gateway_overhead import concurrent, percentile, report, wait_for_port
 from tests.support.live_server import ROOT, LiveServer, free_port
+from tests.support.processes import descendants
 
 PASSWORD = "benchmark-password"
 SCRIPTED_ANSWER = "A scripted answer of a dozen words, the same for every turn of this run."
@@ -78,26 +78,6 @@ def rss(pid: int) -> int:
     return _status_kb(pid, "VmRSS") * 1024
 
 
-def descendants(pid: int) -> list[int]:
-    """`pid` and every process below it, from the parent ids in /proc/*/stat."""
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{name}/stat").read_text()
-        except OSError:
-            continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(parent, []).append(int(name))
-    tree, pending = [], [pid]
-    while pending:
-        current = pending.pop()
-        tree.append(current)
-        pending += children.get(current, [])
-    return tree
-
-
 @dataclass
 class TreeMemory:
     """Peaks, in bytes, over the samples taken."""
@@ -110,7 +90,7 @@ class TreeMemory:
     def sample(self, pid: int) -> None:
         total_rss = total_pss = count = 0
         readable = True  # every process's PSS
-        for member in descendants(pid):
+        for member in [pid, *descendants(pid)]:
             try:
                 total_rss += _status_kb(member, "VmRSS") * 1024
                 count += 1

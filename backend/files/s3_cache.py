@@ -20,6 +20,7 @@ from typing import Any
 
 from backend.files.s3_objects import (
     S3Config,
+    S3Location,
     S3NoRoom,
     S3Object,
     S3TooLarge,
@@ -42,9 +43,8 @@ class S3Cache:
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._guard = threading.Lock()
 
-    def fetch(self, session_id: str, found: S3Object) -> str:
+    def fetch(self, session_id: str, location: S3Location) -> str:
         """The workspace path of the object's current copy, downloaded if needed."""
-        location = found.location
         with self._guard:  # one download per copy at a time
             lock = self._locks.setdefault((session_id, location.cached_path), threading.Lock())
         with lock:

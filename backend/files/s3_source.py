@@ -46,8 +46,7 @@ class S3Source:
 
     def copy(self, session_id: str, name: str) -> str:
         """The workspace path of the object's copy, fetched if it is missing or stale."""
-        location = check_allowed(self.config, name)
-        return self.cache.fetch(session_id, head(self.config, location))
+        return self.cache.fetch(session_id, check_allowed(self.config, name))
 
     def _describe(self, found: S3Object) -> FileMetadata:
         key = (found.location.name, found.etag, found.size)

@@ -17,6 +17,7 @@ import httpx
 from tests.conftest import StartServer, write_replies
 from tests.support.agent_script import SLOW_CODE, SLOW_STARTED, react_turn, slow_turn, upload
 from tests.support.live_server import LiveServer
+from tests.support.processes import descendants
 from tests.support.waiting import wait_for
 
 
@@ -64,24 +65,6 @@ def _post_until_cut(server: LiveServer, body: dict[str, Any]) -> None:
             http.post("/api/chat", json=body)
     except httpx.HTTPError:
         pass  # the server died under the request: that is the point
-
-
-def descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            parent = int(stat.rsplit(")", 1)[1].split()[1])
-            children.setdefault(parent, []).append(int(entry))
-    found, stack = [], [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
 
 
 def test_a_sandbox_killed_from_outside_mid_run_is_a_clean_error(

@@ -15,7 +15,6 @@ from backend.files.s3_objects import (
     S3NoRoom,
     S3TooLarge,
     check_allowed,
-    head,
 )
 from backend.storage.workspaces import Workspaces
 from tests.support.seaweedfs import S3Server
@@ -47,7 +46,7 @@ def workspaces(tmp_path: Path) -> Workspaces:
 
 
 def fetch(cache: S3Cache, config: S3Config) -> Path:
-    path = cache.fetch(SESSION, head(config, check_allowed(config, NAME)))
+    path = cache.fetch(SESSION, check_allowed(config, NAME))
     return cache.workspaces.path(SESSION) / path
 
 
