@@ -24,8 +24,9 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 run: install system-deps frontend
 	$(PY) run_backend.py
 
-# The UI tests drive Debian's Chromium (never a browser download).
-test: DEBIAN_PACKAGES += chromium
+# The UI tests drive Debian's Chromium (never a browser download); the storage tests
+# start Debian's PostgreSQL server on a loopback port.
+test: DEBIAN_PACKAGES += chromium postgresql
 test: install-dev system-deps frontend openinterpreter lint typecheck
 	$(VENV)/bin/pytest
 
@@ -49,7 +50,7 @@ $(VENV)/.installed-runtime: requirements.txt | $(PY)
 	$(PY) -m pip install -r requirements.txt
 	touch $@
 
-$(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(PY)
+$(VENV)/.installed-dev: requirements.txt requirements-ray.txt requirements-dev.txt | $(PY)
 	$(PY) -m pip install -r requirements-dev.txt
 	touch $@ $(VENV)/.installed-runtime
 

@@ -16,6 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 LLMBackend = Literal["auto", "ollama", "openai", "embedded", "scripted"]
 ExecutorMode = Literal["native", "openinterpreter"]
 SandboxMode = Literal["auto", "bwrap", "none"]
+ExecutorBackend = Literal["local", "ray"]
 
 # Values people paste from examples; accepting them would make tokens forgeable.
 _PLACEHOLDER_SECRETS = {"changethis", "changeme", "secret", "password", "admin"}
@@ -101,6 +102,15 @@ class Settings(BaseSettings):
     SANDBOX: SandboxMode = "auto"
     SANDBOX_IDLE_SECONDS: float = Field(default=900, gt=0)  # reap workers idle this long
     AST_PREFILTER: bool = True  # the helpful pre-check; the sandbox is the boundary
+
+    # Scale-out (docs/scale-out.md). `local`: each session's sandbox is a child of this
+    # server. `ray`: a named, detached Ray actor owns it, on any node of RAY_ADDRESS's
+    # cluster, and the workspaces live in WORKSPACE_BUCKET (S3, with the S3_* credentials).
+    EXECUTOR_BACKEND: ExecutorBackend = "local"
+    RAY_ADDRESS: str = ""  # e.g. 10.0.0.5:6379 (empty with `ray`: a configuration error)
+    RAY_NAMESPACE: str = "python-agent"
+    WORKSPACE_BUCKET: str = ""  # `bucket` or `bucket/prefix`
+    RAY_CACHE_DIR: Path = Path("/tmp/python-agent-cache")  # the actors' cache on each node
 
     @field_validator("SECRET_KEY")
     @classmethod
