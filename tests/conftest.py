@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.support.live_server import LiveServer
+from tests.support.postgres import PostgresServer, binaries, postgres
 from tests.support.seaweedfs import S3Server, seaweedfs, weed_binary
 
 ADMIN_PASSWORD = "admin-password-for-tests"
@@ -67,3 +68,25 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
         )
     with seaweedfs(tmp_path_factory.mktemp("seaweedfs")) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server on 127.0.0.1 shared by the session (a database per test)."""
+    bindir = binaries()
+    if bindir is None:
+        pytest.skip(
+            "POSTGRESQL TESTS NOT RUN: no initdb/postgres binaries; install Debian's "
+            "postgresql package (make test does, as root)"
+        )
+    with postgres(bindir) as server:
+        yield server
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """DATABASE_URL for each store: SQLite in tmp_path, then a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'app.db'}"
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return server.new_database()

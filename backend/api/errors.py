@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from backend.core.llm import LLMError
 from backend.files.s3_objects import S3Error
 from backend.models.errors import ErrorBody, OpenAIErrorBody
-from backend.storage import SessionOwnedByAnotherUser, StoreBusy, StoreFull
+from backend.storage import SessionOwnedByAnotherUser, StoreBusy, StoreFull, StoreUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -129,6 +129,17 @@ def install_error_handlers(app: FastAPI) -> None:
             503,
             "The database is busy (another process holds it): try again shortly.",
             code="store_busy",
+            headers={"Retry-After": "5"},
+        )
+
+    @app.exception_handler(StoreUnavailable)
+    async def _store_unavailable(request: Request, exc: StoreUnavailable) -> JSONResponse:
+        logger.error("The database is not reachable: %s", exc)
+        return error_response(
+            request,
+            503,
+            "The database is not reachable: try again shortly.",
+            code="store_unavailable",
             headers={"Retry-After": "5"},
         )
 

@@ -13,6 +13,7 @@ from backend.storage.base import (
     Store,
     StoreBusy,
     StoreFull,
+    StoreUnavailable,
     User,
     UsernameTaken,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "Store",
     "StoreBusy",
     "StoreFull",
+    "StoreUnavailable",
     "User",
     "UsernameTaken",
     "open_store",
@@ -38,8 +40,15 @@ def open_store(database_url: str, data_dir: Path) -> Store:
         return SQLiteStore(data_dir / "app.db")
     if database_url.startswith("sqlite:///"):
         return SQLiteStore(Path(database_url.removeprefix("sqlite:///")))
-    if database_url.startswith(("postgresql://", "postgres://")):
-        raise ConfigError(
-            "DATABASE_URL: PostgreSQL is not implemented yet; unset it to use SQLite in DATA_DIR"
-        )
-    raise ConfigError("DATABASE_URL: expected sqlite:///PATH (or unset for SQLite in DATA_DIR)")
+    if is_postgres(database_url):
+        from backend.storage.postgres import PostgresStore  # psycopg loads only when used
+
+        return PostgresStore(database_url)
+    raise ConfigError(
+        "DATABASE_URL: expected postgresql://USER:PASSWORD@HOST:PORT/DB or sqlite:///PATH"
+        " (or unset for SQLite in DATA_DIR)"
+    )
+
+
+def is_postgres(database_url: str) -> bool:
+    return database_url.startswith(("postgresql://", "postgres://"))

@@ -63,6 +63,10 @@ class StoreBusy(Exception):
     """Another process held the database for longer than we wait (callers answer 503)."""
 
 
+class StoreUnavailable(Exception):
+    """The database server cannot be reached (callers answer 503)."""
+
+
 class StoreFull(Exception):
     """The database's disk is full: nothing was written (callers answer 507)."""
 

@@ -1,0 +1,295 @@
+"""`Store` written once in SQL, over a `Database` (SQLite or PostgreSQL).
+
+The queries use `?` placeholders and the SQL that both databases speak (`ON CONFLICT
+DO NOTHING`, `RETURNING`); what differs lives in the adapter: connections,
+transactions, and which driver errors mean busy, full or a broken constraint.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from backend.storage.base import (
+    Conversation,
+    ConversationNotFound,
+    Message,
+    SessionOwnedByAnotherUser,
+    User,
+    UsernameTaken,
+)
+from backend.storage.migrations import MIGRATIONS, SCHEMA_TABLE, Dialect, statements
+
+INTERRUPTED = "The server stopped while this turn was running."
+
+
+class Cursor(Protocol):
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Connection(Protocol):
+    def execute(self, sql: str, params: tuple[Any, ...] = (), /) -> Cursor:
+        """Run one statement; rows read by column name (`row["id"]`)."""
+        ...
+
+
+class Database(Protocol):
+    dialect: Dialect
+    integrity_errors: tuple[type[Exception], ...]  # a broken UNIQUE or FOREIGN KEY
+
+    def transaction(self) -> AbstractContextManager[Connection]:
+        """A write transaction: committed on exit, rolled back on any error. Its
+        failures are `StoreBusy` or `StoreFull` where that is what they mean."""
+        ...
+
+    def reading(self) -> AbstractContextManager[Connection]:
+        """A connection for reads (a consistent snapshot is not promised)."""
+        ...
+
+    def schema_lock(self, db: Connection) -> None:
+        """Serialise migrations between processes, for the rest of the transaction."""
+        ...
+
+    def legacy_version(self, db: Connection) -> int:
+        """The schema version of a database from before `schema_version` existed."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class SQLStore:
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self._migrate()
+
+    def _migrate(self) -> None:
+        with self.database.transaction() as db:
+            self.database.schema_lock(db)
+            db.execute(SCHEMA_TABLE)
+            row = db.execute("SELECT version FROM schema_version").fetchone()
+            if row is None:
+                version = self.database.legacy_version(db)
+                db.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+            else:
+                version = int(row["version"])
+            for number in range(version + 1, len(MIGRATIONS) + 1):
+                for statement in statements(number, self.database.dialect):
+                    db.execute(statement)
+                db.execute("UPDATE schema_version SET version = ?", (number,))
+
+    def schema_version(self) -> int:
+        with self.database.reading() as db:
+            return int(db.execute("SELECT version FROM schema_version").fetchone()["version"])
+
+    # Users
+
+    def get_user(self, username: str) -> User | None:
+        with self.database.reading() as db:
+            row = db.execute("SELECT * FROM users WHERE username = ?", (username,)).fetchone()
+        return _user(row) if row else None
+
+    def get_user_by_id(self, user_id: int) -> User | None:
+        with self.database.reading() as db:
+            row = db.execute("SELECT * FROM users WHERE id = ?", (user_id,)).fetchone()
+        return _user(row) if row else None
+
+    def create_user(self, username: str, password_hash: str, *, is_admin: bool = False) -> User:
+        try:
+            with self.database.transaction() as db:
+                row = db.execute(
+                    "INSERT INTO users (username, password_hash, is_admin, created_at)"
+                    " VALUES (?, ?, ?, ?) RETURNING *",
+                    (username, password_hash, int(is_admin), time.time()),
+                ).fetchone()
+        except self.database.integrity_errors:
+            raise UsernameTaken(username) from None
+        return _user(row)
+
+    def set_password_hash(self, user_id: int, password_hash: str) -> None:
+        with self.database.transaction() as db:
+            db.execute("UPDATE users SET password_hash = ? WHERE id = ?", (password_hash, user_id))
+
+    # Conversations
+
+    def conversation_for_session(self, user_id: int, session_id: str, title: str) -> Conversation:
+        with self.database.transaction() as db:
+            return _conversation_for_session(db, user_id, session_id, title)
+
+    def begin_turn(
+        self, user_id: int, session_id: str, title: str, text: str, *, history: bool
+    ) -> tuple[Conversation, list[Message]]:
+        with self.database.transaction() as db:
+            conversation = _conversation_for_session(db, user_id, session_id, title)
+            earlier = _messages(db, conversation.id) if history else []
+            if text:
+                _insert_message(db, conversation.id, "user", text, {})
+        return conversation, earlier
+
+    def start_conversation(self, conversation: Conversation, text: str) -> None:
+        c = conversation
+        with self.database.transaction() as db:
+            db.execute(
+                "INSERT INTO conversations"
+                " (id, user_id, session_id, title, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (c.id, c.user_id, c.session_id, c.title[:80], c.created_at, c.updated_at),
+            )
+            if text:
+                _insert_message(db, c.id, "user", text, {})
+
+    def session_owner(self, session_id: str) -> int | None:
+        with self.database.reading() as db:
+            row = db.execute(
+                "SELECT user_id FROM conversations WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        return int(row["user_id"]) if row else None
+
+    def list_conversations(self, user_id: int) -> list[Conversation]:
+        with self.database.reading() as db:
+            rows = db.execute(
+                "SELECT * FROM conversations WHERE user_id = ? ORDER BY updated_at DESC",
+                (user_id,),
+            ).fetchall()
+        return [_conversation(row) for row in rows]
+
+    def get_conversation(self, user_id: int, conversation_id: str) -> Conversation | None:
+        with self.database.reading() as db:
+            row = db.execute(
+                "SELECT * FROM conversations WHERE id = ? AND user_id = ?",
+                (conversation_id, user_id),
+            ).fetchone()
+        return _conversation(row) if row else None
+
+    def delete_conversation(self, user_id: int, conversation_id: str) -> bool:
+        with self.database.transaction() as db:
+            cursor = db.execute(
+                "DELETE FROM conversations WHERE id = ? AND user_id = ?",
+                (conversation_id, user_id),
+            )
+            return cursor.rowcount > 0
+
+    # Messages
+
+    def add_message(
+        self,
+        conversation_id: str,
+        role: str,
+        content: str,
+        metadata: dict[str, Any] | None = None,
+    ) -> Message:
+        try:
+            with self.database.transaction() as db:
+                return _insert_message(db, conversation_id, role, content, metadata or {})
+        except self.database.integrity_errors:
+            raise ConversationNotFound(conversation_id) from None
+
+    def update_message(self, message_id: int, content: str, metadata: dict[str, Any]) -> None:
+        with self.database.transaction() as db:
+            db.execute(
+                "UPDATE messages SET content = ?, metadata = ? WHERE id = ?",
+                (content, json.dumps(metadata), message_id),
+            )
+
+    def interrupt_unfinished(self) -> int:
+        finish_reason = self.database.dialect.json_text.format(
+            column="metadata", key="finish_reason"
+        )
+        with self.database.transaction() as db:
+            rows = db.execute(
+                f"SELECT id, metadata FROM messages WHERE role = 'assistant'"
+                f" AND {finish_reason} = 'running'"
+            ).fetchall()
+            for row in rows:
+                metadata = json.loads(row["metadata"])
+                metadata.update(finish_reason="interrupted", error=INTERRUPTED)
+                db.execute(
+                    "UPDATE messages SET metadata = ? WHERE id = ?",
+                    (json.dumps(metadata), row["id"]),
+                )
+        return len(rows)
+
+    def list_messages(self, conversation_id: str) -> list[Message]:
+        with self.database.reading() as db:
+            return _messages(db, conversation_id)
+
+    def close(self) -> None:
+        self.database.close()
+
+
+def _conversation_for_session(
+    db: Connection, user_id: int, session_id: str, title: str
+) -> Conversation:
+    now = time.time()
+    db.execute(
+        "INSERT INTO conversations (id, user_id, session_id, title, created_at, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (uuid.uuid4().hex, user_id, session_id, title[:80], now, now),
+    )
+    # A conversation opened untitled (by an upload) takes its first message's title.
+    db.execute(
+        "UPDATE conversations SET title = ? WHERE session_id = ? AND user_id = ? AND title = ''",
+        (title[:80], session_id, user_id),
+    )
+    row = db.execute("SELECT * FROM conversations WHERE session_id = ?", (session_id,)).fetchone()
+    if row["user_id"] != user_id:
+        raise SessionOwnedByAnotherUser(session_id)
+    return _conversation(row)
+
+
+def _insert_message(
+    db: Connection, conversation_id: str, role: str, content: str, meta: dict[str, Any]
+) -> Message:
+    now = time.time()
+    row = db.execute(
+        "INSERT INTO messages (conversation_id, role, content, metadata, created_at)"
+        " VALUES (?, ?, ?, ?, ?) RETURNING id",
+        (conversation_id, role, content, json.dumps(meta), now),
+    ).fetchone()
+    db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id))
+    return Message(int(row["id"]), conversation_id, role, content, now, meta)
+
+
+def _messages(db: Connection, conversation_id: str) -> list[Message]:
+    rows = db.execute(
+        "SELECT * FROM messages WHERE conversation_id = ? ORDER BY id", (conversation_id,)
+    ).fetchall()
+    return [
+        Message(
+            int(row["id"]),
+            row["conversation_id"],
+            row["role"],
+            row["content"],
+            row["created_at"],
+            json.loads(row["metadata"]),
+        )
+        for row in rows
+    ]
+
+
+def _user(row: Any) -> User:
+    return User(
+        int(row["id"]),
+        row["username"],
+        row["password_hash"],
+        bool(row["is_admin"]),
+        row["created_at"],
+    )
+
+
+def _conversation(row: Any) -> Conversation:
+    return Conversation(
+        row["id"],
+        int(row["user_id"]),
+        row["session_id"],
+        row["title"],
+        row["created_at"],
+        row["updated_at"],
+    )
