@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import openai
+import psycopg
 import pytest
 
 from tests.conftest import StartServer, scripted_server, write_replies
@@ -107,7 +108,7 @@ def test_a_plain_question_is_chat_and_an_explicit_agent_type_wins(server: LiveSe
 
 
 def test_a_restart_mid_conversation_continues_from_the_checkpoint(
-    start_server: StartServer, tmp_path: Path
+    start_server: StartServer, tmp_path: Path, database_url: str
 ) -> None:
     replies = [
         # First: after the restart the script starts over, and the second turn's prompt
@@ -115,7 +116,9 @@ def test_a_restart_mid_conversation_continues_from_the_checkpoint(
         {"when": ["[stage: react]", "Q-MEM2"], "content": "Final Answer: It was 20.0."},
         *react_turn("Q-MEM1"),
     ]
-    server = start_server(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", replies))
+    server = start_server(
+        SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", replies), DATABASE_URL=database_url
+    )
     upload(server, "memory")
     with server.client(timeout=120) as http:
         first = http.post(
@@ -139,7 +142,13 @@ def test_a_restart_mid_conversation_continues_from_the_checkpoint(
     assert "Earlier turns in this session:" in prompt
     assert "python_coder(Q-MEM1 mean price) → Output:" in prompt
     assert "A: The mean price is 20.0." in prompt
-    assert (server.data_dir / "agent_checkpoints.sqlite3").exists()
+    # The checkpoints live beside the store: in DATA_DIR for SQLite, else in PostgreSQL.
+    on_sqlite = database_url.startswith("sqlite")
+    assert (server.data_dir / "agent_checkpoints.sqlite3").exists() == on_sqlite
+    if not on_sqlite:
+        with psycopg.connect(database_url) as db:
+            threads = db.execute("SELECT DISTINCT thread_id FROM checkpoints").fetchall()
+        assert ("react:memory",) in threads
 
 
 def test_a_disconnect_stops_the_graph_and_the_session_stays_usable(

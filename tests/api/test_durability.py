@@ -64,9 +64,11 @@ def test_changing_admin_password_ends_old_sessions(tmp_path: Path) -> None:
         server.stop()
 
 
-def test_acknowledged_message_survives_kill_9(tmp_path: Path) -> None:
+def test_acknowledged_message_survives_kill_9(tmp_path: Path, database_url: str) -> None:
     replies = [{"content": "Durable.", "repeat": True}]
-    server = scripted_server(tmp_path, replies, ADMIN_PASSWORD="pw-12345678")
+    server = scripted_server(
+        tmp_path, replies, ADMIN_PASSWORD="pw-12345678", DATABASE_URL=database_url
+    )
     server.start()
     with server.client() as http:
         response = http.post("/api/chat", json={"message": "do not lose this", "session_id": "k9"})

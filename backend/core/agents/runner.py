@@ -15,13 +15,13 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from typing import Any, Literal
 
-import aiosqlite
 import anyio
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from starlette.concurrency import run_in_threadpool
 
 from backend.config import Settings
+from backend.core.agents.checkpoints import Closer, open_checkpointer
 from backend.core.agents.plan_execute.graph import build_plan_execute_graph
 from backend.core.agents.react.graph import build_react_graph
 from backend.core.agents.tools import (
@@ -64,7 +64,8 @@ class AgentRunner:
         self.web_search = web_search_from_settings(
             settings.TAVILY_API_KEY, settings.TAVILY_BASE_URL
         )
-        self._saver: AsyncSqliteSaver | None = None
+        self._saver: BaseCheckpointSaver[Any] | None = None
+        self._close_saver: Closer | None = None
         self._saver_lock = asyncio.Lock()
         self.rag = RagIndex(
             settings.DATA_DIR,
@@ -73,21 +74,20 @@ class AgentRunner:
             embedder=embedder_for_backend(llm_backend, settings.OLLAMA_HOST),
         )
 
-    async def checkpointer(self) -> AsyncSqliteSaver:
-        """The agents' checkpoint store in DATA_DIR, opened on first use."""
+    async def checkpointer(self) -> BaseCheckpointSaver[Any]:
+        """The agents' checkpoint store (beside the store's database), opened on first use."""
         async with self._saver_lock:
             if self._saver is None:
-                path = self.settings.DATA_DIR / "agent_checkpoints.sqlite3"
-                saver = AsyncSqliteSaver(await aiosqlite.connect(str(path)))
-                await saver.setup()
-                self._saver = saver
+                self._saver, self._close_saver = await open_checkpointer(
+                    self.settings.DATABASE_URL, self.settings.DATA_DIR
+                )
             return self._saver
 
     async def aclose(self) -> None:
         self.rag.close()
-        if self._saver is not None:
-            await self._saver.conn.close()
-            self._saver = None
+        if self._close_saver is not None:
+            await self._close_saver()
+            self._saver = self._close_saver = None
 
     async def uploads(self, session_id: str) -> list[str]:
         listed = await run_in_threadpool(self.workspaces.list_files, session_id)
