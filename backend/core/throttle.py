@@ -5,59 +5,41 @@ for `base` seconds, doubling with each further failure up to `cap`, so a
 guessing script slows to one try every few minutes while a person who mistyped
 waits a second. A successful login clears both of its keys. The lock never
 exceeds `cap`, so nobody (the admin included) is locked out for good; an
-attacker who fails on purpose can only delay a user by that much. State is per
-process and bounded (least recently failed keys are forgotten first).
+attacker who fails on purpose can only delay a user by that much. The counts live
+in the store, so every API server on one database sees them, and a restart does
+not forget them; a key with no failure for a day is forgotten.
 """
 
 from __future__ import annotations
 
 import math
-import threading
 import time
-from collections import OrderedDict
-from dataclasses import dataclass
 
-MAX_KEYS = 10_000
+from backend.storage import Store
 
-
-@dataclass
-class _Failures:
-    count: int
-    locked_until: float
+FORGET_AFTER = 24 * 3600.0  # seconds without a failure
 
 
 class LoginThrottle:
-    def __init__(self, free: int = 5, base: float = 1.0, cap: float = 900.0) -> None:
+    def __init__(self, store: Store, free: int = 5, base: float = 1.0, cap: float = 900.0) -> None:
+        self.store = store
         self.free = free
         self.base = base
         self.cap = cap
-        self._keys: OrderedDict[str, _Failures] = OrderedDict()
-        self._lock = threading.Lock()
 
     def retry_after(self, *keys: str) -> int:
         """Seconds until all `keys` may try again (0: now)."""
-        now = time.monotonic()
-        with self._lock:
-            waits = [f.locked_until - now for k in keys if (f := self._keys.get(k)) is not None]
-        return max(0, math.ceil(max(waits, default=0)))
+        return max(0, math.ceil(self.store.locked_until(keys) - time.time()))
 
     def failed(self, *keys: str) -> None:
-        now = time.monotonic()
-        with self._lock:
-            for key in keys:
-                failures = self._keys.pop(key, None) or _Failures(0, now)
-                failures.count += 1
-                over = failures.count - self.free
-                if over > 0:
-                    failures.locked_until = now + min(self.cap, self.base * 2 ** (over - 1))
-                self._keys[key] = failures
-            while len(self._keys) > MAX_KEYS:
-                self._keys.popitem(last=False)
+        now = time.time()
+        for key in keys:
+            over = self.store.count_login_failure(key, now, now - FORGET_AFTER) - self.free
+            if over > 0:
+                self.store.lock_login(key, now + min(self.cap, self.base * 2 ** (over - 1)))
 
     def succeeded(self, *keys: str) -> None:
-        with self._lock:
-            for key in keys:
-                self._keys.pop(key, None)
+        self.store.clear_login_failures(keys)
 
 
 def login_keys(username: str, address: str | None) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -131,5 +132,20 @@ class Store(Protocol):
         ...
 
     def list_messages(self, conversation_id: str) -> list[Message]: ...
+
+    # Failed logins (keys such as `user:alice`), shared by every server on the database.
+
+    def locked_until(self, keys: Sequence[str]) -> float:
+        """The latest time (epoch seconds) any of `keys` is locked until; 0 if none is."""
+        ...
+
+    def count_login_failure(self, key: str, now: float, forget_before: float) -> int:
+        """Count one more failure of `key` (atomically, across servers) and return the
+        count; keys whose last failure is older than `forget_before` are forgotten."""
+        ...
+
+    def lock_login(self, key: str, until: float) -> None: ...
+
+    def clear_login_failures(self, keys: Sequence[str]) -> None: ...
 
     def close(self) -> None: ...

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -219,6 +220,43 @@ class SQLStore:
     def list_messages(self, conversation_id: str) -> list[Message]:
         with self.database.reading() as db:
             return _messages(db, conversation_id)
+
+    # Failed logins
+
+    def locked_until(self, keys: Sequence[str]) -> float:
+        marks = ", ".join("?" * len(keys))
+        with self.database.reading() as db:
+            row = db.execute(
+                f"SELECT max(locked_until) AS until FROM login_failures WHERE key IN ({marks})",
+                tuple(keys),
+            ).fetchone()
+        return float(row["until"] or 0) if row else 0.0
+
+    def count_login_failure(self, key: str, now: float, forget_before: float) -> int:
+        with self.database.transaction() as db:
+            db.execute("DELETE FROM login_failures WHERE updated_at < ?", (forget_before,))
+            row = db.execute(
+                "INSERT INTO login_failures (key, count, locked_until, updated_at)"
+                " VALUES (?, 1, 0, ?) ON CONFLICT (key) DO UPDATE"
+                " SET count = login_failures.count + 1, updated_at = excluded.updated_at"
+                " RETURNING count",
+                (key, now),
+            ).fetchone()
+        return int(row["count"])
+
+    def lock_login(self, key: str, until: float) -> None:
+        greatest = self.database.dialect.greatest
+        with self.database.transaction() as db:
+            db.execute(
+                f"UPDATE login_failures SET locked_until = {greatest}(locked_until, ?)"
+                " WHERE key = ?",
+                (until, key),
+            )
+
+    def clear_login_failures(self, keys: Sequence[str]) -> None:
+        marks = ", ".join("?" * len(keys))
+        with self.database.transaction() as db:
+            db.execute(f"DELETE FROM login_failures WHERE key IN ({marks})", tuple(keys))
 
     def close(self) -> None:
         self.database.close()

@@ -11,6 +11,7 @@ import psycopg
 import pytest
 
 from backend.config import ConfigError
+from backend.core.throttle import LoginThrottle, login_keys
 from backend.storage import (
     Conversation,
     SessionOwnedByAnotherUser,
@@ -142,7 +143,7 @@ def test_a_sqlite_database_from_before_schema_version_keeps_its_data(tmp_path: P
     old.commit()
     old.close()
     store = SQLiteStore(path)
-    assert store.schema_version() == 1
+    assert store.schema_version() == len(MIGRATIONS) > 1  # the later ones ran on top
     assert store.get_user("alice") is not None  # migration 1 did not run again over it
     store.close()
 
@@ -216,3 +217,36 @@ def test_postgres_connections_dropped_by_the_server_are_replaced(
     assert killed is not None and killed[0] >= 1
     assert store.get_user("alice") is not None  # a fresh connection, not an error
     store.close()
+
+
+def test_login_failures_count_lock_and_clear(store: Store) -> None:
+    now = 1_000.0
+    assert [store.count_login_failure("user:a", now, 0) for _ in range(3)] == [1, 2, 3]
+    store.lock_login("user:a", now + 5)
+    store.lock_login("user:a", now + 2)  # a later, shorter lock never shortens it
+    assert store.locked_until(["user:a", "addr:x"]) == now + 5
+    assert store.locked_until(["addr:x"]) == 0
+    store.clear_login_failures(["user:a", "addr:x"])
+    assert store.locked_until(["user:a"]) == 0
+    assert store.count_login_failure("user:a", now, 0) == 1
+    # A key whose last failure is older than `forget_before` starts again.
+    assert store.count_login_failure("user:b", now + 10, forget_before=now + 1) == 1
+    assert store.count_login_failure("user:a", now + 10, forget_before=now + 1) == 1
+
+
+def test_the_login_throttle_is_shared_by_servers_on_one_database(
+    postgres_server: PostgresServer,
+) -> None:
+    url = postgres_server.new_database()
+    first, second = PostgresStore(url), PostgresStore(url)
+    keys = login_keys("Alice", "10.0.0.1")
+    on_first, on_second = LoginThrottle(first, free=2), LoginThrottle(second, free=2)
+    on_first.failed(*keys)
+    on_second.failed(*keys)
+    assert on_first.retry_after(*keys) == 0  # two failures are free
+    on_first.failed(*keys)  # the third, counted on top of the other server's
+    assert on_second.retry_after(*keys) == 1
+    on_second.succeeded(*keys)
+    assert on_first.retry_after(*keys) == 0
+    first.close()
+    second.close()
