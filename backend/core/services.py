@@ -111,7 +111,6 @@ def build_services(settings: Settings) -> Services:
         coder=coder,
         runs=RunRegistry(),
         login_throttle=LoginThrottle(
-            store,
-            settings.LOGIN_FREE_ATTEMPTS, settings.LOGIN_BACKOFF_SECONDS, LOGIN_MAX_BACKOFF
+            store, settings.LOGIN_FREE_ATTEMPTS, settings.LOGIN_BACKOFF_SECONDS, LOGIN_MAX_BACKOFF
         ),
     )
