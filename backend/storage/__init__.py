@@ -50,5 +50,15 @@ def open_store(database_url: str, data_dir: Path) -> Store:
     )
 
 
+def describe_database(database_url: str, data_dir: Path) -> dict[str, str]:
+    """Which database, and where, for /health: never a password."""
+    if is_postgres(database_url):
+        from backend.storage.postgres import describe
+
+        return {"kind": "postgresql", "location": describe(database_url)}
+    path = database_url.removeprefix("sqlite:///") if database_url else data_dir / "app.db"
+    return {"kind": "sqlite", "location": str(path)}
+
+
 def is_postgres(database_url: str) -> bool:
     return database_url.startswith(("postgresql://", "postgres://"))

@@ -88,14 +88,21 @@ def test_acknowledged_message_survives_kill_9(tmp_path: Path, database_url: str)
         server.stop()
 
 
-def test_health_reports_backend_model_and_sandbox(tmp_path: Path) -> None:
-    server = scripted_server(tmp_path, [], ADMIN_PASSWORD="pw-12345678")
+def test_health_reports_backend_model_and_sandbox(tmp_path: Path, database_url: str) -> None:
+    server = scripted_server(tmp_path, [], ADMIN_PASSWORD="pw-12345678", DATABASE_URL=database_url)
     server.start()
     try:
-        health = httpx.get(f"{server.url}/health").json()
+        answer = httpx.get(f"{server.url}/health")
     finally:
         server.stop()
+    health = answer.json()
     assert health["status"] == "ok"
+    kind = "sqlite" if database_url.startswith("sqlite") else "postgresql"
+    assert health["database"]["kind"] == kind
+    assert health["database"]["location"].endswith(database_url.rsplit("/", 1)[-1])
+    password = database_url.split(":")[2].split("@")[0] if kind == "postgresql" else "x" * 9
+    assert password not in answer.text
+    assert health["executor"] == {"backend": "local"}
     assert health["llm"] == {
         "backend": "scripted",
         "model": "scripted",

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from backend.api.deps import ServicesDep
+from backend.storage import describe_database
 from backend.storage.workspaces import SUPPORTED_EXTENSIONS
 from backend.tools.sandbox.availability import NO_CGROUP
 
@@ -15,7 +16,8 @@ router = APIRouter(tags=["health"])
 
 @router.get("/health")
 async def read_health(services: ServicesDep) -> dict[str, Any]:
-    """Report status, the LLM backend and model, the sandbox isolation and upload limits."""
+    """Report status, the database, the LLM backend and model, where code runs, the
+    sandbox isolation and upload limits."""
     llm, sandbox = services.llm, services.sandbox
     sandbox_body: dict[str, Any] = {
         "mode": sandbox.mode,
@@ -29,8 +31,14 @@ async def read_health(services: ServicesDep) -> dict[str, Any]:
             sandbox_body["warning"] = NO_CGROUP
     else:
         sandbox_body["warning"] = sandbox.detail
+    settings = services.settings
+    executor: dict[str, Any] = {"backend": settings.EXECUTOR_BACKEND}
+    if settings.EXECUTOR_BACKEND == "ray":
+        executor.update(ray_address=settings.RAY_ADDRESS, workspaces=settings.WORKSPACE_BUCKET)
     return {
         "status": "ok",
+        "database": describe_database(settings.DATABASE_URL, settings.DATA_DIR),
+        "executor": executor,
         "llm": {"backend": llm.name, "model": llm.default_model, "reason": llm.reason},
         "sandbox": sandbox_body,
         # What an upload may be, so a client can refuse a file before sending it.
