@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from backend.config import Settings
+from backend.config import ConfigError, Settings
 from backend.core.accounts import ensure_admin
 from backend.core.agents.runner import AgentRunner
 from backend.core.audit import AuditLog
@@ -25,7 +25,9 @@ from backend.files.isolation import IsolatedRunner
 from backend.files.s3_objects import S3Config
 from backend.files.s3_source import S3Source
 from backend.storage import Store, open_store
+from backend.storage.mirror import WorkspaceMirror
 from backend.storage.resumable import ResumableUploads
+from backend.storage.shared import SharedWorkspaces
 from backend.storage.workspaces import Workspaces
 from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.sandbox import SandboxStatus, resolve_sandbox
@@ -46,6 +48,7 @@ class Services:
     chat: ChatService
     sandbox: SandboxStatus
     workspaces: Workspaces
+    shared: SharedWorkspaces  # S3's copy of the workspaces, with EXECUTOR_BACKEND=ray
     uploads: ResumableUploads  # tus uploads in progress
     executors: ExecutorPool
     audit: AuditLog
@@ -83,6 +86,7 @@ def build_services(settings: Settings) -> Services:
         store.close()
         raise
     workspaces = Workspaces(settings.DATA_DIR)
+    shared = SharedWorkspaces(workspaces, workspace_mirror(settings))
     uploads = ResumableUploads(settings.DATA_DIR)
     uploads.remove_expired(UPLOAD_RETENTION_SECONDS)
     audit = AuditLog(settings.DATA_DIR)
@@ -95,7 +99,7 @@ def build_services(settings: Settings) -> Services:
     catalog = WorkspaceCatalog(workspaces, runner, conversions=conversions, s3=s3)
     coder = PythonCoder(settings, workspaces, catalog)
     executors = ExecutorPool(settings, sandbox, workspaces)
-    agents = AgentRunner(settings, workspaces, catalog, coder, executors, llm.name)
+    agents = AgentRunner(settings, shared, catalog, coder, executors, llm.name)
     return Services(
         settings=settings,
         secret_key=secret_key,
@@ -104,6 +108,7 @@ def build_services(settings: Settings) -> Services:
         chat=ChatService(store, llm, audit, agents),
         sandbox=sandbox,
         workspaces=workspaces,
+        shared=shared,
         uploads=uploads,
         executors=executors,
         audit=audit,
@@ -114,3 +119,20 @@ def build_services(settings: Settings) -> Services:
             store, settings.LOGIN_FREE_ATTEMPTS, settings.LOGIN_BACKOFF_SECONDS, LOGIN_MAX_BACKOFF
         ),
     )
+
+
+def workspace_mirror(settings: Settings) -> WorkspaceMirror | None:
+    """S3's copy of the workspaces: required with Ray, where sandboxes run on other nodes."""
+    if settings.EXECUTOR_BACKEND != "ray":
+        if settings.WORKSPACE_BUCKET:
+            raise ConfigError("WORKSPACE_BUCKET: used only with EXECUTOR_BACKEND=ray")
+        return None
+    if not settings.WORKSPACE_BUCKET:
+        raise ConfigError(
+            "WORKSPACE_BUCKET: required with EXECUTOR_BACKEND=ray (an S3 bucket, or "
+            "bucket/prefix, that every API server and Ray node reaches with the S3_* settings)"
+        )
+    try:
+        return WorkspaceMirror.from_settings(settings, settings.DATA_DIR / "mirror")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None

@@ -55,6 +55,12 @@ def owned_session(services: Services, user: User, session_id: str) -> None:
         raise ApiError(404, "Session not found.", code="session_not_found")
 
 
+async def current_session(services: Services, user: User, session_id: str) -> None:
+    """The user's session, its workspace brought up to date with the other servers'."""
+    owned_session(services, user, session_id)
+    await services.shared.pull(session_id)
+
+
 @router.get("/files")
 async def read_data_files(
     session_id: Annotated[SessionId, Query()],
@@ -64,7 +70,7 @@ async def read_data_files(
 ) -> list[FileInfoPublic]:
     """The session's uploaded data files, then the allowlisted S3 objects, with their metadata
     (seed 002's get_available_files); an S3 failure is a 502 or 503 naming the endpoint."""
-    owned_session(services, user, session_id)
+    await current_session(services, user, session_id)
     files = await services.catalog.data_files(
         session_id, include_s3=source != "uploads", strict=True
     )
@@ -82,7 +88,7 @@ async def read_file_info(
 ) -> FileInfoPublic:
     """One file's metadata, read without loading the whole file (seed 002's get_file_info);
     `name` may be `s3://bucket/key` under S3_BUCKETS (read by ranged requests)."""
-    owned_session(services, user, session_id)
+    await current_session(services, user, session_id)
     try:
         metadata = await services.catalog.info(session_id, name)
     except UnsafePath:
@@ -99,7 +105,7 @@ async def extract_archive(
     body: ExtractRequest, user: CurrentUser, services: ServicesDep
 ) -> ExtractedArchive:
     """Unpack an uploaded archive into a new folder beside it, refusing anything unsafe."""
-    owned_session(services, user, body.session_id)
+    await current_session(services, user, body.session_id)
     try:
         found = services.catalog.resolve(body.session_id, body.name)
     except UnsafePath:
@@ -119,6 +125,7 @@ async def extract_archive(
         raise ApiError(
             409, "The session's uploads folder is not usable.", code="bad_workspace"
         ) from None
+    await services.shared.push(body.session_id)
     return ExtractedArchive(folder=folder, files=[f"{folder}/{name}" for name in files])
 
 
@@ -169,7 +176,7 @@ async def read_session_files(
     session_id: SessionId, user: FileReader, services: ServicesDep
 ) -> list[WorkspaceFilePublic]:
     """Every file in the session's workspace."""
-    owned_session(services, user, session_id)
+    await current_session(services, user, session_id)
     files = await run_in_threadpool(services.workspaces.list_files, session_id)
     return [WorkspaceFilePublic(path=f.path, size=f.size, modified=f.modified) for f in files]
 
@@ -186,7 +193,7 @@ async def read_session_file(
     session_id: SessionId, path: str, user: FileReader, services: ServicesDep
 ) -> StreamingResponse:
     """Download one workspace file; links and special files are refused."""
-    owned_session(services, user, session_id)
+    await current_session(services, user, session_id)
     try:
         chunks = services.workspaces.read_chunks(session_id, path)
     except UnsafePath:

@@ -58,6 +58,7 @@ async def run_python_coder(
         services.llm, model, services.audit, user=user.username, session_id=body.session_id
     )
     executor = _executor(services, body.session_id)
+    await services.shared.pull(body.session_id)
     try:
         if body.mode == "tdd":
             return await unless_disconnected(http, _run_tdd(body, services, llm, executor))
@@ -150,6 +151,7 @@ async def _run_code(body: PythonCoderRequest, user: User, services: Services) ->
         )
     else:
         executor = _executor(services, body.session_id)
+        await services.shared.pull(body.session_id)
         result = await _load_files(body, services, executor)
         if result.success:
             result = await executor.run(code, body.timeout)

@@ -91,6 +91,7 @@ async def create_upload(request: Request, user: CurrentUser, services: ServicesD
             await run_in_threadpool(services.uploads.finish, upload, services.workspaces)
         except (UnsafePath, NotARegularFile, NotADirectoryError, OSError):
             raise unusable() from None
+        await services.shared.push(upload.session_id)
     location = f"/api/tus/{upload.id}"
     return Response(status_code=201, headers=_headers(Location=location, **{"Upload-Offset": "0"}))
 
@@ -146,6 +147,7 @@ async def _append(upload: Upload, request: Request, services: Services) -> Respo
             await run_in_threadpool(services.uploads.finish, upload, services.workspaces)
         except (UnsafePath, NotARegularFile, NotADirectoryError, OSError):
             raise unusable() from None
+        await services.shared.push(upload.session_id)
     return Response(status_code=204, headers=_headers(**{"Upload-Offset": str(offset)}))
 
 

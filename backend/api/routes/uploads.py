@@ -133,6 +133,8 @@ def checked_name(name: str) -> str:
 async def described(
     services: Services, session_id: str, name: str, extension: str, size: int
 ) -> UploadedFile:
+    """The stored upload, shared with the other servers (S3), and its metadata."""
+    await services.shared.push(session_id)
     path = f"uploads/{name}"
     try:
         info = (await services.catalog.info(session_id, path)).to_dict()

@@ -33,7 +33,7 @@ from backend.core.agents.tools import (
 )
 from backend.core.events import AgentEvent
 from backend.files.catalog import DATA_FOLDER, WorkspaceCatalog
-from backend.storage.workspaces import Workspaces
+from backend.storage.shared import SharedWorkspaces
 from backend.tools.python_coder.answer import plots
 from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.python_coder.llm import CoderLLM, LLMCallLimit
@@ -50,14 +50,15 @@ class AgentRunner:
     def __init__(
         self,
         settings: Settings,
-        workspaces: Workspaces,
+        shared: SharedWorkspaces,
         catalog: WorkspaceCatalog,
         coder: PythonCoder,
         executors: ExecutorPool,
         llm_backend: str,
     ) -> None:
         self.settings = settings
-        self.workspaces = workspaces
+        self.shared = shared
+        self.workspaces = workspaces = shared.workspaces
         self.catalog = catalog
         self.coder = coder
         self.executors = executors
@@ -120,6 +121,7 @@ class AgentRunner:
         session_id: str,
         llm: CoderLLM,
     ) -> AsyncGenerator[AgentEvent, None]:
+        await self.shared.pull(session_id)  # what other servers and the sandbox wrote
         tools = await self.tools(user_id, session_id, llm, history)
         saver = await self.checkpointer()
         if agent == "react":
