@@ -1,0 +1,155 @@
+"""A real Ray cluster on loopback for tests and benchmarks (`ray.cluster_utils.Cluster`).
+
+A head node with no CPUs (the GCS, and the test process's driver: no sandbox lands
+there, as Ray advises for a production head) and `nodes` sandbox nodes, each a raylet
+with its own object manager and workers. Every port is bound to 127.0.0.1; no dashboard,
+no usage statistics, a 80 MB object store per node, Ray's files in a temporary folder
+that is removed afterwards.
+
+Ray resolves 127.0.0.1 in a driver's address to the host's outward address (the one
+towards 8.8.8.8) unless clusters are "disabled", as on macOS; that switch is what keeps
+the driver on loopback. It is read when Ray is imported, so it is set before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backend.config import Settings, load_settings
+from tests.support.live_server import ROOT
+
+LOOPBACK = "127.0.0.1"
+ENVIRONMENT = {
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # node addresses stay 127.0.0.1
+}
+for _name, _value in ENVIRONMENT.items():
+    os.environ[_name] = _value
+
+try:
+    import ray
+    from ray._private import ray_constants
+    from ray.cluster_utils import Cluster
+except ImportError:  # pragma: no cover - depends on the environment
+    ray = None  # type: ignore[assignment]
+else:
+    if ray_constants.ENABLE_RAY_CLUSTER:
+        raise RuntimeError("Ray was imported before tests.support.ray_cluster: import it first")
+
+OBJECT_STORE_BYTES = 80 * 1024**2
+# A lost raylet is noticed within ~1 s instead of Ray's default 15 s.
+FAST_FAILURE_DETECTION = {
+    "health_check_initial_delay_ms": 0,
+    "health_check_period_ms": 250,
+    "health_check_timeout_ms": 250,
+    "health_check_failure_threshold": 4,
+}
+
+
+def ray_settings(address: str, data_dir: Path, cache_dir: Path, **more: object) -> Settings:
+    """An API server's settings for EXECUTOR_BACKEND=ray on the cluster at `address`."""
+    return load_settings(
+        EXECUTOR_BACKEND="ray",
+        RAY_ADDRESS=address,
+        DATA_DIR=data_dir,
+        RAY_CACHE_DIR=cache_dir,  # one folder for every pool, as it is one setting
+        SANDBOX="bwrap",
+        **more,
+    )
+
+
+def require_ray() -> None:
+    """Skip, loudly, when Ray is not importable here."""
+    if ray is None:
+        pytest.skip(
+            "RAY TESTS NOT RUN: Ray is not installed; install it with "
+            "`pip install -r requirements-ray.txt` (requirements-dev.txt includes it)"
+        )
+
+
+@dataclass
+class LoopbackCluster:
+    cluster: Any  # ray.cluster_utils.Cluster
+    temp_dir: Path
+    nodes: list[Any] = field(default_factory=list)  # the sandbox nodes (ray._private.node.Node)
+
+    @property
+    def address(self) -> str:
+        return str(self.cluster.address)
+
+    @property
+    def gcs_port(self) -> int:
+        return int(self.address.rsplit(":", 1)[1])
+
+    def node(self, node_id: str) -> Any:
+        """The sandbox node with this Ray node id."""
+        return next(node for node in self.nodes if node.node_id == node_id)
+
+    def add_node(self) -> Any:
+        with _python_path():
+            node = self.cluster.add_node(
+                num_cpus=1,
+                object_store_memory=OBJECT_STORE_BYTES,
+                node_ip_address=LOOPBACK,
+            )
+        self.nodes.append(node)
+        self.cluster.wait_for_nodes()
+        return node
+
+    def remove_node(self, node: Any) -> None:
+        """SIGKILL the node's raylet, object store and workers: a machine lost."""
+        self.cluster.remove_node(node, allow_graceful=False)
+        self.nodes.remove(node)
+
+
+@contextlib.contextmanager
+def _python_path() -> Iterator[None]:
+    """Raylets started meanwhile (and so their workers) can import `backend`."""
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), before]))
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = before
+
+
+@contextlib.contextmanager
+def ray_cluster(nodes: int = 2) -> Iterator[LoopbackCluster]:
+    """A head and `nodes` sandbox nodes on 127.0.0.1; the driver is disconnected and every
+    Ray process stopped on the way out."""
+    if ray is None:
+        raise RuntimeError("Ray is not installed")
+    temp_dir = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # short: socket paths
+    with _python_path():
+        cluster = Cluster(
+            initialize_head=True,
+            head_node_args={
+                "num_cpus": 0,
+                "include_dashboard": False,
+                "object_store_memory": OBJECT_STORE_BYTES,
+                "node_ip_address": LOOPBACK,
+                "temp_dir": str(temp_dir),
+                "_system_config": FAST_FAILURE_DETECTION,
+            },
+        )
+    running = LoopbackCluster(cluster, temp_dir)
+    try:
+        for _ in range(nodes):
+            running.add_node()
+        yield running
+    finally:
+        ray.shutdown()
+        cluster.shutdown()  # type: ignore[no-untyped-call]
+        shutil.rmtree(temp_dir, ignore_errors=True)
