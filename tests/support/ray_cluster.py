@@ -8,7 +8,7 @@ that is removed afterwards.
 
 Ray resolves 127.0.0.1 in a driver's address to the host's outward address (the one
 towards 8.8.8.8) unless clusters are "disabled", as on macOS; that switch is what keeps
-the driver on loopback. It is read when Ray is imported, so it is set before.
+the driver on loopback.
 """
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ try:
 except ImportError:  # pragma: no cover - depends on the environment
     ray = None  # type: ignore[assignment]
 else:
-    if ray_constants.ENABLE_RAY_CLUSTER:
-        raise RuntimeError("Ray was imported before tests.support.ray_cluster: import it first")
+    # The same switch where Ray was imported before this module (the variable is for the
+    # processes started later: nodes, workers, other drivers).
+    ray_constants.ENABLE_RAY_CLUSTER = False
 
 OBJECT_STORE_BYTES = 80 * 1024**2
 # A lost raylet is noticed within ~1 s instead of Ray's default 15 s.
@@ -57,14 +58,14 @@ FAST_FAILURE_DETECTION = {
 
 def ray_settings(address: str, data_dir: Path, cache_dir: Path, **more: object) -> Settings:
     """An API server's settings for EXECUTOR_BACKEND=ray on the cluster at `address`."""
-    return load_settings(
-        EXECUTOR_BACKEND="ray",
-        RAY_ADDRESS=address,
-        DATA_DIR=data_dir,
-        RAY_CACHE_DIR=cache_dir,  # one folder for every pool, as it is one setting
-        SANDBOX="bwrap",
-        **more,
-    )
+    values: dict[str, object] = {
+        "EXECUTOR_BACKEND": "ray",
+        "RAY_ADDRESS": address,
+        "DATA_DIR": data_dir,
+        "RAY_CACHE_DIR": cache_dir,  # one folder for every pool, as it is one setting
+        "SANDBOX": "bwrap",
+    }
+    return load_settings(**(values | more))
 
 
 def require_ray() -> None:
