@@ -40,6 +40,8 @@ logger = logging.getLogger(__name__)
 
 # What `run` answers instead of a result when the actor is ending and did not run the code.
 ENDING = "ending"
+# Beside a result: whether the run's push changed S3 (if not, the API has nothing to pull).
+PUSHED = "pushed"
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ class SessionSandbox:
         return self.node_id
 
     async def run(self, code: str, timeout: float | None) -> dict[str, Any]:  # noqa: ASYNC109
-        """Pull, run `code`, push; an ExecutionResult as a dict, or {ENDING: True}."""
+        """Pull, run `code`, push: an ExecutionResult as a dict with PUSHED, or {ENDING: True}."""
         async with self._turn:
             if self._ending:
                 return {ENDING: True}  # not run: the caller asks the next actor
@@ -129,9 +131,11 @@ class SessionSandbox:
         except (ConfigError, RuntimeError) as exc:
             return failed(f"RuntimeError: no sandbox on Ray node {self.node_id[:12]}: {exc}")
         result = await executor.run(code, timeout)
+        pushed = False
         if self.mirror is not None:
             try:
-                await asyncio.to_thread(self.mirror.push, self.session_id, workspace)
+                report = await asyncio.to_thread(self.mirror.push, self.session_id, workspace)
+                pushed = bool(report.uploaded or report.deleted)
             except (S3Error, OSError) as exc:
                 # The run happened; what it wrote waits here and goes with the next push.
                 logger.warning("session %s: push to S3 failed: %s", self.session_id, exc)
@@ -139,7 +143,7 @@ class SessionSandbox:
                     f"\n[warning: the workspace could not be saved to S3 ({exc}); "
                     "it is saved after the next run]\n"
                 )
-        return dataclasses.asdict(result)
+        return dataclasses.asdict(result) | {PUSHED: pushed}
 
     async def _executor_for(self, workspace: Path) -> SandboxedExecutor:
         if self._executor is None:

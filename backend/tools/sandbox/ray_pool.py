@@ -4,8 +4,8 @@
 executor it hands out finds the session's actor by name (creating it where it is
 missing) for every run, so any API server serves any session, and one that restarts
 has lost nothing. A run goes: push this server's copy of the workspace to S3 (new
-uploads), the actor's run (pull, run, push), then pull what the run wrote, so the
-plots and outputs are here for the UI.
+uploads), the actor's run (pull, run, push), then, if the run changed anything, pull
+it, so the plots and outputs are here for the UI.
 
 A run is never retried once it may have started: code is not idempotent. If the
 actor's node is lost mid-run, the run fails with a clear message, and Ray restarts
@@ -183,6 +183,8 @@ class RayExecutor(BasePythonExecutor):
         self.session_id = session_id
 
     async def run(self, code: str, timeout: float | None = None) -> ExecutionResult:  # noqa: ASYNC109
+        from backend.tools.sandbox.ray_actor import PUSHED  # Ray is imported only when used
+
         started = time.monotonic()
         mirror = self.pool.mirror
         local = self.pool.workspaces.ensure(self.session_id)
@@ -193,15 +195,19 @@ class RayExecutor(BasePythonExecutor):
                 return _failed(
                     f"RuntimeError: the workspace could not be sent to S3: {exc}", started
                 )
-        result = await self._call(code, timeout, started)
-        if mirror is not None:
+        answer = await self._answer(code, timeout)
+        if isinstance(answer, str):
+            return _failed(answer, started)
+        pushed = answer.pop(PUSHED, False)
+        if mirror is not None and pushed:  # what the run wrote, for the UI
             try:
                 await asyncio.to_thread(mirror.pull, self.session_id, local)
             except (S3Error, OSError) as exc:  # the next listing pulls again
                 logger.warning("session %s: pull from S3 failed: %s", self.session_id, exc)
-        return result
+        return ExecutionResult(**answer)
 
-    async def _call(self, code: str, timeout: float | None, started: float) -> ExecutionResult:  # noqa: ASYNC109
+    async def _answer(self, code: str, timeout: float | None) -> dict[str, Any] | str:  # noqa: ASYNC109
+        """The actor's answer (an ExecutionResult's fields and PUSHED), or why none came."""
         from ray.exceptions import ActorDiedError, RayActorError, RayError
 
         from backend.tools.sandbox.ray_actor import ENDING
@@ -224,26 +230,21 @@ class RayExecutor(BasePythonExecutor):
                     logger.error(
                         "session %s: sandbox actor did not start: %s", self.session_id, exc
                     )
-                    return _failed(
-                        "RuntimeError: the sandbox's actor failed to start; see the server log.",
-                        started,
-                    )
+                    return "RuntimeError: the sandbox's actor failed to start; see the server log."
                 if _ENDED_ON_PURPOSE in str(exc):
                     continue  # it ended itself while idle, before taking this run
                 logger.warning("session %s: sandbox actor lost: %s", self.session_id, exc)
-                return _failed(NODE_LOST, started)
+                return NODE_LOST
             except RayActorError as exc:  # unavailable: its node is gone or unreachable
                 logger.warning("session %s: sandbox actor lost: %s", self.session_id, exc)
-                return _failed(NODE_LOST, started)
+                return NODE_LOST
             except RayError as exc:
                 logger.error("session %s: sandbox actor failed: %s", self.session_id, exc)
-                return _failed(
-                    "RuntimeError: the sandbox's actor failed; see the server log.", started
-                )
-            if answer.get(ENDING):
-                continue  # it was ending and did not run the code: its successor will
-            return ExecutionResult(**answer)
-        return _failed("RuntimeError: the session's sandbox kept ending; try again.", started)
+                return "RuntimeError: the sandbox's actor failed; see the server log."
+            if not answer.pop(ENDING, False):
+                return answer
+            # It was ending and did not run the code: its successor will.
+        return "RuntimeError: the session's sandbox kept ending; try again."
 
     async def close(self) -> None:
         """Nothing held here: the actor ends itself when idle."""
