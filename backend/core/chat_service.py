@@ -107,7 +107,9 @@ class ChatService:
         llm: LLMBackend,
         audit: AuditLog | None = None,
         agents: AgentRunner | None = None,
+        server: str = "",
     ) -> None:
+        self.server = server  # this server's id, on turns it holds `running`
         self.store = store
         self.llm = llm
         self.audit = audit
@@ -257,7 +259,12 @@ class ChatService:
         (`Store.interrupt_unfinished`). Plain chat is short and latency-bound: it skips this."""
         if turn.placeholder is not None or turn.decision.agent_type == "chat":
             return
-        metadata = {**turn.metadata, "model": turn.model, "finish_reason": "running"}
+        metadata = {
+            **turn.metadata,
+            "model": turn.model,
+            "finish_reason": "running",
+            "server": self.server,
+        }
         with contextlib.suppress(ConversationNotFound):
             stored = self.store.add_message(turn.conversation.id, "assistant", "", metadata)
             turn.placeholder = stored.id

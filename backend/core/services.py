@@ -15,6 +15,7 @@ from backend.core.accounts import ensure_admin
 from backend.core.agents.runner import AgentRunner
 from backend.core.audit import AuditLog
 from backend.core.chat_service import ChatService
+from backend.core.instance import server_id
 from backend.core.llm import LLMBackend, create_llm_backend
 from backend.core.runs import RunRegistry
 from backend.core.security import load_or_create_secret_key
@@ -31,7 +32,8 @@ from backend.storage.shared import SharedWorkspaces
 from backend.storage.workspaces import Workspaces
 from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.sandbox import SandboxStatus, resolve_sandbox
-from backend.tools.sandbox.pool import ExecutorPool
+from backend.tools.sandbox.pool import ExecutorPool, SessionExecutors
+from backend.tools.sandbox.ray_pool import RayExecutorPool
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +52,7 @@ class Services:
     workspaces: Workspaces
     shared: SharedWorkspaces  # S3's copy of the workspaces, with EXECUTOR_BACKEND=ray
     uploads: ResumableUploads  # tus uploads in progress
-    executors: ExecutorPool
+    executors: SessionExecutors
     audit: AuditLog
     catalog: WorkspaceCatalog
     coder: PythonCoder
@@ -74,8 +76,9 @@ def build_services(settings: Settings) -> Services:
     secret_key = load_or_create_secret_key(settings.SECRET_KEY, settings.DATA_DIR)
     sandbox = resolve_sandbox(settings.SANDBOX)
     store = open_store(settings.DATABASE_URL, settings.DATA_DIR)
+    server = server_id(settings.DATA_DIR)
     try:
-        interrupted = store.interrupt_unfinished()
+        interrupted = store.interrupt_unfinished(server)
         if interrupted:
             logger.warning(
                 "%d agent turn(s) were cut off by the last stop: marked interrupted", interrupted
@@ -98,14 +101,18 @@ def build_services(settings: Settings) -> Services:
         s3 = S3Source(s3_config, workspaces, runner, int(settings.MAX_UPLOAD_SIZE_MB * 1024**2))
     catalog = WorkspaceCatalog(workspaces, runner, conversions=conversions, s3=s3)
     coder = PythonCoder(settings, workspaces, catalog)
-    executors = ExecutorPool(settings, sandbox, workspaces)
+    executors: SessionExecutors
+    if settings.EXECUTOR_BACKEND == "ray":  # sandboxes on the cluster's nodes (docs/scale-out.md)
+        executors = RayExecutorPool(settings, workspaces, shared.mirror)
+    else:
+        executors = ExecutorPool(settings, sandbox, workspaces)
     agents = AgentRunner(settings, shared, catalog, coder, executors, llm.name)
     return Services(
         settings=settings,
         secret_key=secret_key,
         store=store,
         llm=llm,
-        chat=ChatService(store, llm, audit, agents),
+        chat=ChatService(store, llm, audit, agents, server),
         sandbox=sandbox,
         workspaces=workspaces,
         shared=shared,

@@ -126,9 +126,9 @@ class Store(Protocol):
         """Replace a message's content and metadata (a turn's answer, once it is known)."""
         ...
 
-    def interrupt_unfinished(self) -> int:
-        """Mark answers still `running` (the server died under them) `interrupted`;
-        returns how many."""
+    def interrupt_unfinished(self, server: str) -> int:
+        """Mark answers that `server` (or no named server) left `running` when it died
+        `interrupted`; returns how many. Other servers' running turns are theirs."""
         ...
 
     def list_messages(self, conversation_id: str) -> list[Message]: ...

@@ -199,17 +199,19 @@ class SQLStore:
                 (content, json.dumps(metadata), message_id),
             )
 
-    def interrupt_unfinished(self) -> int:
-        finish_reason = self.database.dialect.json_text.format(
-            column="metadata", key="finish_reason"
-        )
+    def interrupt_unfinished(self, server: str) -> int:
+        field = self.database.dialect.json_text
+        finish_reason = field.format(column="metadata", key="finish_reason")
+        runner = field.format(column="metadata", key="server")
         with self.database.transaction() as db:
             rows = db.execute(
-                f"SELECT id, metadata FROM messages WHERE role = 'assistant'"
-                f" AND {finish_reason} = 'running'"
+                "SELECT id, metadata FROM messages WHERE role = 'assistant'"
+                f" AND {finish_reason} = 'running' AND ({runner} = ? OR {runner} IS NULL)",
+                (server,),
             ).fetchall()
             for row in rows:
                 metadata = json.loads(row["metadata"])
+                metadata.pop("server", None)
                 metadata.update(finish_reason="interrupted", error=INTERRUPTED)
                 db.execute(
                     "UPDATE messages SET metadata = ? WHERE id = ?",

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from backend.tools.sandbox.pool import ExecutorPool
+from backend.tools.sandbox.pool import SessionExecutors
 
 logger = logging.getLogger(__name__)
 
 
-async def reap_idle_workers(pool: ExecutorPool, idle_seconds: float) -> None:
+async def reap_idle_workers(pool: SessionExecutors, idle_seconds: float) -> None:
     interval = max(min(idle_seconds / 4, 60.0), 0.5)
     while True:
         await asyncio.sleep(interval)

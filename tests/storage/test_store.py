@@ -151,13 +151,22 @@ def test_a_sqlite_database_from_before_schema_version_keeps_its_data(tmp_path: P
 def test_unfinished_turns_are_marked_interrupted(store: Store) -> None:
     user = store.create_user("alice", "h")
     conversation = store.conversation_for_session(user.id, "s1", "t")
-    running = store.add_message(conversation.id, "assistant", "", {"finish_reason": "running"})
+    running = store.add_message(
+        conversation.id, "assistant", "", {"finish_reason": "running", "server": "a"}
+    )
+    older = store.add_message(conversation.id, "assistant", "", {"finish_reason": "running"})
+    elsewhere = store.add_message(
+        conversation.id, "assistant", "", {"finish_reason": "running", "server": "b"}
+    )
     done = store.add_message(conversation.id, "assistant", "ok", {"finish_reason": "stop"})
-    assert store.interrupt_unfinished() == 1
-    assert store.interrupt_unfinished() == 0
+    # Server a restarts: its own turn and one from before servers were named; not b's.
+    assert store.interrupt_unfinished("a") == 2
+    assert store.interrupt_unfinished("a") == 0
     by_id = {m.id: m.metadata for m in store.list_messages(conversation.id)}
     assert by_id[running.id]["finish_reason"] == "interrupted"
-    assert "stopped" in by_id[running.id]["error"]
+    assert "stopped" in by_id[running.id]["error"] and "server" not in by_id[running.id]
+    assert by_id[older.id]["finish_reason"] == "interrupted"
+    assert by_id[elsewhere.id]["finish_reason"] == "running"
     assert by_id[done.id] == {"finish_reason": "stop"}
 
 

@@ -38,7 +38,7 @@ from backend.tools.python_coder.answer import plots
 from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.python_coder.llm import CoderLLM, LLMCallLimit
 from backend.tools.rag import RAG_EXTENSIONS, RagIndex, embedder_for_backend
-from backend.tools.sandbox.pool import ExecutorPool
+from backend.tools.sandbox.pool import SessionExecutors
 from backend.tools.web_search import web_search_from_settings
 
 _WORD = re.compile(r"\s*\S+")
@@ -53,7 +53,7 @@ class AgentRunner:
         shared: SharedWorkspaces,
         catalog: WorkspaceCatalog,
         coder: PythonCoder,
-        executors: ExecutorPool,
+        executors: SessionExecutors,
         llm_backend: str,
     ) -> None:
         self.settings = settings

@@ -7,6 +7,8 @@ import logging
 import os
 import time
 
+from typing import Protocol
+
 from backend.config import Settings
 from backend.storage.workspaces import Workspaces
 from backend.tools.python_coder.openinterpreter.install import worker_python
@@ -30,6 +32,18 @@ def _owner(pid: str) -> int:
         return os.stat(f"/proc/{pid}").st_uid
     except OSError:
         return -1
+
+
+class SessionExecutors(Protocol):
+    """Where sessions' code runs: `ExecutorPool` here, or `RayExecutorPool` on a cluster."""
+
+    def limits(self) -> ExecutorLimits: ...
+
+    def get_python_executor(self, session_id: str) -> BasePythonExecutor: ...
+
+    async def reap_idle(self, idle_seconds: float) -> int: ...
+
+    async def close_all(self) -> None: ...
 
 
 class ExecutorPool:
