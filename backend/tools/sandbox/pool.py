@@ -6,7 +6,6 @@ import asyncio
 import logging
 import os
 import time
-
 from typing import Protocol
 
 from backend.config import Settings
