@@ -26,7 +26,7 @@ run: install system-deps frontend
 
 # The UI tests drive Debian's Chromium (never a browser download); the storage tests
 # start Debian's PostgreSQL server on a loopback port.
-test: DEBIAN_PACKAGES += chromium postgresql
+test: DEBIAN_PACKAGES += chromium postgresql iproute2
 test: install-dev system-deps frontend openinterpreter lint typecheck
 	$(VENV)/bin/pytest
 

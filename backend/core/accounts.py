@@ -7,7 +7,7 @@ import secrets
 
 from backend.config import Settings
 from backend.core.security import hash_password, verify_password
-from backend.storage import Store
+from backend.storage import Store, UsernameTaken
 
 logger = logging.getLogger(__name__)
 
@@ -21,7 +21,11 @@ def ensure_admin(store: Store, settings: Settings) -> None:
     admin = store.get_user(settings.ADMIN_USERNAME)
     if admin is None:
         password = settings.ADMIN_PASSWORD or secrets.token_urlsafe(15)
-        store.create_user(settings.ADMIN_USERNAME, hash_password(password), is_admin=True)
+        try:
+            store.create_user(settings.ADMIN_USERNAME, hash_password(password), is_admin=True)
+        except UsernameTaken:  # another server on the same database made it first
+            ensure_admin(store, settings)
+            return
         if not settings.ADMIN_PASSWORD:
             _announce_generated_password(settings.ADMIN_USERNAME, password)
         return

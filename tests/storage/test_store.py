@@ -10,13 +10,15 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from backend.config import ConfigError
+from backend.config import ConfigError, load_settings
+from backend.core.accounts import ensure_admin
 from backend.core.throttle import LoginThrottle, login_keys
 from backend.storage import (
     Conversation,
     SessionOwnedByAnotherUser,
     Store,
     StoreBusy,
+    User,
     UsernameTaken,
     open_store,
 )
@@ -259,3 +261,28 @@ def test_the_login_throttle_is_shared_by_servers_on_one_database(
     assert on_first.retry_after(*keys) == 0
     first.close()
     second.close()
+
+
+def test_servers_starting_together_both_find_one_admin(postgres_server: PostgresServer) -> None:
+    url = postgres_server.new_database()
+    settings = load_settings(ADMIN_PASSWORD="shared-admin-password", DATABASE_URL=url)
+    first, second = PostgresStore(url), PostgresStore(url)
+    ensure_admin(first, settings)
+
+    class LateStore(PostgresStore):
+        """Looked before the other server created the admin, creates after it."""
+
+        looked = False
+
+        def get_user(self, username: str) -> User | None:
+            if not self.looked:
+                self.looked = True
+                return None
+            return super().get_user(username)
+
+    late = LateStore(url)
+    ensure_admin(late, settings)  # UsernameTaken is not a crash: it finds the admin
+    admin = second.get_user("admin")
+    assert admin is not None and admin.is_admin and late.looked
+    for store in (first, second, late):
+        store.close()
