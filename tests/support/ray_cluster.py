@@ -26,6 +26,8 @@ import pytest
 
 from backend.config import Settings, load_settings
 from tests.support.live_server import ROOT
+from tests.support.processes import descendants
+from tests.support.waiting import wait_for
 
 LOOPBACK = "127.0.0.1"
 ENVIRONMENT = {
@@ -47,6 +49,8 @@ else:
     ray_constants.ENABLE_RAY_CLUSTER = False
 
 OBJECT_STORE_BYTES = 80 * 1024**2
+STOP_TIMEOUT = 30.0  # seconds for every Ray process to be gone after a shutdown
+RAY_NAMES = ("ray::", "raylet", "gcs_server")
 # A lost raylet is noticed within ~1 s instead of Ray's default 15 s.
 FAST_FAILURE_DETECTION = {
     "health_check_initial_delay_ms": 0,
@@ -96,7 +100,7 @@ class LoopbackCluster:
         return next(node for node in self.nodes if node.node_id == node_id)
 
     def add_node(self) -> Any:
-        with _python_path():
+        with _node_environment(self.temp_dir):
             node = self.cluster.add_node(
                 num_cpus=1,
                 object_store_memory=OBJECT_STORE_BYTES,
@@ -113,17 +117,24 @@ class LoopbackCluster:
 
 
 @contextlib.contextmanager
-def _python_path() -> Iterator[None]:
-    """Raylets started meanwhile (and so their workers) can import `backend`."""
-    before = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), before]))
+def _node_environment(temp_dir: Path) -> Iterator[None]:
+    """While nodes start: their workers can import `backend` (PYTHONPATH), and what Ray
+    writes to its default folder (the head's address, in /tmp/ray) goes into `temp_dir`."""
+    values = {
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "RAY_TMPDIR": str(temp_dir),
+    }
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    (temp_dir / "ray").mkdir(exist_ok=True)
     try:
         yield
     finally:
-        if before is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = before
+        for name, value in before.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
 
 
 @contextlib.contextmanager
@@ -133,24 +144,48 @@ def ray_cluster(nodes: int = 2) -> Iterator[LoopbackCluster]:
     if ray is None:
         raise RuntimeError("Ray is not installed")
     temp_dir = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # short: socket paths
-    with _python_path():
-        cluster = Cluster(
-            initialize_head=True,
-            head_node_args={
-                "num_cpus": 0,
-                "include_dashboard": False,
-                "object_store_memory": OBJECT_STORE_BYTES,
-                "node_ip_address": LOOPBACK,
-                "temp_dir": str(temp_dir),
-                "_system_config": FAST_FAILURE_DETECTION,
-            },
-        )
+    cluster = Cluster()  # its first node is the head
     running = LoopbackCluster(cluster, temp_dir)
     try:
+        with _node_environment(temp_dir):
+            cluster.add_node(
+                num_cpus=0,
+                include_dashboard=False,
+                object_store_memory=OBJECT_STORE_BYTES,
+                node_ip_address=LOOPBACK,
+                temp_dir=str(temp_dir),
+                # A copy: Ray adds its spilling folder (this cluster's) to the dict it gets.
+                _system_config=dict(FAST_FAILURE_DETECTION),
+            )
         for _ in range(nodes):
             running.add_node()
         yield running
     finally:
+        started = ray_processes()
         ray.shutdown()
         cluster.shutdown()  # type: ignore[no-untyped-call]
+        # Workers outlive their raylet for a moment, and write into its session folder.
+        wait_for(lambda: not any(alive(pid) for pid in started), STOP_TIMEOUT)
         shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def ray_processes() -> set[int]:
+    """This process's descendants that Ray started (weed and others are left out), with the
+    sandboxes below them."""
+    found: set[int] = set()
+    for pid in descendants(os.getpid()):
+        with contextlib.suppress(OSError):
+            name = Path(f"/proc/{pid}/comm").read_text().strip()
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if name.startswith(RAY_NAMES) or b"/site-packages/ray/" in command:
+                found |= {pid, *descendants(pid)}
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Running, or stopped: not gone, and not a zombie waiting for a parent to reap it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
