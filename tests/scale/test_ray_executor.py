@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import ray
 
+from backend.config import ConfigError, load_settings
+from backend.storage.workspaces import Workspaces
 from backend.tools.sandbox.ray_pool import NODE_LOST, RayExecutorPool, actor_name
 from tests.scale.conftest import MakePool
 from tests.support.live_server import ROOT, free_port
@@ -189,6 +191,15 @@ def test_configuration_errors_are_one_line_and_name_the_setting() -> None:
     assert client.startswith("RAY_ADDRESS: ray:// (Ray Client) is not supported"), client
     for message in (missing, empty, unreachable, client):
         assert "\n" not in message and "Traceback" not in message
+
+
+def test_unsandboxed_code_is_refused_on_ray(tmp_path: Path) -> None:
+    """Code outside bubblewrap on a node could reach Ray's ports, and so every node."""
+    settings = load_settings(
+        EXECUTOR_BACKEND="ray", RAY_ADDRESS="127.0.0.1:1", SANDBOX="none", DATA_DIR=tmp_path
+    )
+    with pytest.raises(ConfigError, match=r"^SANDBOX: none is refused with EXECUTOR_BACKEND=ray"):
+        RayExecutorPool(settings, Workspaces(tmp_path), None)
 
 
 def _sandbox_processes() -> list[int]:

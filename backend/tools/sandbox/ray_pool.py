@@ -90,7 +90,7 @@ def connect(address: str, namespace: str) -> None:
             logging_level=logging.WARNING,
             log_to_driver=False,  # the sandboxes' output comes back in results, not logs
         )
-    except (ConnectionError, RuntimeError, ValueError) as exc:
+    except Exception as exc:  # at start-up any failure is one line, never a trace
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(
             f"RAY_ADDRESS: cannot join the Ray cluster at {address}: {first}"
@@ -116,6 +116,12 @@ class RayExecutorPool:
     def __init__(
         self, settings: Settings, workspaces: Workspaces, mirror: WorkspaceMirror | None
     ) -> None:
+        if settings.SANDBOX == "none":
+            # Unisolated code on a node reaches Ray's ports, and through them every node.
+            raise ConfigError(
+                "SANDBOX: none is refused with EXECUTOR_BACKEND=ray: code outside bubblewrap "
+                "could reach Ray's ports and run anything on any node; use auto or bwrap"
+            )
         connect(settings.RAY_ADDRESS, settings.RAY_NAMESPACE)
         import ray
 
@@ -153,7 +159,7 @@ class RayExecutorPool:
         return RayExecutor(self, session_id)
 
     def actor(self, session_id: str) -> ActorHandle[Any]:
-        """The session's actor, created (on the least busy node) if there is none."""
+        """The session's actor, created if there is none (sessions are spread over nodes)."""
         options = self._actor_class.options(
             name=actor_name(session_id),
             namespace=self.namespace,
