@@ -5,11 +5,13 @@ its node through S3, that ends itself when idle, and whose run stops when its ca
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import ray
@@ -25,6 +27,7 @@ from tests.support.waiting import wait_for
 
 # A run that says when it has started, then takes long enough to be interrupted.
 LONG_RUN = "open('outputs/started', 'w').close()\nimport time\ntime.sleep(60)"
+RACING_RUNS = 5
 
 
 async def node_of(pool: RayExecutorPool, session: str) -> str:
@@ -142,6 +145,29 @@ async def test_an_idle_actor_ends_itself_and_its_successor_restores_the_variable
     assert not [pid for pid in _sandbox_processes() if _cwd(pid) == cache(pool, node, session_id)]
     result = await executor.run("print(x)")
     assert (result.success, result.stdout) == (True, "41\n"), result
+
+
+async def test_runs_racing_the_idle_exit_run_exactly_once(
+    make_pool: MakePool, s3_server: S3Server, workspace_bucket: str, session_id: str
+) -> None:
+    """Each run is sent just after the actor was told to end if idle (idle: 1 ms without a
+    run): it reaches the actor before that, or goes to its successor unrun; it is never
+    lost, and never run twice."""
+    pool = make_pool(s3=(s3_server, workspace_bucket), SANDBOX_IDLE_SECONDS="0.001")
+    executor = pool.get_python_executor(session_id)
+    assert (await executor.run("x = 0")).success
+    actors = set()
+    for number in range(1, RACING_RUNS + 1):
+        ending: list[ray.ObjectRef[Any]] = []
+        with contextlib.suppress(ValueError):  # unless it has just ended on its own
+            actor = ray.get_actor(actor_name(session_id), namespace=pool.namespace)
+            actors.add(actor._actor_id)
+            ending.append(actor.exit_if_idle.remote())
+        result = await executor.run("x += 1\nprint(x)")
+        assert (result.success, result.stdout) == (True, f"{number}\n"), result
+        with contextlib.suppress(ray.exceptions.RayActorError):
+            await asyncio.gather(*ending)
+    assert len(actors) > 1  # the actor did end meanwhile, and another took over
 
 
 async def test_a_cancelled_run_stops_on_the_node(make_pool: MakePool, session_id: str) -> None:

@@ -238,6 +238,7 @@ class RayExecutor(BasePythonExecutor):
                     )
                     return "RuntimeError: the sandbox's actor failed to start; see the server log."
                 if _ENDED_ON_PURPOSE in str(exc):
+                    logger.info("session %s: its actor ended while idle; next", self.session_id)
                     continue  # it ended itself while idle, before taking this run
                 logger.warning("session %s: sandbox actor lost: %s", self.session_id, exc)
                 return NODE_LOST
@@ -250,6 +251,7 @@ class RayExecutor(BasePythonExecutor):
             if not answer.pop(ENDING, False):
                 return answer
             # It was ending and did not run the code: its successor will.
+            logger.info("session %s: its actor was ending; next", self.session_id)
         return "RuntimeError: the session's sandbox kept ending; try again."
 
     async def close(self) -> None:
