@@ -76,6 +76,7 @@ def run_child(
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 1)  # closes our ends of the output pipes: the zygote sees EOF
     os.dup2(devnull, 2)
+    os.close(devnull)  # this run may become the zygote: one descriptor a run would add up
     outcome["pid"] = os.getpid()  # children the cell forked write here too; only ours counts
     outcome["forkable"] = out_of_core.forkable()
     os.write(pipes["res_w"], json.dumps(outcome).encode())
@@ -364,6 +365,8 @@ def keeper() -> None:
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
+    if devnull > 1:
+        os.close(devnull)
     config = json.loads(requests.readline())
     config["max_timeout"] = float(config["max_timeout"])
     global WORKSPACE

@@ -38,6 +38,16 @@ async def test_state_carries_over_like_a_notebook(executor: SandboxedExecutor) -
     assert (result.success, result.stdout) == (True, "42\n")
 
 
+async def test_a_run_that_becomes_the_zygote_leaks_no_descriptor(
+    executor: SandboxedExecutor,
+) -> None:
+    # Each successful run becomes the zygote; one descriptor left open per run once made
+    # every 244th run of a session fail when the zygote reached its descriptor limit.
+    count = "import os\nprint(len(os.listdir('/proc/self/fd')))"
+    seen = [(await executor.run(count)).stdout for _ in range(4)]
+    assert len(set(seen)) == 1, seen
+
+
 @pytest.mark.parametrize(
     ("hostile", "error_fragment"),
     [
