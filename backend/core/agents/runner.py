@@ -58,7 +58,7 @@ class AgentRunner:
     ) -> None:
         self.settings = settings
         self.shared = shared
-        self.workspaces = workspaces = shared.workspaces
+        self.workspaces = shared.workspaces
         self.catalog = catalog
         self.coder = coder
         self.executors = executors
@@ -70,7 +70,7 @@ class AgentRunner:
         self._saver_lock = asyncio.Lock()
         self.rag = RagIndex(
             settings.DATA_DIR,
-            workspaces=workspaces,
+            workspaces=shared.workspaces,
             runner=catalog.runner,
             embedder=embedder_for_backend(llm_backend, settings.OLLAMA_HOST),
         )

@@ -20,7 +20,7 @@ logger = logging.getLogger(__name__)
 EXECUTOR_MODES = ("native", "openinterpreter")
 
 
-def _processes_of_this_user() -> int:
+def processes_of_this_user() -> int:
     # RLIMIT_NPROC counts every process of the real uid, not just the sandbox's.
     uid = os.getuid()
     return sum(1 for name in os.listdir("/proc") if name.isdigit() and _owner(name) == uid)
@@ -59,7 +59,7 @@ class ExecutorPool:
             timeout=self.settings.PYTHON_CODE_TIMEOUT,
             max_memory_mb=self.settings.PYTHON_CODE_MAX_MEMORY,
             max_file_mb=self.settings.PYTHON_CODE_MAX_FILE_SIZE,
-            max_processes=_processes_of_this_user() + 256,
+            max_processes=processes_of_this_user() + 256,
         )
 
     def get_python_executor(self, session_id: str) -> BasePythonExecutor:

@@ -34,7 +34,7 @@ from backend.storage.mirror import WorkspaceMirror
 from backend.storage.workspaces import Workspaces
 from backend.tools.sandbox.availability import SandboxStatus, resolve_sandbox
 from backend.tools.sandbox.executor import ExecutionResult, ExecutorLimits, SandboxedExecutor
-from backend.tools.sandbox.pool import _processes_of_this_user
+from backend.tools.sandbox.pool import processes_of_this_user
 
 logger = logging.getLogger(__name__)
 
@@ -156,7 +156,7 @@ class SessionSandbox:
     def _build(self, workspace: Path, status: SandboxStatus) -> SandboxedExecutor:
         headroom = self.spec.limits.max_processes
         limits = dataclasses.replace(
-            self.spec.limits, max_processes=_processes_of_this_user() + headroom
+            self.spec.limits, max_processes=processes_of_this_user() + headroom
         )
         return SandboxedExecutor(workspace, limits, status)
 
