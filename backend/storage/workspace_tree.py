@@ -10,7 +10,6 @@ where a folder should be) or `NotARegularFile`.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 from collections.abc import Sequence
@@ -18,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backend.storage.drafts import Draft, is_draft
-from backend.storage.workspaces import NotARegularFile, listable_name
+from backend.storage.workspaces import NotARegularFile, listable_name, open_folder
 
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
@@ -35,23 +34,6 @@ def open_root(local: Path) -> int:
     """An open descriptor of `local` (created if missing); refused if it is a link."""
     local.mkdir(parents=True, exist_ok=True, mode=0o700)
     return os.open(local, _FOLDER)
-
-
-def open_folder(root: int, parts: Sequence[str], *, create: bool) -> int:
-    """An open descriptor of the folder `parts` under `root`, walked without links."""
-    directory = os.dup(root)
-    try:
-        for part in parts:
-            if create:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, 0o700, dir_fd=directory)
-            inner = os.open(part, _FOLDER, dir_fd=directory)
-            os.close(directory)
-            directory = inner
-    except BaseException:
-        os.close(directory)
-        raise
-    return directory
 
 
 def open_regular(root: int, parts: Sequence[str]) -> int:

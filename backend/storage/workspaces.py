@@ -12,7 +12,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
@@ -237,19 +237,11 @@ class Workspaces:
 
     def _parent(self, session_id: str, parts: tuple[str, ...], *, create: bool) -> int:
         """An open descriptor of the folder holding `parts[-1]`, walked without links."""
-        directory = os.open(self.ensure(session_id), _DIRECTORY_FLAGS)
+        root = os.open(self.ensure(session_id), _DIRECTORY_FLAGS)
         try:
-            for part in parts[:-1]:
-                if create:
-                    with contextlib.suppress(FileExistsError):
-                        os.mkdir(part, 0o700, dir_fd=directory)
-                inner = os.open(part, _DIRECTORY_FLAGS, dir_fd=directory)
-                os.close(directory)
-                directory = inner
-        except BaseException:
-            os.close(directory)
-            raise
-        return directory
+            return open_folder(root, parts[:-1], create=create)
+        finally:
+            os.close(root)
 
     def new_folder(self, session_id: str, relative: str) -> int:
         """Create the folder `relative` (its parent must exist); returns its open descriptor.
@@ -346,6 +338,24 @@ def _replace_atomically(
         draft.abort()
         raise
     return draft.commit()
+
+
+def open_folder(root: int, parts: Sequence[str], *, create: bool) -> int:
+    """An open descriptor of the folder `parts` under `root`, walked without links
+    (each folder made first when `create`)."""
+    directory = os.dup(root)
+    try:
+        for part in parts:
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o700, dir_fd=directory)
+            inner = os.open(part, _DIRECTORY_FLAGS, dir_fd=directory)
+            os.close(directory)
+            directory = inner
+    except BaseException:
+        os.close(directory)
+        raise
+    return directory
 
 
 def listable_name(name: str) -> bool:

@@ -33,6 +33,15 @@ def _owner(pid: str) -> int:
         return -1
 
 
+def check_mode(mode: str) -> None:
+    """PYTHON_EXECUTOR_MODE, never silently replaced by another mode."""
+    if mode not in EXECUTOR_MODES:
+        raise ValueError(f"PYTHON_EXECUTOR_MODE must be one of {', '.join(EXECUTOR_MODES)}")
+    if mode == "openinterpreter":
+        # Its code runs in this same sandbox; only the optional worker must be there.
+        worker_python()  # raises ImportError naming `make openinterpreter`
+
+
 class SessionExecutors(Protocol):
     """Where sessions' code runs: `ExecutorPool` here, or `RayExecutorPool` on a cluster."""
 
@@ -64,12 +73,7 @@ class ExecutorPool:
 
     def get_python_executor(self, session_id: str) -> BasePythonExecutor:
         """The session's executor; never a silent fallback to another mode."""
-        mode = self.settings.PYTHON_EXECUTOR_MODE
-        if mode not in EXECUTOR_MODES:
-            raise ValueError(f"PYTHON_EXECUTOR_MODE must be one of {', '.join(EXECUTOR_MODES)}")
-        if mode == "openinterpreter":
-            # Its code runs in this same sandbox; only the optional worker must be there.
-            worker_python()  # raises ImportError naming `make openinterpreter`
+        check_mode(self.settings.PYTHON_EXECUTOR_MODE)
         executor = self._executors.get(session_id)
         if executor is None:
             workspace = self.workspaces.ensure(session_id)

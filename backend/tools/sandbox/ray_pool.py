@@ -25,9 +25,8 @@ from backend.config import ConfigError, Settings
 from backend.files.s3_objects import S3Error
 from backend.storage.mirror import WorkspaceMirror
 from backend.storage.workspaces import Workspaces
-from backend.tools.python_coder.openinterpreter.install import worker_python
 from backend.tools.sandbox.executor import BasePythonExecutor, ExecutionResult, ExecutorLimits
-from backend.tools.sandbox.pool import EXECUTOR_MODES
+from backend.tools.sandbox.pool import check_mode
 
 if TYPE_CHECKING:
     from ray import ObjectRef
@@ -151,11 +150,7 @@ class RayExecutorPool:
 
     def get_python_executor(self, session_id: str) -> BasePythonExecutor:
         """A proxy to the session's actor; never a silent fallback to another mode."""
-        mode = self.settings.PYTHON_EXECUTOR_MODE
-        if mode not in EXECUTOR_MODES:
-            raise ValueError(f"PYTHON_EXECUTOR_MODE must be one of {', '.join(EXECUTOR_MODES)}")
-        if mode == "openinterpreter":
-            worker_python()  # raises ImportError naming `make openinterpreter`
+        check_mode(self.settings.PYTHON_EXECUTOR_MODE)
         return RayExecutor(self, session_id)
 
     def actor(self, session_id: str) -> ActorHandle[Any]:
