@@ -21,6 +21,7 @@ from backend.core.agents.chat import run_chat
 from backend.core.agents.client_tools import ClientTools, as_plain_messages
 from backend.core.agents.runner import AgentRunner
 from backend.core.audit import AuditLog
+from backend.core.citations import turn_citations
 from backend.core.events import STEP_EVENTS, AgentEvent
 from backend.core.llm import GenerationOptions, LLMBackend
 from backend.core.router import AgentType, RouteDecision, decide_route, model_classifier
@@ -55,6 +56,8 @@ class Turn:
     agent_llm: CoderLLM | None = None  # counts the router's and the agents' model calls
     opening: Callable[[], None] | None = None  # a new session's first write, not done yet
     placeholder: int | None = None  # an agent turn's answer, stored `running` as it starts
+    question: str = ""  # the user's message this turn answers
+    citations: list[dict[str, Any]] = field(default_factory=list)  # the answer's numbers' sources
 
     def write_opening(self) -> None:
         """Store what `open_turn` left to write (a new session and its first message), once."""
@@ -84,13 +87,21 @@ class Turn:
             + (1 if self.decision.agent_type == "chat" else 0),
         }
 
+    @property
+    def response_metadata(self) -> dict[str, Any] | None:
+        """`/v1`'s `metadata`: an agent turn's citations. Plain chat leaves OpenAI's field
+        unset, as OpenAI does, so strict clients of plain chat see OpenAI's shape."""
+        if self.decision.agent_type == "chat":
+            return None
+        return {"citations": self.citations}
+
     def public_event(self, event: AgentEvent) -> dict[str, Any] | None:
         """What a client sees of `event` (typed SSE, the runs' replay); None: internal."""
         if event.type in ("accepted", "usage", "finish"):
             return None
         payload = {"type": event.type, **event.data}
         if event.type == "final":
-            payload.update(model=self.model, **self.metadata)
+            payload.update(model=self.model, **self.metadata, citations=self.citations)
         return payload
 
     async def collect(self) -> str:
@@ -150,7 +161,9 @@ class ChatService:
                 coder_llm,
                 fresh=fresh,
             )
-        turn = Turn(conversation, decision, model, user=user.username, prompt=messages)
+        turn = Turn(
+            conversation, decision, model, user=user.username, prompt=messages, question=user_text
+        )
         turn.agent_llm = coder_llm
         if fresh:
             opening = functools.partial(self.store.start_conversation, conversation, user_text)
@@ -241,7 +254,10 @@ class ChatService:
                     yield event
             answered = True
             finish = turn.finish_reason  # "length" when a limit stopped it
-            yield AgentEvent("final", {"text": "".join(turn.answer)})
+            answer = "".join(turn.answer)
+            if turn.decision.agent_type != "chat":  # plain chat ran nothing to cite
+                turn.citations = turn_citations(answer, turn.question, turn.steps)
+            yield AgentEvent("final", {"text": answer})
         except (asyncio.CancelledError, GeneratorExit):
             if not answered:
                 finish = "cancelled"
@@ -277,6 +293,7 @@ class ChatService:
             "model": turn.model,
             "finish_reason": finish,
             "steps": turn.steps,
+            "citations": turn.citations,
         }
         if turn.tool_calls:
             metadata["client_tool_calls"] = turn.tool_calls

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -18,6 +18,24 @@ class ChatRequest(BaseModel):
     stream: bool = False
 
 
+class Citation(BaseModel):
+    """Where one number of the answer came from; `start`/`end` index the answer (code points).
+
+    `computed`: a run printed it (`run_id`, its `code`, the `output_line` and its 1-based
+    `line`). `question`: the user wrote it. `document`: a passage holds it (`source`: "[n] file").
+    """
+
+    text: str
+    start: int
+    end: int
+    kind: Literal["computed", "question", "document"]
+    run_id: str | None = None
+    code: str | None = None
+    output_line: str | None = None
+    line: int | None = None
+    source: str | None = None
+
+
 class ChatResponse(BaseModel):
     answer: str
     model: str
@@ -25,3 +43,4 @@ class ChatResponse(BaseModel):
     conversation_id: str
     agent_type: str
     metadata: dict[str, Any]
+    citations: list[Citation] = []

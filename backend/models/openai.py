@@ -251,11 +251,12 @@ def completion_body(
     agent: dict[str, Any],
     tool_calls: list[dict[str, Any]] | None = None,
     logprobs: list[dict[str, Any]] | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls:
         message.update(content=content or None, tool_calls=tool_calls)
-    return {
+    body = {
         "id": completion_id,
         "object": "chat.completion",
         "created": int(time.time()),
@@ -271,6 +272,9 @@ def completion_body(
         "usage": usage_body(usage),
         "agent": agent,  # our extension: which agent answered, and how
     }
+    if metadata is not None:  # an agent turn's citations: where its numbers came from
+        body["metadata"] = metadata
+    return body
 
 
 _COMPACT = (",", ":")

@@ -57,6 +57,13 @@ def test_api_chat_streams_the_steps_in_order(server: LiveServer) -> None:
     assert "".join(d["text"] for k, d in events if k == "token") == "The mean price is 20.0."
     assert data["final"]["text"] == "The mean price is 20.0."
     assert data["final"]["iterations"] == 1 and data["final"]["files"] == [plot["path"]]
+    # Issue 14: the answer's number cites the run that printed it, and its output line.
+    (citation,) = data["final"]["citations"]
+    assert citation["text"] == "20.0" and citation["kind"] == "computed"
+    assert data["final"]["text"][citation["start"] : citation["end"]] == "20.0"
+    assert citation["run_id"] == data["execution"]["run_id"]
+    assert citation["output_line"] == "mean price: 20.0" and citation["line"] == 1
+    assert citation["code"] == data["code"]["code"]
     with server.client() as http:
         assert http.get(plot["url"]).headers["content-type"] == "image/png"
 
@@ -70,8 +77,9 @@ def test_the_openai_sdk_reads_the_answer_and_ignores_the_steps(server: LiveServe
         stream=True,
         extra_body={"session_id": "sdk"},
     )
-    content, steps = [], []
+    content, steps, citations = [], [], []
     for chunk in stream:
+        citations.extend(((chunk.model_extra or {}).get("metadata") or {}).get("citations", []))
         step = (chunk.model_extra or {}).get("agent_event")
         if step:
             steps.append(step["type"])
@@ -80,6 +88,8 @@ def test_the_openai_sdk_reads_the_answer_and_ignores_the_steps(server: LiveServe
             content.append(chunk.choices[0].delta.content)
     assert "".join(content) == "The mean price is 20.0."
     assert steps == ["tool_call", "code", "execution", "plot"]
+    # The last chunk's `metadata` cites where the number came from (issue 14).
+    assert [(c["text"], c["output_line"]) for c in citations] == [("20.0", "mean price: 20.0")]
 
 
 def test_a_json_answer_carries_the_steps_in_metadata(server: LiveServer, tmp_path: Path) -> None:
@@ -93,6 +103,9 @@ def test_a_json_answer_carries_the_steps_in_metadata(server: LiveServer, tmp_pat
     assert metadata["code"][0].endswith(CODE) and metadata["iterations"] == 1
     assert metadata["llm_calls"] == 4  # react, generate, answer, react
     assert len(metadata["files"]) == 1 and metadata["files"][0].endswith(".png")
+    assert [(c["text"], c["kind"], c["output_line"]) for c in answer["citations"]] == [
+        ("20.0", "computed", "mean price: 20.0")
+    ]
 
 
 def test_a_plain_question_is_chat_and_an_explicit_agent_type_wins(server: LiveServer) -> None:

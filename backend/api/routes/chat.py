@@ -17,7 +17,7 @@ from backend.api.streaming import start_stream
 from backend.core.chat_service import Turn, TurnRequest
 from backend.core.events import AgentEvent
 from backend.core.llm import LLMError
-from backend.models.chat import ChatRequest, ChatResponse
+from backend.models.chat import ChatRequest, ChatResponse, Citation
 
 router = APIRouter(prefix="/api", tags=["chat"], responses=CLIENT_ERRORS)
 
@@ -52,6 +52,7 @@ async def create_chat_message(
         conversation_id=turn.conversation.id,
         agent_type=turn.decision.agent_type,
         metadata=turn.metadata,
+        citations=[Citation.model_validate(c) for c in turn.citations],
     )
 
 

@@ -132,11 +132,17 @@ async def create_chat_completion(
                 turn.metadata,
                 turn.tool_calls,
                 turn.logprobs,
+                turn.response_metadata,
             )
         )
     events = await start_stream(turn.events)
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
     return SSEResponse(_completion_chunks(turn, events, include_usage), headers=SSE_HEADERS)
+
+
+def _metadata(turn: Turn) -> dict[str, Any]:
+    metadata = turn.response_metadata
+    return {} if metadata is None else {"metadata": metadata}
 
 
 async def _completion_chunks(
@@ -170,7 +176,11 @@ async def _completion_chunks(
                     yield pending + sse_data(chunks.chunk({}, agent_event=step))
                     pending = ""
                 elif event.type == "final":
-                    closing = [pending, sse_data(chunks.chunk({}, turn.finish_reason))]
+                    metadata = {"citations": turn.citations}
+                    closing = [
+                        pending,
+                        sse_data(chunks.chunk({}, turn.finish_reason, metadata=metadata)),
+                    ]
                     if include_usage:
                         closing.append(sse_data(chunks.usage(turn.usage)))
                     yield Last("".join(closing) + sse_data("[DONE]"))

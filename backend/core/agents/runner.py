@@ -37,6 +37,7 @@ from backend.storage.shared import SharedWorkspaces
 from backend.tools.python_coder.answer import plots
 from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.python_coder.llm import CoderLLM, LLMCallLimit
+from backend.tools.python_coder.result import new_run_id
 from backend.tools.rag import RAG_EXTENSIONS, RagIndex, embedder_for_backend
 from backend.tools.sandbox.pool import SessionExecutors
 from backend.tools.web_search import web_search_from_settings
@@ -259,6 +260,7 @@ class StepEvents:
                     yield AgentEvent("code", {**where, "attempt": 1, "code": step["code"]})
                 fallback = {
                     "attempt": 1,
+                    "run_id": step.get("run_id") or new_run_id(),
                     "ok": step.get("ok"),
                     "stdout": step.get("output", step.get("observation", "")),
                     "error": step.get("error") or step.get("observation"),
@@ -274,6 +276,7 @@ class StepEvents:
 def _execution(attempt: dict[str, Any]) -> dict[str, Any]:
     return {
         "attempt": attempt["attempt"],
+        "run_id": attempt.get("run_id") or new_run_id(),
         "ok": attempt["ok"],
         "stdout": attempt["stdout"],
         "error": None if attempt["ok"] else attempt["error"],

@@ -104,6 +104,7 @@ class PythonCoderTool:
                     "type": "attempt_result",
                     "tool": self.name,
                     "attempt": attempt.attempt,
+                    "run_id": attempt.run_id,
                     "ok": attempt.success,
                     "stdout": attempt.stdout,
                     "error": attempt.error,
@@ -120,6 +121,7 @@ class PythonCoderTool:
             "files": result.files,
             "answer": result.answer,
             "attempts": len(result.execution_history),
+            "run_id": result.run_id,
         }
         if not result.success:
             return ToolResult(f"Error: {_cut(result.error or 'the code failed')}", False, data)

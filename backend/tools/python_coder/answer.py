@@ -15,10 +15,8 @@ from collections.abc import Sequence
 
 from backend.tools.python_coder import prompts
 from backend.tools.python_coder.llm import CoderLLM
+from backend.tools.python_coder.numbers import claims, numbers_in, rounds_from
 
-_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?")
-_LIST_MARKER = re.compile(r"^(\s*)(\d+)([.)]\s)", re.MULTILINE)
-_LINK_TARGET = re.compile(r"\]\([^)]*\)")  # a link's path; its text is still checked
 # A prompt section header, or the prompt's instructions, repeated back.
 _ECHO = re.compile(
     r"^\s*(#{1,3}\s*(INPUT|OUTPUT|FILES)\b|\*\*(Input|Output|Files)\*\*|\[stage:"
@@ -28,56 +26,19 @@ _IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")
 _MAX_OUTPUT_IN_ANSWER = 3000
 
 
-def _values(text: str) -> list[tuple[float, int]]:
-    """Each number in `text` with its count of decimals."""
-    found = []
-    for match in _NUMBER.findall(text):
-        plain = match.replace(",", "")
-        try:
-            value = float(plain)
-        except ValueError:
-            continue
-        mantissa = plain.split("e")[0].split("E")[0]
-        decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
-        found.append((value, decimals))
-    return found
-
-
-def _numbered_list_markers(text: str) -> str:
-    """Blank out "1. ", "2. ", … at line starts, but only while they count up from 1."""
-    expected = [1]
-
-    def blank(match: re.Match[str]) -> str:
-        if int(match.group(2)) != expected[0]:
-            return match.group(0)
-        expected[0] += 1
-        return match.group(1) + " " * (len(match.group(2)) + len(match.group(3)))
-
-    return _LIST_MARKER.sub(blank, text)
-
-
-def _checked_text(answer: str, files: Sequence[str] = ()) -> str:
-    text = _LINK_TARGET.sub("] ", _numbered_list_markers(answer))
-    for name in files:  # a file name ("plot_3.png") is not a claim
-        text = text.replace(name, " ").replace(name.rsplit("/", 1)[-1], " ")
-    return text
-
-
 def ungrounded_numbers(answer: str, output: str, files: Sequence[str] = ()) -> list[str]:
     """Numbers in `answer` that no number in `output` rounds to."""
-    checked = _checked_text(answer, files)
-    sources = [value for value, _ in _values(output)]
-    missing = []
-    for value, decimals in _values(checked):
-        tolerance = 0.5 * 10.0**-decimals + 1e-9 * abs(value)
-        if not any(abs(value - source) <= tolerance for source in sources):
-            missing.append(f"{value:g}")
-    return missing
+    sources = [number.value for number in numbers_in(output)]
+    return [
+        f"{claim.value:g}"
+        for claim in claims(answer, files)
+        if not any(rounds_from(claim, source) for source in sources)
+    ]
 
 
 def _drops_the_result(draft: str, output: str, files: list[str]) -> bool:
     """The run printed numbers, and the draft states none of them."""
-    return bool(_values(output)) and not _values(_checked_text(draft, files))
+    return bool(numbers_in(output)) and not claims(draft, files)
 
 
 def plots(files: list[str]) -> list[str]:

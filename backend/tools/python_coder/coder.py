@@ -27,6 +27,7 @@ from backend.tools.python_coder.extraction import extract_code
 from backend.tools.python_coder.llm import CoderLLM
 from backend.tools.python_coder.openinterpreter.bridge import run_openinterpreter
 from backend.tools.python_coder.prompts import CodingContext
+from backend.tools.python_coder.provenance import RunOutput, cite
 from backend.tools.python_coder.request import CoderRequest
 from backend.tools.python_coder.result import CoderResult, ExecutionAttempt
 from backend.tools.python_coder.selection import ChosenFiles, choose_files
@@ -199,6 +200,12 @@ class PythonCoder:
             result.answer = await write_answer(request.query, result.output, result.files, llm)
         except LLMError:  # the run succeeded; its output is the answer
             result.answer = output_answer(result.output, result.files)
+        if result.execution_history:
+            result.run_id = result.execution_history[-1].run_id
+            run = RunOutput(result.run_id, result.code, result.output)
+            result.citations = cite(
+                result.answer, [run], question=request.query, files=result.files
+            )
         try:
             result.notepad_entry = await run_in_threadpool(self._record, request, result, known)
         except (OSError, UnsafePath, NotARegularFile) as exc:  # the sandbox broke scripts/

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import secrets
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+
+def new_run_id() -> str:
+    """A run's id: what a citation of its output names, unique within a server's life and beyond."""
+    return "run_" + secrets.token_hex(6)
 
 
 class SelectedFile(BaseModel):
@@ -38,6 +44,7 @@ class Modification(BaseModel):
 
 class ExecutionAttempt(BaseModel):
     attempt: int
+    run_id: str = Field(default_factory=new_run_id)
     code: str
     success: bool
     stdout: str = ""
@@ -66,3 +73,5 @@ class CoderResult(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     llm_calls: int = 0
     tokens: int = 0
+    run_id: str | None = None  # the successful attempt's, which the citations name
+    citations: list[dict[str, Any]] = Field(default_factory=list)  # provenance.cite

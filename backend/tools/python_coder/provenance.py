@@ -1,0 +1,205 @@
+"""Where each number of an answer came from: a run's output line, the question, a document.
+
+`cite` reads the answer's claims (`numbers.claims`) and gives each one a citation:
+
+- `question`: the user wrote this number ("above 100?"), so it proves nothing;
+- `computed`: a run printed it, allowing for rounding (21.25 shown as 21.3);
+  the citation names the run, its code and the output line;
+- `document`: a passage the RAG tool found holds it (the answer cites it as [n]).
+
+A number none of these hold gets no citation: it is never shown as traced.
+When several output lines hold the number, the one whose words match the words
+around it in the answer wins ("median" cites "median: 20.0", not "min: 20"),
+then an exact rendering over a rounded one, then the latest run. Small numbers
+("3", "0.5") turn up by chance in any output, so they are traced only to a line
+that shares a word with their context or holds nothing but them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from backend.tools.python_coder.numbers import Number, claims, numbers_in, rounds_from, same_number
+
+_WORD = re.compile(r"[^\W\d_]{3,}")
+_SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
+# fmt: off
+_STOPWORDS = frozenset({
+    "the", "and", "for", "with", "are", "was", "were", "this", "that", "from", "has", "have",
+    "had", "its", "per", "than", "into", "over", "under", "about", "which", "what", "when",
+    "where", "there", "their", "they", "them", "then", "also", "each", "all", "any", "not",
+    "but", "you", "your", "our", "out",
+})
+# fmt: on
+_DISTINCTIVE_DIGITS = 3  # "120", "21.3", "0.125": not a chance match
+_MIN_LABEL_OVERLAP = 1
+
+
+@dataclass(frozen=True)
+class RunOutput:
+    """A successful run: its id, its code and what it printed."""
+
+    run_id: str
+    code: str
+    output: str
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A document passage the answer may cite as [ref]."""
+
+    ref: int
+    source: str
+    text: str
+
+
+@dataclass(frozen=True)
+class _Match:
+    run: int
+    line_number: int
+    line: str
+    overlap: int
+    exact: bool
+
+    def rank(self) -> tuple[int, bool, int, int]:
+        return (self.overlap, self.exact, self.run, -self.line_number)
+
+
+def _words(text: str) -> set[str]:
+    return {word.lower() for word in _WORD.findall(text)} - _STOPWORDS
+
+
+@dataclass(frozen=True)
+class _Context:
+    """The words around a number in the answer: right before it (up to the previous
+    number), right after it (up to the next), and in its whole sentence."""
+
+    before: set[str]
+    after: set[str]
+    sentence: set[str]
+
+    def overlap(self, words: set[str]) -> int:
+        near = 2 * len(self.before & words) + len(self.after & words)
+        return near + len(self.sentence & words)
+
+
+def _context(answer: str, claim: Number, neighbours: list[Number]) -> _Context:
+    """`claim`'s context. A table row is one sentence: its cells label each other."""
+    line_start = answer.rfind("\n", 0, claim.start) + 1
+    line_end = answer.find("\n", claim.end)
+    line_end = len(answer) if line_end < 0 else line_end
+    line = answer[line_start:line_end]
+    if line.lstrip().startswith("|"):
+        return _Context(set(), set(), _words(line))
+    sentence_start = max(
+        [line_start] + [m.end() for m in _SENTENCE_END.finditer(answer, line_start, claim.start)]
+    )
+    ends = [m.start() + 1 for m in _SENTENCE_END.finditer(answer, claim.end, line_end)]
+    sentence_end = min([line_end, *ends])
+    before_start = max(
+        [sentence_start] + [n.end for n in neighbours if sentence_start <= n.end <= claim.start]
+    )
+    after_end = min(
+        [sentence_end] + [n.start for n in neighbours if claim.end <= n.start <= sentence_end]
+    )
+    return _Context(
+        before=_words(answer[before_start : claim.start]),
+        after=_words(answer[claim.end : after_end]),
+        sentence=_words(answer[sentence_start:sentence_end]),
+    )
+
+
+def _bare(line: str, number: Number) -> bool:
+    """The line prints this number and nothing to mistake it for."""
+    return len(numbers_in(line)) == 1 and not _words(line)
+
+
+def _best_match(claim: Number, context: _Context, runs: Sequence[RunOutput]) -> _Match | None:
+    best: _Match | None = None
+    for index, run in enumerate(runs):
+        for line_number, line in enumerate(run.output.splitlines(), start=1):
+            matching = [n for n in numbers_in(line) if rounds_from(claim, n.value)]
+            if not matching:
+                continue
+            words = _words(line)
+            overlap = context.overlap(words)
+            chance = claim.significant_digits < _DISTINCTIVE_DIGITS
+            if chance and overlap < _MIN_LABEL_OVERLAP and not _bare(line, matching[0]):
+                continue
+            exact = any(same_number(claim, n) for n in matching)
+            match = _Match(index, line_number, line.strip(), overlap, exact)
+            if best is None or match.rank() > best.rank():
+                best = match
+    return best
+
+
+def _in_question(claim: Number, question: str) -> bool:
+    return any(same_number(claim, number) for number in numbers_in(question))
+
+
+def _cited_refs(answer: str, claim: Number) -> set[int]:
+    """The [n] marks in the claim's sentence."""
+    start = max([0] + [m.end() for m in _SENTENCE_END.finditer(answer, 0, claim.start)])
+    end_match = _SENTENCE_END.search(answer, claim.end)
+    end = len(answer) if end_match is None else end_match.end()
+    return {int(ref) for ref in re.findall(r"\[(\d+)\]", answer[start:end])}
+
+
+def _passage(answer: str, claim: Number, passages: Sequence[Passage]) -> Passage | None:
+    holding = [p for p in passages if any(rounds_from(claim, n.value) for n in numbers_in(p.text))]
+    cited = _cited_refs(answer, claim)
+    holding.sort(key=lambda p: p.ref not in cited)
+    return holding[0] if holding else None
+
+
+def cite(
+    answer: str,
+    runs: Sequence[RunOutput],
+    *,
+    question: str = "",
+    passages: Sequence[Passage] = (),
+    files: Sequence[str] = (),
+) -> list[dict[str, Any]]:
+    """A citation for each number of `answer` that can be traced, in order.
+
+    Each is `{text, start, end, kind, run_id, code, output_line, line, source}`;
+    `start`/`end` index `answer` (Python string offsets: code points).
+    """
+    found = claims(answer, files)
+    cited: list[dict[str, Any]] = []
+    for claim in found:
+        base: dict[str, Any] = {
+            "text": claim.text,
+            "start": claim.start,
+            "end": claim.end,
+            "run_id": None,
+            "code": None,
+            "output_line": None,
+            "line": None,
+            "source": None,
+        }
+        if _in_question(claim, question):
+            cited.append({**base, "kind": "question", "source": "question"})
+            continue
+        match = _best_match(claim, _context(answer, claim, found), runs)
+        if match is not None:
+            run = runs[match.run]
+            cited.append(
+                {
+                    **base,
+                    "kind": "computed",
+                    "run_id": run.run_id,
+                    "code": run.code,
+                    "output_line": match.line,
+                    "line": match.line_number,
+                }
+            )
+            continue
+        passage = _passage(answer, claim, passages)
+        if passage is not None:
+            source = f"[{passage.ref}] {passage.source}"
+            cited.append({**base, "kind": "document", "source": source})
+    return cited
