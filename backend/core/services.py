@@ -19,6 +19,7 @@ from backend.core.instance import server_id
 from backend.core.llm import LLMBackend, create_llm_backend
 from backend.core.runs import RunRegistry
 from backend.core.security import load_or_create_secret_key
+from backend.core.step_log import StoreStepLog
 from backend.core.throttle import LoginThrottle
 from backend.files.catalog import WorkspaceCatalog
 from backend.files.conversion import ParquetConversions
@@ -56,6 +57,7 @@ class Services:
     audit: AuditLog
     catalog: WorkspaceCatalog
     coder: PythonCoder
+    steps: StoreStepLog  # each session's successful runs, for its export
     runs: RunRegistry
     login_throttle: LoginThrottle
 
@@ -100,7 +102,8 @@ def build_services(settings: Settings) -> Services:
     if s3_config is not None:
         s3 = S3Source(s3_config, workspaces, runner, int(settings.MAX_UPLOAD_SIZE_MB * 1024**2))
     catalog = WorkspaceCatalog(workspaces, runner, conversions=conversions, s3=s3)
-    coder = PythonCoder(settings, workspaces, catalog)
+    steps = StoreStepLog(store)
+    coder = PythonCoder(settings, workspaces, catalog, steps)
     executors: SessionExecutors
     if settings.EXECUTOR_BACKEND == "ray":  # sandboxes on the cluster's nodes (docs/scale-out.md)
         executors = RayExecutorPool(settings, workspaces, shared.mirror)
@@ -121,6 +124,7 @@ def build_services(settings: Settings) -> Services:
         audit=audit,
         catalog=catalog,
         coder=coder,
+        steps=steps,
         runs=RunRegistry(),
         login_throttle=LoginThrottle(
             store, settings.LOGIN_FREE_ATTEMPTS, settings.LOGIN_BACKOFF_SECONDS, LOGIN_MAX_BACKOFF

@@ -19,6 +19,7 @@ from backend.files.variables import (
     InvalidFileMapping,
     assign_dataframe_names,
     loader_code,
+    plain_loads,
     validate_file_paths,
 )
 
@@ -33,6 +34,7 @@ __all__ = [
     "describe_for_prompt",
     "extract_file_metadata",
     "loader_code",
+    "plain_loads",
     "rank_files",
     "safe_extract",
     "safe_extract_at",

@@ -101,9 +101,9 @@ def validate_file_paths(file_paths: dict[str, str]) -> dict[str, str]:
     return dict(file_paths)
 
 
-def _call(function: str, path: str, options: dict[str, Any]) -> str:
+def _call(function: str, path: str, options: dict[str, Any], module: str = "_pd") -> str:
     arguments = [repr(path), *(f"{key}={value!r}" for key, value in options.items())]
-    return f"_pd.{function}({', '.join(arguments)})"
+    return f"{module}.{function}({', '.join(arguments)})"
 
 
 def _parquet_copy(metadata: FileMetadata | None) -> str | None:
@@ -112,28 +112,28 @@ def _parquet_copy(metadata: FileMetadata | None) -> str | None:
     return copy if isinstance(copy, str) else None
 
 
-def _load_expression(path: str, metadata: FileMetadata | None) -> str | None:
-    """The pandas call that loads `path`, or None when it is not a table."""
+def _load_expression(path: str, metadata: FileMetadata | None, pd: str = "_pd") -> str | None:
+    """The pandas call (pandas imported as `pd`) that loads `path`; None: not a table."""
     copy = _parquet_copy(metadata)
     if copy is not None:
-        return _call("read_parquet", copy, {})
+        return _call("read_parquet", copy, {}, pd)
     extension = file_extension(path)
     if extension in _DELIMITED:
         options = dict(metadata.details.get("read_options", {})) if metadata else {}
         if not options:
             sep = _DEFAULT_SEP.get(extension)
-            return _call("read_csv", path, {"sep": sep}) if sep else None
-        return _call("read_csv", path, options)
+            return _call("read_csv", path, {"sep": sep}, pd) if sep else None
+        return _call("read_csv", path, options, pd)
     if extension in ("xlsx", "xlsm", "xls"):
-        return _call("read_excel", path, {"sheet_name": 0})
+        return _call("read_excel", path, {"sheet_name": 0}, pd)
     if extension == "parquet":
-        return _call("read_parquet", path, {})
+        return _call("read_parquet", path, {}, pd)
     if extension == "feather":
-        return _call("read_feather", path, {})
+        return _call("read_feather", path, {}, pd)
     if extension == "json":
-        return _call("read_json", path, {})
+        return _call("read_json", path, {}, pd)
     if extension == "jsonl":
-        return _call("read_json", path, {"lines": True})
+        return _call("read_json", path, {"lines": True}, pd)
     return None
 
 
@@ -170,6 +170,28 @@ def _recording(tables: dict[str, dict[str, Any]]) -> list[str]:
         *(f"globals().pop({name!r}, None)  # opened afresh by each run" for name in tables),
         "del _json, _tables, _handle",
     ]
+
+
+def plain_loads(
+    mapping: dict[str, str], files: Sequence[FileMetadata] = ()
+) -> list[tuple[str, str, str]]:
+    """(path, variable, expression) per mapped file, in plain Python for a notebook: pandas as
+    `pd`, a large table as a `duckdb` relation, a file that is not a table as its path."""
+    known = {metadata.name: metadata for metadata in files}
+    loads = []
+    for path, variable in mapping.items():
+        _check_entry(path, variable)
+        table = _large_table(path, known.get(path))
+        if table is not None:
+            expression = _call(table["reader"], table["path"], table["options"], "duckdb")
+        else:
+            expression = _load_expression(path, known.get(path), "pd") or (
+                _call("read_csv", path, {"sep": None, "engine": "python"}, "pd")
+                if file_extension(path) in _DELIMITED
+                else repr(path)
+            )
+        loads.append((path, variable, expression))
+    return loads
 
 
 def loader_code(mapping: dict[str, str], files: Sequence[FileMetadata] = ()) -> str:

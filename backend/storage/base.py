@@ -133,6 +133,15 @@ class Store(Protocol):
 
     def list_messages(self, conversation_id: str) -> list[Message]: ...
 
+    def add_session_step(self, session_id: str, step: dict[str, Any]) -> None:
+        """Append a successful run to the session's steps (what its export replays);
+        `ConversationNotFound` if the session has no conversation (any more)."""
+        ...
+
+    def list_session_steps(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's steps, oldest first."""
+        ...
+
     # Failed logins (keys such as `user:alice`), shared by every server on the database.
 
     def locked_until(self, keys: Sequence[str]) -> float:

@@ -24,7 +24,7 @@ import psycopg
 from backend.config import ConfigError, load_settings
 from backend.core.agents.checkpoints import open_checkpointer
 from backend.storage import is_postgres
-from backend.storage.migrations import TABLES
+from backend.storage.migrations import NUMBERED, TABLES
 from backend.storage.postgres import PostgresStore, describe
 from backend.storage.sqlite import SQLiteStore
 
@@ -60,7 +60,7 @@ def copy_store(source: Path, url: str) -> dict[str, int]:
                         f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})",
                         [tuple(row) for row in rows],
                     )
-            for table in ("users", "messages"):  # new rows number on from the copied ids
+            for table in NUMBERED:  # new rows number on from the copied ids
                 target.execute(
                     f"SELECT setval(pg_get_serial_sequence('{table}', 'id'),"
                     f" (SELECT COALESCE(max(id), 0) + 1 FROM {table}), false)"

@@ -73,9 +73,21 @@ MIGRATIONS = [
     );
     CREATE INDEX login_failures_by_age ON login_failures(updated_at);
     """,
+    # A session's successful runs, in order, as its export replays them (core/export).
+    """
+    CREATE TABLE session_steps (
+        id {id},
+        session_id TEXT NOT NULL REFERENCES conversations(session_id) ON DELETE CASCADE,
+        step TEXT NOT NULL,
+        created_at {float} NOT NULL
+    );
+    CREATE INDEX session_steps_by_session ON session_steps(session_id, id);
+    """,
 ]
 SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
-TABLES = ("users", "conversations", "messages", "login_failures")  # in the order to copy
+# In the order to copy; those with ids number on from the copied ones.
+TABLES = ("users", "conversations", "messages", "login_failures", "session_steps")
+NUMBERED = ("users", "messages", "session_steps")
 
 
 def statements(number: int, dialect: Dialect) -> list[str]:

@@ -223,6 +223,25 @@ class SQLStore:
         with self.database.reading() as db:
             return _messages(db, conversation_id)
 
+    # A session's steps
+
+    def add_session_step(self, session_id: str, step: dict[str, Any]) -> None:
+        try:
+            with self.database.transaction() as db:
+                db.execute(
+                    "INSERT INTO session_steps (session_id, step, created_at) VALUES (?, ?, ?)",
+                    (session_id, json.dumps(step), time.time()),
+                )
+        except self.database.integrity_errors:
+            raise ConversationNotFound(session_id) from None
+
+    def list_session_steps(self, session_id: str) -> list[dict[str, Any]]:
+        with self.database.reading() as db:
+            rows = db.execute(
+                "SELECT step FROM session_steps WHERE session_id = ? ORDER BY id", (session_id,)
+            ).fetchall()
+        return [json.loads(row["step"]) for row in rows]
+
     # Failed logins
 
     def locked_until(self, keys: Sequence[str]) -> float:

@@ -46,6 +46,7 @@ def test_a_sqlite_data_dir_continues_on_postgres(
     done = migrate("--data-dir", str(server.data_dir), "--to", url)
     assert done.returncode == 0, done.stderr
     assert "1 users, 1 conversations, 2 messages" in done.stdout
+    assert "1 session_steps" in done.stdout  # the run the session's export replays
     assert postgres_server.password not in done.stdout + done.stderr
     checkpoints = int(done.stdout.split(" checkpoints")[0].rsplit(" ", 1)[-1])
     assert checkpoints > 0
@@ -57,6 +58,9 @@ def test_a_sqlite_data_dir_continues_on_postgres(
         question = "Q-AFTER and what was the csv mean again?"
         second = http.post("/api/chat", json={"message": question, "session_id": "moving"}).json()
     assert after["messages"] == before["messages"]  # ids, text and metadata, unchanged
+    with server.client() as http:
+        exported = http.get("/api/sessions/moving/export?format=py").text
+    assert "print('mean price:', df1['price'].mean())" in exported
     assert "answer" in second, second
     assert second["answer"] == "Still 20.0." and second["agent_type"] == "react"
     log = (server.data_dir / "logs" / "prompts.jsonl").read_text().splitlines()

@@ -15,6 +15,7 @@ from backend.core.accounts import ensure_admin
 from backend.core.throttle import LoginThrottle, login_keys
 from backend.storage import (
     Conversation,
+    ConversationNotFound,
     SessionOwnedByAnotherUser,
     Store,
     StoreBusy,
@@ -79,6 +80,18 @@ def test_deleting_a_conversation_deletes_its_messages(store: Store) -> None:
     store.add_message(conversation.id, "user", "hi")
     assert store.delete_conversation(user.id, conversation.id)
     assert store.list_messages(conversation.id) == []
+
+
+def test_session_steps_keep_order_and_go_with_their_conversation(store: Store) -> None:
+    user = store.create_user("alice", "h")
+    conversation = store.conversation_for_session(user.id, "s1", "t")
+    store.add_session_step("s1", {"run_id": "run_1", "code": "x = 1"})
+    store.add_session_step("s1", {"run_id": "run_2", "code": "print(x)"})
+    assert [s["run_id"] for s in store.list_session_steps("s1")] == ["run_1", "run_2"]
+    with pytest.raises(ConversationNotFound):
+        store.add_session_step("nobody", {"run_id": "run_3"})
+    assert store.delete_conversation(user.id, conversation.id)
+    assert store.list_session_steps("s1") == []
 
 
 def test_sqlite_database_is_in_wal_mode(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from backend.api.deps import CurrentUser, ServicesDep
 from backend.api.disconnect import ClientGone, unless_disconnected
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.core.services import Services
-from backend.files import UnsupportedFileType, loader_code
+from backend.files import UnsupportedFileType, loader_code, plain_loads
 from backend.files.catalog import FileNotInWorkspace
 from backend.models.tools import (
     CoderResponse,
@@ -30,7 +30,10 @@ from backend.storage import User
 from backend.storage.workspaces import NotARegularFile, UnsafePath
 from backend.tools.python_coder.llm import CoderLLM
 from backend.tools.python_coder.request import CoderRequest
+from backend.tools.python_coder.result import new_run_id
+from backend.tools.python_coder.steps import FileLoad, SessionStep, file_loads
 from backend.tools.python_coder.tdd import solve_tdd
+from backend.tools.python_coder.tdd.standalone import standalone_tests
 from backend.tools.sandbox.ast_check import check_code
 from backend.tools.sandbox.executor import BasePythonExecutor, ExecutionResult
 
@@ -127,6 +130,8 @@ async def _run_generate(
 async def _run_tdd(
     body: PythonCoderRequest, services: Services, llm: CoderLLM, executor: BasePythonExecutor
 ) -> TDDResponse:
+    """Build the functions test-first; a solution that passes its tests joins the session's
+    steps with its tests (the TDD run itself leaves the session's variables as they were)."""
     settings = services.settings
     solution = await solve_tdd(
         body.query or "",
@@ -136,6 +141,16 @@ async def _run_tdd(
         max_iterations=settings.PYTHON_CODE_MAX_ITERATIONS,
         settings_key={"prefilter": settings.AST_PREFILTER, "timeout": settings.PYTHON_CODE_TIMEOUT},
     )
+    if solution.all_tests_passed and not solution.error:
+        step = SessionStep(
+            kind="tdd",
+            run_id=new_run_id(),
+            question=body.query or "",
+            code=solution.code,
+            tests=standalone_tests(solution.tests),
+            output=f"{len(solution.tests)} of {len(solution.tests)} tests passed",
+        )
+        await services.steps.record(body.session_id, step)
     return TDDResponse.from_solution(solution)
 
 
@@ -152,9 +167,19 @@ async def _run_code(body: PythonCoderRequest, user: User, services: Services) ->
     else:
         executor = _executor(services, body.session_id)
         await services.shared.pull(body.session_id)
-        result = await _load_files(body, services, executor)
+        result, loads = await _load_files(body, services, executor)
         if result.success:
             result = await executor.run(code, body.timeout)
+        if result.success:
+            step = SessionStep(
+                kind="code",
+                run_id=new_run_id(),
+                loads=loads,
+                code=code,
+                output=result.stdout,
+                files=result.files,
+            )
+            await services.steps.record(body.session_id, step)
     stdout = result.stdout + (_TRUNCATION_NOTICE if result.truncated else "")
     response = ToolResponse(
         success=result.success,
@@ -190,10 +215,11 @@ async def _run_code(body: PythonCoderRequest, user: User, services: Services) ->
 
 async def _load_files(
     body: PythonCoderRequest, services: Services, executor: BasePythonExecutor
-) -> ExecutionResult:
-    """Load `file_paths` into their variables before the code runs."""
+) -> tuple[ExecutionResult, list[FileLoad]]:
+    """Load `file_paths` into their variables before the code runs; also how a notebook
+    loads them."""
     if not body.file_paths:
-        return ExecutionResult(success=True)
+        return ExecutionResult(success=True), []
     mapping, files = {}, []
     for name, variable in body.file_paths.items():
         try:
@@ -211,7 +237,7 @@ async def _load_files(
     loaded = await executor.run(loader_code(mapping, files), body.timeout)
     if not loaded.success:
         loaded.error = f"Loading file_paths failed:\n{loaded.error}"
-    return loaded
+    return loaded, file_loads(plain_loads(mapping, files))
 
 
 def _answer(result: ExecutionResult) -> str:

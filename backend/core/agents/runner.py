@@ -99,11 +99,16 @@ class AgentRunner:
         return bool(await self.uploads(session_id))
 
     async def tools(
-        self, user_id: int, session_id: str, llm: CoderLLM, history: list[tuple[str, str]]
+        self,
+        user_id: int,
+        session_id: str,
+        llm: CoderLLM,
+        history: list[tuple[str, str]],
+        question: str = "",
     ) -> list[AgentTool]:
         executor = self.executors.get_python_executor(session_id)
         found: list[AgentTool] = [
-            PythonCoderTool(self.coder, llm, executor, session_id, history),
+            PythonCoderTool(self.coder, llm, executor, session_id, history, question),
             ListFilesTool(self.catalog, session_id),
         ]
         uploads = await self.uploads(session_id)
@@ -123,7 +128,7 @@ class AgentRunner:
         llm: CoderLLM,
     ) -> AsyncGenerator[AgentEvent, None]:
         await self.shared.pull(session_id)  # what other servers and the sandbox wrote
-        tools = await self.tools(user_id, session_id, llm, history)
+        tools = await self.tools(user_id, session_id, llm, history, question)
         saver = await self.checkpointer()
         if agent == "react":
             graph = build_react_graph(

@@ -81,6 +81,7 @@ class PythonCoderTool:
     executor: BasePythonExecutor
     session_id: str
     history: list[tuple[str, str]] = field(default_factory=list)
+    question: str = ""  # the user's message this turn answers
     name: str = "python_coder"
     description: str = (
         "writes and runs Python on the session's data files; input: the task in plain words"
@@ -93,6 +94,7 @@ class PythonCoderTool:
             history=self.history,
             plan=context.plan,
             react=context.react,
+            question=self.question,
         )
 
         async def running(attempt: int, code: str) -> None:

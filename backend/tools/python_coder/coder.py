@@ -16,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 
 from backend.config import Settings
 from backend.core.llm import LLMError
-from backend.files import describe_for_prompt, loader_code
+from backend.files import describe_for_prompt, loader_code, plain_loads
 from backend.files.catalog import WorkspaceCatalog
 from backend.storage.workspaces import NotARegularFile, UnsafePath, Workspaces
 from backend.tools.python_coder import notepad, prompts
@@ -31,6 +31,7 @@ from backend.tools.python_coder.provenance import RunOutput, cite
 from backend.tools.python_coder.request import CoderRequest
 from backend.tools.python_coder.result import CoderResult, ExecutionAttempt
 from backend.tools.python_coder.selection import ChosenFiles, choose_files
+from backend.tools.python_coder.steps import FileLoad, SessionStep, StepLog, file_loads
 from backend.tools.python_coder.verification import verify
 from backend.tools.sandbox.executor import BasePythonExecutor
 
@@ -51,10 +52,12 @@ class PythonCoder:
         settings: Settings,
         workspaces: Workspaces,
         catalog: WorkspaceCatalog,
+        steps: StepLog | None = None,
     ) -> None:
         self.settings = settings
         self.workspaces = workspaces
         self.catalog = catalog
+        self.steps = steps  # where each answered task is kept for the session's export
         self._notepad_lock = threading.Lock()  # one read-modify-write of notepad.json at a time
 
     async def run(
@@ -110,6 +113,7 @@ class PythonCoder:
             ),
         )
         preamble = loader_code(chosen.mapping, chosen.files)
+        loads = file_loads(plain_loads(chosen.mapping, chosen.files))
         if preamble:
             loaded = await executor.run(preamble)
             if not loaded.success:
@@ -120,7 +124,7 @@ class PythonCoder:
         if settings.PYTHON_EXECUTOR_MODE == "openinterpreter":
             known = set(before) | set(chosen.mapping.values())
             await self._run_openinterpreter(
-                request, context, llm, executor, preamble, known, result
+                request, context, llm, executor, preamble, known, loads, result
             )
             return
         code = await self._spec_first(request, chosen, llm, result)
@@ -172,7 +176,8 @@ class PythonCoder:
             )
             result.answer = result.error
             return
-        await self._finish(request, llm, set(before) | set(chosen.mapping.values()), result)
+        known = set(before) | set(chosen.mapping.values())
+        await self._finish(request, llm, known, result, executed.code, loads)
 
     async def _spec_first(
         self, request: CoderRequest, chosen: ChosenFiles, llm: CoderLLM, result: CoderResult
@@ -193,8 +198,11 @@ class PythonCoder:
         llm: CoderLLM,
         known: set[str],
         result: CoderResult,
+        code: str,
+        loads: list[FileLoad],
     ) -> None:
-        """A successful run: write the answer and the notepad entry (`known`: not created)."""
+        """A successful run of `code` (after the loader): write the answer, the notepad
+        entry (`known`: variables it did not create) and the session's step."""
         result.success = True
         try:
             result.answer = await write_answer(request.query, result.output, result.files, llm)
@@ -206,6 +214,8 @@ class PythonCoder:
             result.citations = cite(
                 result.answer, [run], question=request.query, files=result.files
             )
+            if self.steps is not None:
+                await self.steps.record(request.session_id, _step(request, result, code, loads))
         try:
             result.notepad_entry = await run_in_threadpool(self._record, request, result, known)
         except (OSError, UnsafePath, NotARegularFile) as exc:  # the sandbox broke scripts/
@@ -233,6 +243,7 @@ class PythonCoder:
         executor: BasePythonExecutor,
         preamble: str,
         known: set[str],
+        loads: list[FileLoad],
         result: CoderResult,
     ) -> None:
         """PYTHON_EXECUTOR_MODE=openinterpreter: its loop writes the code, our sandbox runs it."""
@@ -270,7 +281,23 @@ class PythonCoder:
             result.error = ran.error or "open-interpreter did not produce working code"
             result.answer = result.error
             return
-        await self._finish(request, llm, known, result)
+        await self._finish(request, llm, known, result, ran.code, loads)
+
+
+def _step(
+    request: CoderRequest, result: CoderResult, code: str, loads: list[FileLoad]
+) -> SessionStep:
+    question = request.question or request.query
+    return SessionStep(
+        kind="generate",
+        run_id=result.run_id or "",
+        question=question,
+        goal=request.query if request.query != question else "",
+        loads=loads,
+        code=code,
+        output=result.output,
+        files=result.files,
+    )
 
 
 def _summary(output: str) -> str:

@@ -14,3 +14,4 @@ class CoderRequest:
     history: list[tuple[str, str]] = field(default_factory=list)  # (role, content), oldest first
     plan: str = ""  # the plan context, when called from Plan-and-Execute
     react: list[str] = field(default_factory=list)  # earlier failed attempts and their errors
+    question: str = ""  # the user's message, when an agent asks for `query` to answer it

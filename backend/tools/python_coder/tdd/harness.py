@@ -116,7 +116,7 @@ def build_program(
         f"    OUTPUT_CHARS = {_OUTPUT_CHARS}",
         "",
         "    def load_compare():",
-        *indent_code(_compare_source(), " " * 8).splitlines(),
+        *indent_code(compare_source(), " " * 8).splitlines(),
         "        return decode_value, values_equal, report_value",
         "",
         "    decode_value, values_equal, report_value = load_compare()",
@@ -178,7 +178,7 @@ def indent_code(code: str, prefix: str) -> str:
 
 
 @cache
-def _compare_source() -> str:
+def compare_source() -> str:
     return top_level_definitions(inspect.getsource(compare))
 
 

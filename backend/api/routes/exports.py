@@ -1,0 +1,44 @@
+"""A session as a notebook or a script that reruns (`core/export`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
+
+from backend.api.deps import FileReader, ServicesDep
+from backend.api.errors import CLIENT_ERRORS
+from backend.api.routes.files import current_session
+from backend.core.export import ExportFormat, export_session
+from backend.models.common import SessionId
+
+router = APIRouter(prefix="/api", tags=["sessions"], responses=CLIENT_ERRORS)
+
+_EXPORTS: dict[str, dict[str, object]] = {"application/x-ipynb+json": {}, "text/x-python": {}}
+
+
+@router.get(
+    "/sessions/{session_id}/export",
+    response_class=Response,
+    responses={200: {"description": "The notebook or the script.", "content": _EXPORTS}},
+)
+async def export_session_steps(
+    session_id: SessionId,
+    user: FileReader,
+    services: ServicesDep,
+    format: Annotated[ExportFormat, Query()] = "ipynb",
+) -> Response:
+    """The session's successful steps as a notebook (`ipynb`) or a script (`py`) that reruns
+    on copies of its input files; the header records their SHA-256 and the library versions."""
+    await current_session(services, user, session_id)
+    conversation = services.store.conversation_for_session(user.id, session_id, "")
+    steps = await services.steps.steps(session_id)
+    export = await run_in_threadpool(
+        export_session, services.workspaces, session_id, conversation.title, steps, format
+    )
+    disposition = f'attachment; filename="{export.filename}"'  # a name of [A-Za-z0-9_-]
+    return Response(
+        export.body, media_type=export.media_type, headers={"Content-Disposition": disposition}
+    )
