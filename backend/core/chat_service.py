@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from starlette.concurrency import run_in_threadpool
 
 from backend.core.agents.chat import run_chat
 from backend.core.agents.client_tools import ClientTools, as_plain_messages
@@ -256,7 +257,10 @@ class ChatService:
             finish = turn.finish_reason  # "length" when a limit stopped it
             answer = "".join(turn.answer)
             if turn.decision.agent_type != "chat":  # plain chat ran nothing to cite
-                turn.citations = turn_citations(answer, turn.question, turn.steps)
+                # Off the event loop: a megabyte of output takes a few hundred ms to trace.
+                turn.citations = await run_in_threadpool(
+                    turn_citations, answer, turn.question, turn.steps
+                )
             yield AgentEvent("final", {"text": answer})
         except (asyncio.CancelledError, GeneratorExit):
             if not answered:

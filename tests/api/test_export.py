@@ -83,7 +83,12 @@ def session(server: LiveServer) -> dict[str, Any]:
     assert [e["ok"] for e in executions] == [True, False, True, True]
     final = next(data for kind, data in events if kind == "final")
     assert final["text"] == ANSWER
-    return {"outputs": [e["stdout"] for e in executions if e["ok"]], "final": final}
+    succeeded = [e for e in executions if e["ok"]]
+    return {
+        "outputs": [e["stdout"] for e in succeeded],
+        "run_ids": [e["run_id"] for e in succeeded],
+        "final": final,
+    }
 
 
 def _export(server: LiveServer, export_format: str) -> tuple[str, str]:
@@ -109,6 +114,21 @@ def _inputs_folder(tmp_path: Path) -> Path:
     (folder / "uploads").mkdir(parents=True)
     (folder / "uploads" / "sales.csv").write_bytes(SALES)
     return folder
+
+
+def test_the_plan_and_execute_answer_cites_each_step_that_printed_its_numbers(
+    session: dict[str, Any],
+) -> None:
+    citations = session["final"]["citations"]
+    for citation in citations:
+        assert ANSWER[citation["start"] : citation["end"]] == citation["text"]
+    first, second, third = session["run_ids"]
+    assert [(c["text"], c["run_id"], c["output_line"], c["line"]) for c in citations] == [
+        ("6", first, "rows: 6", 1),
+        ("21.25", second, "overall mean: 21.25", 5),
+        ("50", third, "north share: 0.5", 1),  # "50%" of the share printed as 0.5
+    ]
+    assert all(c["kind"] == "computed" and c["code"].endswith("\n") for c in citations)
 
 
 def test_the_notebook_holds_only_the_successful_steps_with_a_header(

@@ -211,8 +211,8 @@ class PythonCoder:
         if result.execution_history:
             result.run_id = result.execution_history[-1].run_id
             run = RunOutput(result.run_id, result.code, result.output)
-            result.citations = cite(
-                result.answer, [run], question=request.query, files=result.files
+            result.citations = await run_in_threadpool(
+                cite, result.answer, [run], question=request.query, files=result.files
             )
             if self.steps is not None:
                 await self.steps.record(request.session_id, _step(request, result, code, loads))

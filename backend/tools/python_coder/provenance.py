@@ -17,6 +17,7 @@ that shares a word with their context or holds nothing but them.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -75,15 +76,18 @@ def _words(text: str) -> set[str]:
 @dataclass(frozen=True)
 class _Context:
     """The words around a number in the answer: right before it (up to the previous
-    number), right after it (up to the next), and in its whole sentence."""
+    number), right after it (up to the next), and in its whole sentence; and the other
+    numbers of its sentence, which a line printing the same record holds too."""
 
     before: set[str]
     after: set[str]
     sentence: set[str]
+    numbers: tuple[Number, ...] = ()
 
-    def overlap(self, words: set[str]) -> int:
+    def overlap(self, words: set[str], values: Sequence[float]) -> int:
         near = 2 * len(self.before & words) + len(self.after & words)
-        return near + len(self.sentence & words)
+        together = sum(any(rounds_from(n, value) for value in values) for n in self.numbers)
+        return near + len(self.sentence & words) + 2 * together
 
 
 def _context(answer: str, claim: Number, neighbours: list[Number]) -> _Context:
@@ -93,7 +97,8 @@ def _context(answer: str, claim: Number, neighbours: list[Number]) -> _Context:
     line_end = len(answer) if line_end < 0 else line_end
     line = answer[line_start:line_end]
     if line.lstrip().startswith("|"):
-        return _Context(set(), set(), _words(line))
+        row = tuple(n for n in neighbours if n is not claim and line_start <= n.start < line_end)
+        return _Context(set(), set(), _words(line), row)
     sentence_start = max(
         [line_start] + [m.end() for m in _SENTENCE_END.finditer(answer, line_start, claim.start)]
     )
@@ -109,30 +114,68 @@ def _context(answer: str, claim: Number, neighbours: list[Number]) -> _Context:
         before=_words(answer[before_start : claim.start]),
         after=_words(answer[claim.end : after_end]),
         sentence=_words(answer[sentence_start:sentence_end]),
+        numbers=tuple(
+            n for n in neighbours if n is not claim and sentence_start <= n.start < sentence_end
+        ),
     )
 
 
-def _bare(line: str, number: Number) -> bool:
-    """The line prints this number and nothing to mistake it for."""
-    return len(numbers_in(line)) == 1 and not _words(line)
+class _Printed:
+    """Every number the runs printed, sorted by value, so a claim finds its candidates by
+    bisection instead of rescanning megabytes of output for each number of the answer."""
+
+    def __init__(self, runs: Sequence[RunOutput]) -> None:
+        entries: list[tuple[float, int, int, Number]] = []
+        self.lines: dict[tuple[int, int], str] = {}
+        self.values: dict[tuple[int, int], list[float]] = {}
+        for index, run in enumerate(runs):
+            for line_number, line in enumerate(run.output.splitlines(), start=1):
+                found = numbers_in(line)
+                if found:
+                    self.lines[index, line_number] = line
+                    self.values[index, line_number] = [n.value for n in found]
+                entries.extend((n.value, index, line_number, n) for n in found)
+        entries.sort(key=lambda entry: entry[0])
+        self.sorted = [entry[0] for entry in entries]
+        self.entries = entries
+        self._words: dict[tuple[int, int], set[str]] = {}
+
+    def holding(self, claim: Number) -> dict[tuple[int, int], list[Number]]:
+        """The lines with a number `claim` rounds from, and those numbers."""
+        tolerance = 0.5 * 10.0**-claim.decimals + 1e-9 * abs(claim.value)
+        ranges = [(claim.value - tolerance, claim.value + tolerance)]
+        if claim.percent:
+            ranges.append(((claim.value - tolerance) / 100, (claim.value + tolerance) / 100))
+        found: dict[tuple[int, int], list[Number]] = {}
+        for low, high in ranges:
+            start = bisect.bisect_left(self.sorted, low - 1e-12)
+            end = bisect.bisect_right(self.sorted, high + 1e-12)
+            for _, run, line_number, number in self.entries[start:end]:
+                if rounds_from(claim, number.value):
+                    found.setdefault((run, line_number), []).append(number)
+        return found
+
+    def words(self, key: tuple[int, int]) -> set[str]:
+        if key not in self._words:
+            self._words[key] = _words(self.lines[key])
+        return self._words[key]
+
+    def bare(self, key: tuple[int, int]) -> bool:
+        """The line prints one number and nothing to mistake it for."""
+        return len(self.values[key]) == 1 and not self.words(key)
 
 
-def _best_match(claim: Number, context: _Context, runs: Sequence[RunOutput]) -> _Match | None:
+def _best_match(claim: Number, context: _Context, printed: _Printed) -> _Match | None:
     best: _Match | None = None
-    for index, run in enumerate(runs):
-        for line_number, line in enumerate(run.output.splitlines(), start=1):
-            matching = [n for n in numbers_in(line) if rounds_from(claim, n.value)]
-            if not matching:
-                continue
-            words = _words(line)
-            overlap = context.overlap(words)
-            chance = claim.significant_digits < _DISTINCTIVE_DIGITS
-            if chance and overlap < _MIN_LABEL_OVERLAP and not _bare(line, matching[0]):
-                continue
-            exact = any(same_number(claim, n) for n in matching)
-            match = _Match(index, line_number, line.strip(), overlap, exact)
-            if best is None or match.rank() > best.rank():
-                best = match
+    chance = claim.significant_digits < _DISTINCTIVE_DIGITS
+    for key, matching in printed.holding(claim).items():
+        overlap = context.overlap(printed.words(key), printed.values[key])
+        if chance and overlap < _MIN_LABEL_OVERLAP and not printed.bare(key):
+            continue
+        exact = any(same_number(claim, n) for n in matching)
+        match = _Match(key[0], key[1], printed.lines[key].strip(), overlap, exact)
+        if best is None or match.rank() > best.rank():
+            best = match
     return best
 
 
@@ -169,6 +212,7 @@ def cite(
     `start`/`end` index `answer` (Python string offsets: code points).
     """
     found = claims(answer, files)
+    printed = _Printed(runs)
     cited: list[dict[str, Any]] = []
     for claim in found:
         base: dict[str, Any] = {
@@ -184,7 +228,7 @@ def cite(
         if _in_question(claim, question):
             cited.append({**base, "kind": "question", "source": "question"})
             continue
-        match = _best_match(claim, _context(answer, claim, found), runs)
+        match = _best_match(claim, _context(answer, claim, found), printed)
         if match is not None:
             run = runs[match.run]
             cited.append(

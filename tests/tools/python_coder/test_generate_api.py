@@ -164,6 +164,21 @@ def test_first_try_answers_from_the_output_and_writes_the_notepad(
     assert "trivial" in result["review_skipped"]
     assert [a["success"] for a in result["execution_history"]] == [True]
     assert result["llm_calls"] == 2 and result["tokens"] > 0
+    # Issue 14: the answer's number cites the successful attempt's run and output line.
+    assert result["run_id"] == result["execution_history"][0]["run_id"]
+    assert result["citations"] == [
+        {
+            "text": "20.0",
+            "start": result["answer"].index("20.0"),
+            "end": result["answer"].index("20.0") + 4,
+            "kind": "computed",
+            "run_id": result["run_id"],
+            "code": result["code"],
+            "output_line": "mean price: 20.0",
+            "line": 1,
+            "source": None,
+        }
+    ]
 
     entry = result["notepad_entry"]
     assert entry["task"] == "Q-FIRST what is the mean price?"
