@@ -11,6 +11,8 @@ from typing import Any
 import openai
 import psycopg
 import pytest
+from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
 
 from tests.conftest import StartServer, scripted_server, write_replies
 from tests.support.agent_script import (
@@ -29,6 +31,7 @@ from tests.support.waiting import wait_for
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     folder = tmp_path_factory.mktemp("agents")
     replies = [*react_turn("Q-SSE"), *react_turn("Q-SDK"), *react_turn("Q-JSON")]
+    replies += [*react_turn("Q-SDK-JSON"), *react_turn("Q-LANGCHAIN")]
     replies.append({"when": "Q-HELLO", "content": "Hi! How can I help?"})
     with scripted_server(folder, replies) as live:
         yield live
@@ -90,6 +93,30 @@ def test_the_openai_sdk_reads_the_answer_and_ignores_the_steps(server: LiveServe
     assert steps == ["tool_call", "code", "execution", "plot"]
     # The last chunk's `metadata` cites where the number came from (issue 14).
     assert [(c["text"], c["output_line"]) for c in citations] == [("20.0", "mean price: 20.0")]
+
+
+def test_clients_read_an_agent_answer_whose_metadata_holds_citations(server: LiveServer) -> None:
+    """OpenAI's `metadata` is string pairs; an agent turn's holds a list. Typed clients cope."""
+    upload(server, "sdk-json")
+    upload(server, "langchain")
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+    completion = client.chat.completions.create(
+        model="scripted",
+        messages=[{"role": "user", "content": "Q-SDK-JSON what is the mean price in sales.csv?"}],
+        extra_body={"session_id": "sdk-json", "agent_type": "react"},
+    )
+    assert completion.choices[0].message.content == "The mean price is 20.0."
+    metadata: Any = completion.metadata
+    assert [c["output_line"] for c in metadata["citations"]] == ["mean price: 20.0"]
+    chat = ChatOpenAI(
+        model="scripted",
+        base_url=f"{server.url}/v1",
+        api_key=SecretStr(server.token()),
+        max_retries=0,
+        extra_body={"session_id": "langchain", "agent_type": "react"},
+    )
+    reply = chat.invoke("Q-LANGCHAIN what is the mean price in sales.csv?")
+    assert reply.content == "The mean price is 20.0."
 
 
 def test_a_json_answer_carries_the_steps_in_metadata(server: LiveServer, tmp_path: Path) -> None:
