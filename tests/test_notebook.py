@@ -107,6 +107,7 @@ def test_an_agent_analyses_the_upload_and_the_plot_shows(executed: dict[str, str
     assert "[router] react" in agent and "[code, attempt 1]" in agent
     assert "[output] mean price: 20.0" in agent
     assert "[answer] The mean price is 20.0." in agent
+    assert "[cited] 20.0 (computed) <- 'mean price: 20.0'" in agent
     assert agent.count("<image/png>") == 1
 
 
@@ -116,6 +117,16 @@ def test_python_coder_in_its_three_modes(executed: dict[str, str]) -> None:
     assert executed["coder-code"].strip() == "total: 60"
     assert "all tests passed: True" in executed["coder-tdd"]
     assert "def median(numbers):" in executed["coder-tdd"]
+
+
+def test_the_session_exports_as_a_notebook_of_its_steps(executed: dict[str, str]) -> None:
+    export = executed["export"]
+    assert export.startswith('attachment; filename="')
+    assert "markdown  ## Question" in export and "markdown  **Step 3**: your code" in export
+    # The code step's own file_paths load, then its code.
+    assert "code      sales = pd.read_csv('uploads/sales.csv', sep=',')" in export
+    assert "markdown  **Step 4**: functions built test-first" in export
+    assert "code      def run_tests():" in export
 
 
 def test_files_conversations_structured_output_tools_and_errors(executed: dict[str, str]) -> None:

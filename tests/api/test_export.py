@@ -236,7 +236,7 @@ def test_a_tdd_session_exports_its_functions_and_their_tests(
         exported = http.get("/api/sessions/tdd/export?format=py")
     assert solved["all_tests_passed"] and not code["success"]  # TDD leaves no functions behind
     text = exported.text
-    assert "Functions, built test-first" in text and "run_tests()" in text
+    assert "functions built test-first" in text and "run_tests()" in text
     for implementation in solved["implementations"].values():
         assert implementation.strip() in text
     assert "mean_of(parse_numbers" not in text  # the failed run is not a step

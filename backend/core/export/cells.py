@@ -98,9 +98,9 @@ def build_cells(
             bound[load.variable] = load.expression
             stale.discard(load.variable)
         stale.update(name for name in bound if _may_change(step.code, name))
-        if step.question != question:
-            question = step.question
+        if step.question and step.question != question:
             cells.append(Cell("markdown", _question(step)))
+        question = step.question
         cells.extend(_step_cells(number, step, reload, plots, script))
     return cells
 
@@ -149,14 +149,14 @@ def _loading(loads: Sequence[FileLoad]) -> str:
 
 def _question(step: SessionStep) -> str:
     quoted = "\n".join(f"> {line}" if line.strip() else ">" for line in step.question.splitlines())
-    return f"## Question\n\n{quoted or '> (no question)'}"
+    return f"## Question\n\n{quoted}"
 
 
 def _step_cells(
     number: int, step: SessionStep, reload: list[FileLoad], plots: Plots, script: bool
 ) -> list[Cell]:
-    what = {"generate": "Step", "code": "Code", "tdd": "Functions, built test-first"}[step.kind]
-    title = f"**{what} {number}**" + (f": {_one_line(step.goal)}" if step.goal else "")
+    what = {"generate": step.goal, "code": "your code", "tdd": "functions built test-first"}
+    title = f"**Step {number}**" + (f": {_one_line(what[step.kind])}" if what[step.kind] else "")
     code = step.code.strip()
     if reload:
         code = f"{_loading(reload)}\n\n{code}"
