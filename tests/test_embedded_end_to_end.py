@@ -81,6 +81,9 @@ def test_the_embedded_model_answers_through_the_react_agent(start_server: StartS
     assert "21.25" in reply["answer"]
     assert reply["metadata"]["tool_calls"][0]["tool"] == "python_coder"
     assert reply["metadata"]["iterations"] == 1
+    # The plumbing of issue 14 on the real model: 21.25 cites the line that printed it.
+    cited = [c for c in reply["citations"] if c["text"] == "21.25"]
+    assert cited and all(c["kind"] == "computed" and "21.25" in c["output_line"] for c in cited)
 
 
 class City(BaseModel):
