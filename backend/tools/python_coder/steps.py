@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+MAX_KEPT_OUTPUT = 100_000  # characters of a step's output kept for the export (a rerun prints all)
 
 
 class FileLoad(BaseModel):
@@ -30,6 +32,13 @@ class SessionStep(BaseModel):
     output: str = ""
     files: list[str] = Field(default_factory=list)
     tests: str = ""  # TDD: the test cases as code that runs them
+
+    @field_validator("output")
+    @classmethod
+    def _kept_short(cls, output: str) -> str:
+        if len(output) <= MAX_KEPT_OUTPUT:
+            return output
+        return output[:MAX_KEPT_OUTPUT] + "\n[cut here in the export; a rerun prints it all]\n"
 
 
 class StepLog(Protocol):
