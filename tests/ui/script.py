@@ -52,6 +52,22 @@ REATTACH_CODE = (
 )
 
 
+# Issue 14: an answer with computed numbers (a sentence, a table, a list), one from the
+# question ("2", printed too, as the answer may only state printed numbers) and one no
+# line can vouch for ("7": printed, but among unrelated ids).
+CITE_CODE = (
+    "print(df1.groupby('region')['price'].sum().to_string())\n"
+    "print('mean price:', df1['price'].mean())\n"
+    "print('regions:', df1['region'].nunique())\n"
+    "print('ids:', 7, 9, 11)\n"
+)
+CITE_ANSWER = (
+    "The mean price of the 2 regions is **20.0**, and 7 is lucky.\n\n"
+    "| Region | Total |\n|---|---|\n| north | 10 |\n| south | 30 |\n\n"
+    "- North: 10\n- South: 30\n"
+)
+
+
 PLAN = {
     "steps": [
         {"goal": "see which files there are", "tool": "list_files", "success_criterion": "listed"},
@@ -90,6 +106,12 @@ def replies() -> list[dict[str, Any]]:
         {"when": ["[stage: review]", "Q-UI-REACT"], "content": '{"answers_question": true}'},
         *slow_turn("Q-UI-STOP"),
         *react_turn("Q-UI-AFTER-STOP"),
+        *(reply for t in "ABC" for reply in react_turn(f"Q-UI-CITE-{t}", CITE_CODE, CITE_ANSWER)),
+        {
+            "when": ["[stage: review]", "Q-UI-CITE"],
+            "content": '{"answers_question": true}',
+            "repeat": True,
+        },
         *react_turn("Q-UI-RELOAD", code=REATTACH_CODE),
         *react_turn("Q-UI-LONG", code=LONG_OUTPUT_CODE, answer="It printed 45 lines."),
         *plan_turn(),

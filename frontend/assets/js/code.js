@@ -49,6 +49,7 @@ export function highlightNow(code) {
   if (html === null) return;
   code.innerHTML = html;
   code.classList.add("hljs");
+  code.dispatchEvent(new Event("highlighted")); // its markup changed (citations.js re-links)
 }
 
 // Deferred highlighting: blocks are coloured as they come into view, a few

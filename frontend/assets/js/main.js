@@ -7,6 +7,7 @@ import { configureApi, request } from "./api.js";
 import { mountComposer } from "./composer.js";
 import { mountConversations, restoreConversations } from "./conversations.js";
 import { byId } from "./dom.js";
+import { mountExport } from "./export.js";
 import { mountFiles } from "./files.js";
 import { mountLightbox } from "./lightbox.js";
 import { hideLogin, mountLogin, showLogin } from "./login.js";
@@ -63,6 +64,7 @@ async function start() {
   mountMessages();
   mountComposer();
   mountFiles();
+  mountExport();
   mountUploads();
   mountLightbox();
   mountConversations();

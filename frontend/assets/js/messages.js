@@ -4,8 +4,8 @@
  * animation frame. Follows the newest message unless the user scrolled up.
  */
 
+import { drawAnswer, mountCitations } from "./citations.js";
 import { byId, h } from "./dom.js";
-import { renderMarkdown } from "./render.js";
 import { emit, on, state } from "./state.js";
 import { drawStreaming } from "./streaming.js";
 import { renderPlots, renderTimeline } from "./timeline.js";
@@ -26,6 +26,7 @@ export function mountMessages() {
   list = byId("messages");
   emptyState = byId("empty-state");
   jumpButton = byId("jump-latest");
+  mountCitations(list);
   // Growing content never moves scrollTop, so only a move up (the user's) unsticks.
   let lastTop = 0;
   scroller.addEventListener("scroll", () => {
@@ -153,7 +154,7 @@ function updateAssistant(turn, view) {
       view.stream = drawStreaming(view.answer, turn.text, view.stream);
     } else {
       view.stream = null;
-      view.answer.replaceChildren(renderMarkdown(turn.text, { highlight: mode }));
+      drawAnswer(view.answer, turn.text, turn.citations, { highlight: mode });
     }
     view.answer.hidden = !turn.text;
     view.foot.replaceChildren(footer(turn) || "");

@@ -106,7 +106,8 @@ function cardView(card, turn, ui, mode) {
     card.input ? h("div", { class: "tool-input" }, h("span", { class: "label" }, "Input"), h("p", {}, String(card.input))) : null,
   );
   for (const attempt of card.attempts) {
-    const section = h("section", { class: "attempt" });
+    const runId = attempt.execution && attempt.execution.runId;
+    const section = h("section", { class: "attempt", dataset: runId ? { runId } : null });
     if (many && attempt.code === null) section.append(h("div", { class: "attempt-label" }, `Attempt ${attempt.attempt}`));
     if (attempt.code !== null) {
       const title = many ? `Attempt ${attempt.attempt} · python` : "python";

@@ -23,6 +23,7 @@ export function createTurn({ userText = "", sessionId = "", agentType = "auto", 
     tools: [],
     plots: [],
     text: "",
+    citations: [], // where the answer's numbers came from (the final event's)
     error: null,
     rev: 0, // the timeline's revision
     textRev: 0,
@@ -151,6 +152,7 @@ export function applyEvent(turn, event) {
         card.attempts.push(attempt);
       }
       attempt.execution = {
+        runId: event.run_id ? String(event.run_id) : "",
         ok: Boolean(event.ok),
         stdout: String(event.stdout ?? ""),
         error: event.error ? String(event.error) : "",
@@ -176,6 +178,7 @@ export function applyEvent(turn, event) {
       break;
     case "final":
       if (typeof event.text === "string") turn.text = event.text;
+      if (Array.isArray(event.citations)) turn.citations = event.citations;
       turn.textRev += 1;
       break;
     case "error":
@@ -211,6 +214,7 @@ export function turnFromMessage(message, userText, sessionId) {
     if (step && typeof step === "object" && step.type !== "token") applyEvent(turn, step);
   }
   turn.text = String(message.content || "");
+  turn.citations = Array.isArray(meta.citations) ? meta.citations : [];
   if (meta.finish_reason === "cancelled") turn.runState = "stopped";
   else if (meta.finish_reason === "error") {
     turn.runState = "error";
