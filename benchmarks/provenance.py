@@ -9,6 +9,7 @@ output (`numbers_in`), the least any tracing must do.
 
 from __future__ import annotations
 
+import functools
 import random
 import statistics
 import time
@@ -36,6 +37,11 @@ def _answer(output: str, numbers: int, seed: int) -> str:
     return " ".join(sentences)
 
 
+def _scan(outputs: list[str]) -> None:
+    for text in outputs:
+        numbers_in(text)
+
+
 def _best(function: Callable[[], object]) -> float:
     times = []
     for _ in range(ROUNDS):
@@ -51,8 +57,8 @@ def main() -> None:
         runs = [RunOutput(f"run_{i}", "...", text) for i, text in enumerate(outputs)]
         answer = _answer(outputs[1], numbers, 3)
         size = sum(len(text) for text in outputs)
-        baseline = _best(lambda: [numbers_in(text) for text in outputs])
-        traced = _best(lambda: cite(answer, runs))
+        baseline = _best(functools.partial(_scan, outputs))
+        traced = _best(functools.partial(cite, answer, runs))
         cited = cite(answer, runs)
         values = [c for c in cited if "." in c["text"]]  # "sold 1234.5": its row's line?
         right = sum(

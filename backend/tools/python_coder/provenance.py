@@ -66,6 +66,7 @@ class _Match:
     exact: bool
 
     def rank(self) -> tuple[int, bool, int, int]:
+        """Better first: shared words, then exact, then the later run, then the earlier line."""
         return (self.overlap, self.exact, self.run, -self.line_number)
 
 
@@ -179,10 +180,6 @@ def _best_match(claim: Number, context: _Context, printed: _Printed) -> _Match |
     return best
 
 
-def _in_question(claim: Number, question: str) -> bool:
-    return any(same_number(claim, number) for number in numbers_in(question))
-
-
 def _cited_refs(answer: str, claim: Number) -> set[int]:
     """The [n] marks in the claim's sentence."""
     start = max([0] + [m.end() for m in _SENTENCE_END.finditer(answer, 0, claim.start)])
@@ -212,6 +209,7 @@ def cite(
     `start`/`end` index `answer` (Python string offsets: code points).
     """
     found = claims(answer, files)
+    asked = numbers_in(question)
     printed = _Printed(runs)
     cited: list[dict[str, Any]] = []
     for claim in found:
@@ -225,7 +223,7 @@ def cite(
             "line": None,
             "source": None,
         }
-        if _in_question(claim, question):
+        if any(same_number(claim, number) for number in asked):
             cited.append({**base, "kind": "question", "source": "question"})
             continue
         match = _best_match(claim, _context(answer, claim, found), printed)
