@@ -21,10 +21,9 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tests.conftest import StartServer, scripted_server, write_replies
+from tests.conftest import scripted_server
 from tests.support.agent_script import sse_events, upload
 from tests.support.live_server import LiveServer
-from tests.tools.python_coder.tdd.test_solver import INSTRUCTION, tdd_replies
 
 SALES = (
     b"region,price,qty\nnorth,10,1\nsouth,30,2\nnorth,12.5,3\neast,40,1\nsouth,20,5\nnorth,15,2\n"
@@ -219,32 +218,3 @@ def test_another_users_session_and_bad_requests_are_refused(
     assert "SHA-256" not in stolen.text
     assert unknown.status_code == 404
     assert wrong_format.status_code == 422
-
-
-def test_a_tdd_session_exports_its_functions_and_their_tests(
-    start_server: StartServer, tmp_path: Path
-) -> None:
-    server = start_server(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", tdd_replies()))
-    body = {"session_id": "tdd", "query": INSTRUCTION, "mode": "tdd"}
-    with server.client(timeout=120) as http:
-        http.post("/api/upload", data={"session_id": "tdd"}, files={"file": ("a.txt", b"x")})
-        solved = http.post("/api/tools/python_coder", json=body).json()
-        code = http.post(
-            "/api/tools/python_coder",
-            json={"session_id": "tdd", "code": "print(mean_of(parse_numbers('1, 2, 6')))"},
-        ).json()
-        exported = http.get("/api/sessions/tdd/export?format=py")
-    assert solved["all_tests_passed"] and not code["success"]  # TDD leaves no functions behind
-    text = exported.text
-    assert "functions built test-first" in text and "run_tests()" in text
-    for implementation in solved["implementations"].values():
-        assert implementation.strip() in text
-    assert "mean_of(parse_numbers" not in text  # the failed run is not a step
-    folder = tmp_path / "rerun"
-    folder.mkdir()
-    (folder / "session.py").write_text(text)
-    ran = subprocess.run(
-        [sys.executable, "session.py"], cwd=folder, capture_output=True, text=True, timeout=300
-    )
-    assert ran.returncode == 0, ran.stderr
-    assert "6 of 6 tests passed" in ran.stdout

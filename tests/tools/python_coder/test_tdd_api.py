@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.conftest import StartServer, write_replies
@@ -18,6 +20,11 @@ def test_tdd_over_http_fixes_a_function_then_answers_from_the_cache(
         first = http.post("/api/tools/python_coder", json=body).json()
         again = http.post("/api/tools/python_coder", json=body).json()
         unknown = http.post("/api/tools/python_coder", json={**body, "session_id": "nobody"})
+        code = http.post(
+            "/api/tools/python_coder",
+            json={"session_id": "tdd", "code": "print(mean_of(parse_numbers('1, 2, 6')))"},
+        ).json()
+        exported = http.get("/api/sessions/tdd/export?format=py").text
 
     assert first["mode"] == "tdd" and first["success"] and first["all_tests_passed"]
     for key in ("function_specs", "implementations", "tests", "test_results"):
@@ -28,3 +35,17 @@ def test_tdd_over_http_fixes_a_function_then_answers_from_the_cache(
     assert again["implementations"] == first["implementations"]
     assert unknown.status_code == 404
     assert list((server.data_dir / "tdd_cache").glob("*.json"))
+
+    # Issue 14: the session exports the functions once (the cached repeat is the same work)
+    # with their tests, which pass when the script runs on its own.
+    assert not code["success"]  # a TDD run leaves no functions behind, so this run failed
+    assert exported.count("functions built test-first") == 1 and "run_tests()" in exported
+    for implementation in first["implementations"].values():
+        assert implementation.strip() in exported
+    assert "mean_of(parse_numbers" not in exported  # the failed run is not a step
+    (tmp_path / "session.py").write_text(exported)
+    ran = subprocess.run(
+        [sys.executable, "session.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "6 of 6 tests passed" in ran.stdout
