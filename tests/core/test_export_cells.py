@@ -75,4 +75,4 @@ def test_a_repeated_tdd_solution_is_one_step_and_a_script_saves_figures() -> Non
     cells = _cells(tdd, tdd, plot, script=True)
     assert _code(cells).count("def f():\n    return 1") == 1
     assert 'matplotlib.use("Agg")' in next(c.source for c in cells if c.kind == "code")
-    assert cells[-1].figures_from == "step_3" and cells[-1].images == [b"png"]
+    assert cells[-1].figures_from == "step_2" and cells[-1].images == [b"png"]  # no gap

@@ -81,10 +81,12 @@ def build_cells(
     stale: set[str] = set()  # loaded variables a step may have changed since
     question = None
     previous: SessionStep | None = None
-    for number, step in enumerate(steps, start=1):
+    number = 0
+    for step in steps:
         if step.kind == "tdd" and previous is not None and _same_work(step, previous):
             continue  # the same solution again (TDD answers a repeated request from its cache)
         previous = step
+        number += 1
         reload = [
             load
             for load in step.loads
