@@ -22,7 +22,7 @@ const OPEN = "\uE000";
 const CLOSE = "\uE001";
 const INDEX_BASE = 0xe100; // the index rides as one character after OPEN
 const MAX_MARKED = 0x1000;
-const MARKS = /[\uE000\uE001\uE100-\uF0FF]/g;
+const MARKS = /\uE000[\uE100-\uF0FF]?|\uE001/g; // only ours: other private-use text stays
 // Math is typeset by KaTeX from its source: marks inside it would end up in TeX.
 const MATH = /\\\([\s\S]*?\\\)|\\\[[\s\S]*?\\\]|\$\$[\s\S]*?\$\$/g;
 const KIND_LABEL = {
@@ -97,7 +97,7 @@ function unmarkTextNode(node, citations) {
     pieces.push(before);
     clean += before.length;
     if (close < 0 || !citations[index]) {
-      rest = rest.slice(open + 1);
+      rest = rest.slice(open + (index >= 0 && index <= 0xf0ff - INDEX_BASE ? 2 : 1));
       continue;
     }
     const inner = rest.slice(open + 2, close).replace(MARKS, "");
@@ -162,7 +162,7 @@ function applyCitations(fragment, citations) {
   }
   for (const el of fragment.querySelectorAll("*")) {
     for (const attribute of Array.from(el.attributes)) {
-      if (/[\uE000-\uF0FF]/.test(attribute.value)) el.setAttribute(attribute.name, attribute.value.replace(MARKS, ""));
+      if (/[\uE000\uE001]/.test(attribute.value)) el.setAttribute(attribute.name, attribute.value.replace(MARKS, ""));
     }
   }
 }
