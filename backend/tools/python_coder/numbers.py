@@ -10,11 +10,31 @@ Masking keeps every offset, so a claim's `start`/`end` index the answer itself.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?(?P<percent>\s?%)?")
+_NUMBER = re.compile(
+    r"(?<![\w.])[-+\u2212]?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?"
+    r"(?:(?P<percent>\s?%|\s(?i:percent)\b)"
+    r"|(?P<abbreviation>[kKMB]|bn|mn)\b"
+    r"|\s(?P<word>(?i:thousand|million|billion|trillion))\b)?"
+)
+_SIGNS = "+-\u2212"
+# Lowercased: "k"/"K" is a thousand; "M", "mn" and "million" a million; "B", "bn" a billion.
+_SCALES = {"k": 1e3, "m": 1e6, "mn": 1e6, "b": 1e9, "bn": 1e9, "thousand": 1e3}
+_SCALES.update(million=1e6, billion=1e9, trillion=1e12)
+# Words that put a number's sign in the sentence: "fell by 5.2%" states -5.2% as 5.2.
+_FALL = re.compile(
+    r"\b(?:f[ae]ll(?:s|en|ing)?|drop(?:s|ped|ping)?|decreas\w*|declin\w*|lower\w*|"
+    r"los(?:s|ses|t|e|es|ing)|down|below|negative|minus|reduc\w*|shr[aiu]nk\w*|deficit|"
+    r"dip(?:s|ped)?|plung\w*|slump\w*|contract(?:ed|ion|s)?)\b",
+    re.IGNORECASE,
+)
+_FALL_WINDOW = 60  # characters before a number, within its sentence
+SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
 _LIST_MARKER = re.compile(r"^(\s*)(\d+)([.)]\s)", re.MULTILINE)
 _LINK_TARGET = re.compile(r"\]\([^)]*\)")  # a link's path; its text is still read
 _CITATION_MARK = re.compile(r"\[\d+(?:\s*[,-–]\s*\d+)*\]")  # "[2]", "[1, 3]": a reference
@@ -24,7 +44,8 @@ _PLAIN_FENCES = {"", "text", "txt", "plain", "plaintext", "output", "console"}
 
 @dataclass(frozen=True)
 class Number:
-    """One number as written: its text and span, its value, decimals, and a "%" after it."""
+    """One number as written: its text and span (the digits), its value, its decimals,
+    a "%" after it, and the scale a word after it gives ("1.2 million" is 1.2e6)."""
 
     text: str
     start: int
@@ -32,30 +53,49 @@ class Number:
     value: float
     decimals: int
     percent: bool = False
+    scale: float = 1.0
+    magnitude: bool = False  # stated as a size of a fall ("fell by 5.2%"): its sign is in words
 
     @property
     def significant_digits(self) -> int:
         mantissa = re.split("[eE]", self.text.replace(",", ""))[0]
-        return len(mantissa.lstrip("+-").replace(".", "").lstrip("0"))
+        return len(mantissa.lstrip(_SIGNS).replace(".", "").lstrip("0"))
+
+    @functools.cached_property
+    def bounds(self) -> tuple[tuple[float, float], ...]:
+        """The ranges a printed value must fall in for this number to be it as written:
+        rounded to its decimals (and scale), as a percentage of a printed fraction, and,
+        for a fall's size, as a magnitude ("fell 5.2%" from -0.052)."""
+        tolerance = 0.5 * 10.0**-self.decimals * self.scale + 1e-9 * abs(self.value)
+        ranges = {(self.value - tolerance, self.value + tolerance)}
+        if self.percent:
+            ranges.add(((self.value - tolerance) / 100, (self.value + tolerance) / 100))
+        if self.magnitude and self.text[0] not in _SIGNS:
+            ranges |= {(-high, -low) for low, high in ranges}
+        return tuple(sorted(ranges))
 
 
 def numbers_in(text: str) -> list[Number]:
-    """Every number in `text`, in order ("1,234.5" is one number; "3 %" is 3 percent)."""
+    """Every number in `text`, in order ("1,234.5" is one number; "3 %" is 3 percent;
+    "1.2 million" and "4.5k" are scaled; a minus sign may be U+2212, as typeset)."""
     found = []
     for match in _NUMBER.finditer(text):
         written = match.group(0)
-        percent = match.group("percent") is not None
-        if percent:
-            written = written[: match.start("percent") - match.start()]
-        plain = written.replace(",", "")
+        suffix = match.lastgroup  # "percent", "abbreviation", "word" or None
+        if suffix is not None:
+            written = written[: match.start(suffix) - match.start()].rstrip()
+        plain = written.replace(",", "").replace("\u2212", "-")
         try:
             value = float(plain)
         except ValueError:
             continue
         mantissa = re.split("[eE]", plain)[0]
         decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+        scale = _SCALES[match.group(suffix).lower()] if suffix in ("abbreviation", "word") else 1.0
         end = match.start() + len(written)
-        found.append(Number(written, match.start(), end, value, decimals, percent))
+        found.append(
+            Number(written, match.start(), end, value * scale, decimals, suffix == "percent", scale)
+        )
     return found
 
 
@@ -100,15 +140,23 @@ def claims(answer: str, files: Sequence[str] = ()) -> list[Number]:
             while part and start >= 0:
                 text = _blank(text, start, start + len(part))
                 start = text.find(part, start + len(part))
-    return numbers_in(text)
+    return [
+        dataclasses.replace(number, magnitude=True) if _after_a_fall(text, number) else number
+        for number in numbers_in(text)
+    ]
+
+
+def _after_a_fall(text: str, number: Number) -> bool:
+    """A word of falling comes before `number` in its sentence ("a drop of 12%")."""
+    window = text[max(0, number.start - _FALL_WINDOW) : number.start]
+    ends = list(SENTENCE_END.finditer(window))
+    return bool(_FALL.search(window, ends[-1].end() if ends else 0))
 
 
 def rounds_from(claim: Number, source: float) -> bool:
-    """`claim` is `source` as written to its decimals ("21.3" from 21.25; "42%" from 0.42)."""
-    tolerance = 0.5 * 10.0**-claim.decimals + 1e-9 * abs(claim.value)
-    if abs(claim.value - source) <= tolerance:
-        return True
-    return claim.percent and abs(claim.value - source * 100) <= tolerance
+    """`claim` is `source` as written ("21.3" from 21.25; "42%" from 0.42; "1.2 million"
+    from 1234567; "fell by 5" from -5)."""
+    return any(low <= source <= high for low, high in claim.bounds)
 
 
 def same_number(claim: Number, source: Number) -> bool:

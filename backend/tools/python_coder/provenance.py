@@ -23,10 +23,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from backend.tools.python_coder.numbers import Number, claims, numbers_in, rounds_from, same_number
+from backend.tools.python_coder.numbers import (
+    SENTENCE_END,
+    Number,
+    claims,
+    numbers_in,
+    rounds_from,
+    same_number,
+)
 
 _WORD = re.compile(r"[^\W\d_]{3,}")
-_SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
 # fmt: off
 _STOPWORDS = frozenset({
     "the", "and", "for", "with", "are", "was", "were", "this", "that", "from", "has", "have",
@@ -101,9 +107,9 @@ def _context(answer: str, claim: Number, neighbours: list[Number]) -> _Context:
         row = tuple(n for n in neighbours if n is not claim and line_start <= n.start < line_end)
         return _Context(set(), set(), _words(line), row)
     sentence_start = max(
-        [line_start] + [m.end() for m in _SENTENCE_END.finditer(answer, line_start, claim.start)]
+        [line_start] + [m.end() for m in SENTENCE_END.finditer(answer, line_start, claim.start)]
     )
-    ends = [m.start() + 1 for m in _SENTENCE_END.finditer(answer, claim.end, line_end)]
+    ends = [m.start() + 1 for m in SENTENCE_END.finditer(answer, claim.end, line_end)]
     sentence_end = min([line_end, *ends])
     before_start = max(
         [sentence_start] + [n.end for n in neighbours if sentence_start <= n.end <= claim.start]
@@ -143,12 +149,8 @@ class _Printed:
 
     def holding(self, claim: Number) -> dict[tuple[int, int], list[Number]]:
         """The lines with a number `claim` rounds from, and those numbers."""
-        tolerance = 0.5 * 10.0**-claim.decimals + 1e-9 * abs(claim.value)
-        ranges = [(claim.value - tolerance, claim.value + tolerance)]
-        if claim.percent:
-            ranges.append(((claim.value - tolerance) / 100, (claim.value + tolerance) / 100))
         found: dict[tuple[int, int], list[Number]] = {}
-        for low, high in ranges:
+        for low, high in claim.bounds:
             start = bisect.bisect_left(self.sorted, low - 1e-12)
             end = bisect.bisect_right(self.sorted, high + 1e-12)
             for _, run, line_number, number in self.entries[start:end]:
@@ -182,8 +184,8 @@ def _best_match(claim: Number, context: _Context, printed: _Printed) -> _Match |
 
 def _cited_refs(answer: str, claim: Number) -> set[int]:
     """The [n] marks in the claim's sentence."""
-    start = max([0] + [m.end() for m in _SENTENCE_END.finditer(answer, 0, claim.start)])
-    end_match = _SENTENCE_END.search(answer, claim.end)
+    start = max([0] + [m.end() for m in SENTENCE_END.finditer(answer, 0, claim.start)])
+    end_match = SENTENCE_END.search(answer, claim.end)
     end = len(answer) if end_match is None else end_match.end()
     return {int(ref) for ref in re.findall(r"\[(\d+)\]", answer[start:end])}
 

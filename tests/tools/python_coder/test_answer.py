@@ -29,6 +29,16 @@ def test_numbers_hidden_in_code_spans_link_text_or_fake_markers_are_checked() ->
     assert ungrounded_numbers("The mean is 100.", OUTPUT) == ["100"]
 
 
+def test_scaled_and_signed_numbers_are_read_as_capable_models_write_them() -> None:
+    printed = "revenue: 1234567.89\nusers: 45210\nchange: -0.052\ncorr: -0.85\n"
+    answer = "Revenue was $1.23 million (1.2M) from 45.2k users; sales fell by 5.2%."
+    assert ungrounded_numbers(answer, printed) == []
+    assert ungrounded_numbers("Revenue was 1.3 million.", printed) == ["1.3e+06"]
+    # A sign is only left to the words when they say it: "fell by"; not a bare "0.85".
+    assert ungrounded_numbers("The correlation is 0.85; it is −0.85.", printed) == ["0.85"]
+    assert ungrounded_numbers("Sales grew by 5.2%.", printed) == ["5.2"]
+
+
 def test_the_output_answer_lists_plots_and_other_files() -> None:
     answer = output_answer("total: 60\n", ["outputs/plot_a_1.png", "outputs/report.csv"])
     assert "```text\ntotal: 60\n```" in answer

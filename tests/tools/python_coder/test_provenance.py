@@ -100,6 +100,19 @@ def test_a_number_in_several_outputs_cites_the_run_its_words_name_else_the_lates
     ]
 
 
+def test_scaled_numbers_and_the_size_of_a_fall_cite_their_lines() -> None:
+    run = RunOutput("run_s", "...", "revenue: 1234567.89\nmargin change: -0.0523\nunits: 3215")
+    answer = "Revenue reached $1.23 million, though the margin fell by 5.2%; units grew to 3.2k."
+    citations = cite(answer, [run])
+    _spans_hold(answer, citations)
+    assert [(c["text"], c["output_line"]) for c in citations] == [
+        ("1.23", "revenue: 1234567.89"),
+        ("5.2", "margin change: -0.0523"),
+        ("3.2", "units: 3215"),
+    ]
+    assert cite("The margin change is 5.2%.", [run]) == []  # no fall named: -5.2% is not 5.2%
+
+
 def test_question_numbers_and_document_numbers_are_told_apart() -> None:
     answer = "Yes: the mean, 21.3, is above 20. Revenue grew 12.5% in 2023 [1]."
     passages = [
