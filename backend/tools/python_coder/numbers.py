@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 _NUMBER = re.compile(
-    r"(?<![\w.])[-+\u2212]?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?"
+    r"(?<![\w.])(?P<digits>[-+\u2212]?\d+(?P<thousands>(?:,\d{3})+)?(?:\.(?P<fraction>\d+))?"
+    r"(?:[eE](?P<exponent>[-+]?\d+))?)"
     r"(?:(?P<percent>\s?%|\s(?i:percent)\b)"
-    r"|(?P<abbreviation>[kKMB]|bn|mn)\b"
-    r"|\s(?P<word>(?i:thousand|million|billion|trillion))\b)?"
+    r"|(?P<scale>[kKMB]\b|bn\b|mn\b|\s(?i:thousand|million|billion|trillion)\b))?"
 )
 _SIGNS = "+-\u2212"
 # Lowercased: "k"/"K" is a thousand; "M", "mn" and "million" a million; "B", "bn" a billion.
@@ -80,21 +80,27 @@ def numbers_in(text: str) -> list[Number]:
     "1.2 million" and "4.5k" are scaled; a minus sign may be U+2212, as typeset)."""
     found = []
     for match in _NUMBER.finditer(text):
-        written = match.group(0)
-        suffix = match.lastgroup  # "percent", "abbreviation", "word" or None
-        if suffix is not None:
-            written = written[: match.start(suffix) - match.start()].rstrip()
-        plain = written.replace(",", "").replace("\u2212", "-")
+        written, thousands, fraction, exponent, percent, scaled = match.group(
+            "digits", "thousands", "fraction", "exponent", "percent", "scale"
+        )
+        plain = written.replace(",", "") if thousands else written
         try:
-            value = float(plain)
+            value = float(plain.replace("\u2212", "-") if plain[0] == "\u2212" else plain)
         except ValueError:
             continue
-        mantissa = re.split("[eE]", plain)[0]
-        decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
-        scale = _SCALES[match.group(suffix).lower()] if suffix in ("abbreviation", "word") else 1.0
-        end = match.start() + len(written)
+        scale = _SCALES[scaled.strip().lower()] if scaled else 1.0
+        start = match.start()
         found.append(
-            Number(written, match.start(), end, value * scale, decimals, suffix == "percent", scale)
+            Number(
+                written,
+                start,
+                start + len(written),
+                value * scale,
+                # "1.5e-05" is written to 6 decimals, "1.5e3" to -2 (the nearest hundred)
+                (len(fraction) if fraction else 0) - (int(exponent) if exponent else 0),
+                percent is not None,
+                scale,
+            )
         )
     return found
 

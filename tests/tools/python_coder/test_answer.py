@@ -39,6 +39,13 @@ def test_scaled_and_signed_numbers_are_read_as_capable_models_write_them() -> No
     assert ungrounded_numbers("Sales grew by 5.2%.", printed) == ["5.2"]
 
 
+def test_scientific_notation_is_as_precise_as_its_digits() -> None:
+    printed = "p-value: 1.5e-05\nrows: 1.234568e+06\n"
+    assert ungrounded_numbers("p = 0.000015 over 1,234,568 rows (1.23e6).", printed) == []
+    # "1.5e-05" is written to 6 decimals: it is not "anything within 0.05".
+    assert ungrounded_numbers("p = 1.5e-05", "p-value: 0.04") == ["1.5e-05"]
+
+
 def test_the_output_answer_lists_plots_and_other_files() -> None:
     answer = output_answer("total: 60\n", ["outputs/plot_a_1.png", "outputs/report.csv"])
     assert "```text\ntotal: 60\n```" in answer
