@@ -85,7 +85,7 @@ def numbers_in(text: str) -> list[Number]:
         )
         plain = written.replace(",", "") if thousands else written
         try:
-            value = float(plain.replace("\u2212", "-") if plain[0] == "\u2212" else plain)
+            value = float(plain.replace("\u2212", "-"))
         except ValueError:
             continue
         scale = _SCALES[scaled.strip().lower()] if scaled else 1.0
