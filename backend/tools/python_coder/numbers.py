@@ -10,11 +10,10 @@ Masking keeps every offset, so a claim's `start`/`end` index the answer itself.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 _NUMBER = re.compile(
     r"(?<![\w.])(?P<digits>[-+\u2212]?\d+(?P<thousands>(?:,\d{3})+)?(?:\.(?P<fraction>\d+))?"
@@ -147,7 +146,7 @@ def claims(answer: str, files: Sequence[str] = ()) -> list[Number]:
                 text = _blank(text, start, start + len(part))
                 start = text.find(part, start + len(part))
     return [
-        dataclasses.replace(number, magnitude=True) if _after_a_fall(text, number) else number
+        replace(number, magnitude=True) if _after_a_fall(text, number) else number
         for number in numbers_in(text)
     ]
 
