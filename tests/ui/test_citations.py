@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from tests.support.agent_script import SALES
@@ -19,6 +20,26 @@ QUESTION = "Q-UI-CITE-{} what is the mean price of the 2 regions?"  # a tag per 
 def _cite(answer: Locator, kind: str, text: str) -> Locator:
     return answer.locator(f".answer .cite-{kind}").filter(
         has_text=re.compile(rf"^{re.escape(text)}$")
+    )
+
+
+def _scroll_messages(page: Page, pixels: int) -> int:
+    """Scroll the message list by up to `pixels`, in whichever direction it has room, and
+    return how far it moved once the page has handled the scroll event (0: it cannot)."""
+    return int(
+        page.evaluate(
+            """(pixels) => new Promise((resolve) => {
+                const scroller = document.getElementById("scroller");
+                const before = scroller.scrollTop;
+                const down = scroller.scrollHeight - scroller.clientHeight - before;
+                const step = down >= pixels ? pixels : -Math.min(pixels, before);
+                if (step === 0) { resolve(0); return; }
+                window.addEventListener("scroll", () => requestAnimationFrame(() =>
+                    resolve(scroller.scrollTop - before)), { capture: true, once: true });
+                scroller.scrollBy(0, step);
+            })""",
+            pixels,
+        )
     )
 
 
@@ -65,9 +86,17 @@ def test_cited_numbers_show_their_code_and_output_line_and_lead_to_the_step(
     card.locator("summary").click()
     expect(card).not_to_have_attribute("open", "")
     mean = _cite(answer, "computed", "20.0")
+    page.set_viewport_size({"width": 1280, "height": 520})  # a list taller than its view
+    mean.evaluate("(el) => el.scrollIntoView({ block: 'center' })")
     mean.focus()
     expect(popover).to_be_visible()
     expect(popover.get_by_test_id("cite-output")).to_have_text("mean price: 20.0")
+    # The list scrolls a little (the card closing does too): the popover follows its number.
+    before = (mean.bounding_box() or {})["y"] - (popover.bounding_box() or {})["y"]
+    assert _scroll_messages(page, 30) != 0
+    expect(popover).to_be_visible()
+    after = (mean.bounding_box() or {})["y"] - (popover.bounding_box() or {})["y"]
+    assert after == pytest.approx(before, abs=1)
     mean.press("Escape")
     expect(popover).to_be_hidden()
     mean.press("Enter")

@@ -217,6 +217,11 @@ function show(el) {
   popover.dataset.kind = citation.kind;
   popover.hidden = false;
   el.setAttribute("aria-describedby", popover.id);
+  place(el);
+}
+
+/** Put the popover under `el` (above it when there is no room below). */
+function place(el) {
   const box = el.getBoundingClientRect();
   const width = Math.min(560, window.innerWidth - 16);
   popover.style.width = `${width}px`;
@@ -267,7 +272,8 @@ export function mountCitations(root) {
   });
   root.addEventListener("mouseout", (event) => {
     const el = event.target.closest(".cite");
-    if (el && !el.contains(event.relatedTarget)) hideSoon();
+    // A number with keyboard focus keeps its popover until focus moves.
+    if (el && !el.contains(event.relatedTarget) && document.activeElement !== shownFor) hideSoon();
   });
   root.addEventListener("focusin", (event) => {
     const el = event.target.closest(".cite");
@@ -291,8 +297,12 @@ export function mountCitations(root) {
   document.addEventListener("keydown", (event) => {
     if (event.key === "Escape" && shownFor) hide();
   });
-  // The page scrolled under it (scrolling the popover's own code keeps it open).
+  // The page scrolled under it: the popover follows its number while the number is in
+  // view (scrolling the popover's own code leaves it where it is).
   window.addEventListener("scroll", (event) => {
-    if (shownFor && !popover.contains(event.target)) hide();
+    if (!shownFor || popover.contains(event.target)) return;
+    const box = shownFor.getBoundingClientRect();
+    if (!shownFor.isConnected || box.bottom < 0 || box.top > window.innerHeight) hide();
+    else place(shownFor);
   }, { passive: true, capture: true });
 }
