@@ -19,6 +19,7 @@ from backend.core.llm import LLMError
 from backend.files.s3_objects import S3Error
 from backend.models.errors import ErrorBody, OpenAIErrorBody
 from backend.storage import SessionOwnedByAnotherUser, StoreBusy, StoreFull, StoreUnavailable
+from backend.storage.sessions import InvalidSession
 
 logger = logging.getLogger(__name__)
 
@@ -154,7 +155,8 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(SessionOwnedByAnotherUser)
-    async def _foreign_session(request: Request, exc: SessionOwnedByAnotherUser) -> JSONResponse:
+    @app.exception_handler(InvalidSession)  # an id no check let through: still never a path
+    async def _foreign_session(request: Request, exc: Exception) -> JSONResponse:
         return error_response(
             request, 404, "Session not found.", code="session_not_found", param="session_id"
         )

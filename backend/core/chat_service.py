@@ -27,6 +27,7 @@ from backend.core.events import STEP_EVENTS, AgentEvent
 from backend.core.llm import GenerationOptions, LLMBackend
 from backend.core.router import AgentType, RouteDecision, decide_route, model_classifier
 from backend.storage import Conversation, ConversationNotFound, Message, Store, User
+from backend.storage.sessions import session_key
 from backend.tools.python_coder.llm import CoderLLM
 
 
@@ -140,11 +141,12 @@ class ChatService:
             # OpenAI clients resend the whole history; a client that sends only the new
             # message with a known `session_id` gets the stored history instead.
             needs_history = not any(isinstance(m, AIMessage) for m in messages)
+            key = session_key(user.id, request.session_id)  # namespaced by its owner
             conversation, stored = self.store.begin_turn(
-                user.id, request.session_id, _title(user_text), user_text, history=needs_history
+                user.id, key, _title(user_text), user_text, history=needs_history
             )
             messages = _with_history(stored, messages) if stored else messages
-        session_id = conversation.session_id
+        session_id = conversation.session_key
         coder_llm = CoderLLM.for_backend(
             self.llm, model, self.audit, user=user.username, session_id=session_id
         )
@@ -312,7 +314,7 @@ class ChatService:
         if self.audit is not None:
             self.audit.prompt(
                 user=turn.user,
-                session_id=turn.conversation.session_id,
+                session_id=turn.conversation.session_key,
                 model=turn.model,
                 agent_type=turn.decision.agent_type,
                 prompt=[{"role": m.type, "content": str(m.text)} for m in turn.prompt],

@@ -27,6 +27,7 @@ from backend.files.isolation import IsolatedRunner
 from backend.files.s3_objects import S3Config
 from backend.files.s3_source import S3Source
 from backend.storage import Store, open_store
+from backend.storage.legacy_sessions import adopt_legacy_workspaces
 from backend.storage.mirror import WorkspaceMirror
 from backend.storage.resumable import ResumableUploads
 from backend.storage.shared import SharedWorkspaces
@@ -91,6 +92,7 @@ def build_services(settings: Settings) -> Services:
         store.close()
         raise
     workspaces = Workspaces(settings.DATA_DIR)
+    adopt_legacy_workspaces(store, workspaces)
     shared = SharedWorkspaces(workspaces, workspace_mirror(settings))
     uploads = ResumableUploads(settings.DATA_DIR)
     uploads.remove_expired(UPLOAD_RETENTION_SECONDS)

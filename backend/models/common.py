@@ -6,6 +6,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, StringConstraints
 
+from backend.storage.sessions import SESSION_ID_PATTERN
+
 
 def _encodable(value: str) -> str:
     # JSON can carry lone surrogates ("\\udc80") that no database or response can encode.
@@ -17,5 +19,5 @@ def _encodable(value: str) -> str:
 
 
 Text = Annotated[str, AfterValidator(_encodable)]
-# A session id becomes a directory name, so it may not contain a path separator.
-SessionId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")]
+# A session id becomes part of a directory name (backend/storage/sessions.py).
+SessionId = Annotated[str, StringConstraints(pattern=SESSION_ID_PATTERN)]

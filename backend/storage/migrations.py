@@ -18,6 +18,8 @@ class Dialect:
     # The text of a key of the JSON held in a TEXT column: `{column}` and `{key}` are filled in.
     json_text: str
     greatest: str  # the larger of two values
+    # True where `{column}` is a session id as `backend.storage.sessions` defines it.
+    valid_session: str
 
 
 SQLITE = Dialect(
@@ -26,6 +28,8 @@ SQLITE = Dialect(
     float="REAL",
     json_text="json_extract({column}, '$.{key}')",
     greatest="max",
+    valid_session="(length({column}) BETWEEN 1 AND 128 AND {column} GLOB '[A-Za-z0-9]*'"
+    " AND {column} NOT GLOB '*[^A-Za-z0-9_.-]*')",
 )
 POSTGRESQL = Dialect(
     name="postgresql",
@@ -33,6 +37,7 @@ POSTGRESQL = Dialect(
     float="DOUBLE PRECISION",
     json_text="({column}::jsonb ->> '{key}')",
     greatest="GREATEST",
+    valid_session="({column} ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{{0,127}}$')",
 )
 
 MIGRATIONS = [
@@ -83,14 +88,69 @@ MIGRATIONS = [
     );
     CREATE INDEX session_steps_by_session ON session_steps(session_id, id);
     """,
+    # Sessions namespaced by their owner (backend/storage/sessions.py): a stored session id
+    # becomes its key, `u<user id>-<session id>`. A row whose id is not a valid session id
+    # (the tus route once stored `..`) is quarantined: copied aside with its messages, never
+    # served. `legacy_sessions` tells the server which workspace folders to rename.
+    """
+    CREATE TABLE quarantined_conversations AS
+        SELECT * FROM conversations WHERE NOT {valid_session};
+    CREATE TABLE quarantined_messages AS
+        SELECT m.* FROM messages m JOIN quarantined_conversations q ON m.conversation_id = q.id;
+    DELETE FROM conversations WHERE id IN (SELECT id FROM quarantined_conversations);
+    CREATE TABLE legacy_sessions AS
+        SELECT session_id AS old_id, 'u' || user_id || '-' || session_id AS session_key
+        FROM conversations;
+    CREATE TABLE session_steps_moving AS
+        SELECT s.id, 'u' || c.user_id || '-' || s.session_id AS session_key, s.step, s.created_at
+        FROM session_steps s JOIN conversations c ON c.session_id = s.session_id;
+    DELETE FROM session_steps;
+    UPDATE conversations SET session_id = 'u' || user_id || '-' || session_id;
+    INSERT INTO session_steps (id, session_id, step, created_at)
+        SELECT id, session_key, step, created_at FROM session_steps_moving;
+    DROP TABLE session_steps_moving
+    """,
+    # Accounts: disabled users, per-user limits (NULL: the server's setting), personal API
+    # keys (only their SHA-256 is kept) and signed-out tokens, kept until they would expire.
+    """
+    ALTER TABLE users ADD COLUMN disabled INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE users ADD COLUMN max_sandboxes INTEGER;
+    ALTER TABLE users ADD COLUMN max_runs INTEGER;
+    ALTER TABLE users ADD COLUMN max_disk_mb INTEGER;
+    CREATE TABLE api_keys (
+        id {id},
+        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        key_hash TEXT NOT NULL UNIQUE,
+        created_at {float} NOT NULL,
+        last_used_at {float}
+    );
+    CREATE INDEX api_keys_by_user ON api_keys(user_id, id);
+    CREATE TABLE revoked_tokens (
+        token_id TEXT PRIMARY KEY,
+        expires_at {float} NOT NULL
+    );
+    CREATE INDEX revoked_tokens_by_expiry ON revoked_tokens(expires_at)
+    """,
 ]
 SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
 # In the order to copy; those with ids number on from the copied ones.
-TABLES = ("users", "conversations", "messages", "login_failures", "session_steps")
-NUMBERED = ("users", "messages", "session_steps")
+TABLES = (
+    "users",
+    "conversations",
+    "messages",
+    "login_failures",
+    "session_steps",
+    "api_keys",
+    "revoked_tokens",
+)
+NUMBERED = ("users", "messages", "session_steps", "api_keys")
 
 
 def statements(number: int, dialect: Dialect) -> list[str]:
     """Migration `number` (1-based) as single statements in `dialect`."""
-    script = MIGRATIONS[number - 1].format(id=dialect.id, float=dialect.float)
+    valid_session = dialect.valid_session.format(column="session_id")
+    script = MIGRATIONS[number - 1].format(
+        id=dialect.id, float=dialect.float, valid_session=valid_session
+    )
     return [statement.strip() for statement in script.split(";") if statement.strip()]

@@ -29,7 +29,8 @@ from backend.files.s3_objects import S3Config
 from backend.storage import workspace_tree
 from backend.storage.drafts import is_draft
 from backend.storage.object_transfer import MULTIPART_THRESHOLD, ObjectTransfer, S3File, Synced
-from backend.storage.workspaces import UnsafePath, listable_name, safe_filename, safe_relative
+from backend.storage.sessions import check_key
+from backend.storage.workspaces import UnsafePath, listable_name, safe_relative
 
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 log = logging.getLogger(__name__)
@@ -101,7 +102,7 @@ class WorkspaceMirror:
 
     def key(self, session_id: str, relative: str = "") -> str:
         """The object key of a session's file (of its folder when `relative` is empty)."""
-        folder = f"{self.prefix}/{safe_filename(session_id)}/"
+        folder = f"{self.prefix}/{check_key(session_id)}/"
         return folder.lstrip("/") + relative
 
     def push(self, session_id: str, local: Path) -> SyncReport:
@@ -151,6 +152,17 @@ class WorkspaceMirror:
                     log.warning("workspace mirror: cannot delete %r: %s", path, exc.strerror)
             return report
 
+    def remove(self, session_id: str) -> int:
+        """Delete every object of the session and its manifest (a deleted session);
+        returns how many objects went."""
+        folder = self.key(session_id)
+        with self._lock(session_id):
+            listed = [found.key for found in self.objects.listing(folder)]
+            for key in listed:
+                self.objects.delete(key)
+            (self.manifest_dir / f"{check_key(session_id)}.json").unlink(missing_ok=True)
+        return len(listed)
+
     def _remote(self, session_id: str) -> tuple[dict[str, S3File], list[str]]:
         """The session's objects by workspace path, and the paths refused as unsafe."""
         folder = self.key(session_id)
@@ -180,7 +192,7 @@ class WorkspaceMirror:
         was moved before a failure is remembered too)."""
         if local.resolve() in (self.manifest_dir.resolve(), *self.manifest_dir.resolve().parents):
             raise ValueError(f"the manifest folder {self.manifest_dir} is inside {local}")
-        target = self.manifest_dir / f"{safe_filename(session_id)}.json"
+        target = self.manifest_dir / f"{check_key(session_id)}.json"
         where = os.path.abspath(local)
         manifest = _load(target, where)
         root = workspace_tree.open_root(local)

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from backend.storage.drafts import Draft
+from backend.storage.sessions import check_key, valid_key
 from backend.storage.workspaces import Workspaces
 
 _ID = re.compile(r"[0-9a-f]{32}")
@@ -29,7 +30,7 @@ _ID = re.compile(r"[0-9a-f]{32}")
 class Upload:
     id: str
     user_id: int
-    session_id: str
+    session_id: str  # the session's key (backend/storage/sessions.py)
     filename: str
     length: int
     created: float
@@ -42,7 +43,9 @@ class ResumableUploads:
         self.busy: set[str] = set()  # uploads with a PATCH in flight (this server process)
 
     def create(self, user_id: int, session_id: str, filename: str, length: int) -> Upload:
-        upload = Upload(uuid.uuid4().hex, user_id, session_id, filename, length, time.time())
+        upload = Upload(
+            uuid.uuid4().hex, user_id, check_key(session_id), filename, length, time.time()
+        )
         folder = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
         try:
             draft = Draft(folder, f"{upload.id}.json")
@@ -56,9 +59,22 @@ class ResumableUploads:
         if not _ID.fullmatch(upload_id):
             return None
         try:
-            return Upload(**json.loads((self.root / f"{upload_id}.json").read_text()))
+            upload = Upload(**json.loads((self.root / f"{upload_id}.json").read_text()))
         except (OSError, ValueError, TypeError):
             return None
+        # Checked again where it becomes a path: an upload of a session that is no key (one
+        # started before sessions had keys) is as unknown as a missing one.
+        return upload if valid_key(upload.session_id) else None
+
+    def remove_session(self, session_id: str) -> int:
+        """Give up every unfinished upload of the session key `session_id`; returns how many."""
+        removed = 0
+        for info in self.root.glob("*.json"):
+            upload = self.get(info.stem)
+            if upload is not None and upload.session_id == session_id:
+                self.delete(upload)
+                removed += 1
+        return removed
 
     def offset(self, upload: Upload) -> int:
         """How many bytes have arrived (the part's size)."""
@@ -99,6 +115,9 @@ class ResumableUploads:
             if upload is not None and time.time() - upload.created > max_age:
                 self.delete(upload)
                 removed += 1
+            elif upload is None:  # unreadable, or of a session that is no key: never served
+                with contextlib.suppress(FileNotFoundError):
+                    info.unlink()
         for part in self.root.glob("*.part"):
             if not part.with_suffix(".json").exists():
                 part.unlink(missing_ok=True)

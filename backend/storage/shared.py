@@ -29,3 +29,9 @@ class SharedWorkspaces:
         if self.mirror is not None:
             local = await run_in_threadpool(self.workspaces.ensure, session_id)
             await run_in_threadpool(self.mirror.push, session_id, local)
+
+    async def remove(self, session_id: str) -> None:
+        """Delete the session's files here and in S3 (a deleted session)."""
+        await run_in_threadpool(self.workspaces.remove, session_id)
+        if self.mirror is not None:
+            await run_in_threadpool(self.mirror.remove, session_id)

@@ -1,4 +1,7 @@
-"""Per-session scratch workspaces: `DATA_DIR/scratch/<session_id>/`.
+"""Per-session scratch workspaces: `DATA_DIR/scratch/<session key>/`.
+
+Only a session key (`backend/storage/sessions.py`, `u<user id>-<session id>`) names a
+workspace, whoever the caller: anything else is `InvalidSession`.
 
 Sandboxed code can write anything into its workspace: symlinks to server files,
 FIFOs, devices. So the server never follows a link there, opens only regular
@@ -11,13 +14,15 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
-from backend.storage.drafts import Draft, is_draft
+from backend.storage.drafts import Draft, Staging, is_draft, staging_of
+from backend.storage.sessions import check_key, valid_session_id
 
 SUBFOLDERS = ("uploads", "outputs", "variables", "scripts")
 # Free space that uploads, extractions and runs must leave on the disk (the sandbox worker's
@@ -114,7 +119,31 @@ class Workspaces:
         self.root = data_dir / "scratch"
 
     def path(self, session_id: str) -> Path:
-        return self.root / session_id
+        """The workspace of the session key `session_id` (`InvalidSession` for any other name)."""
+        return self.root / check_key(session_id)
+
+    def remove(self, session_id: str) -> None:
+        """Delete the workspace and everything in it; links in it are removed, never followed."""
+        workspace = self.path(session_id)
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(workspace)  # fd-based on Linux: safe against swapped-in links
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(staging_of(workspace))
+
+    def staging(self, session_id: str) -> Staging:
+        """The server's own folder for the session's drafts, outside its workspace."""
+        return Staging(self.path(session_id))
+
+    def adopt_legacy(self, old_id: str, session_id: str) -> bool:
+        """Rename a workspace from before sessions had keys (`scratch/<old id>`) to its key."""
+        target = self.path(session_id)
+        if not valid_session_id(old_id) or target.exists():
+            return False
+        try:
+            os.rename(self.root / old_id, target)
+        except FileNotFoundError:
+            return False
+        return True
 
     def ensure(self, session_id: str) -> Path:
         """Create the workspace and its folders; never follows what the sandbox planted.
@@ -194,7 +223,7 @@ class Workspaces:
         parts = safe_relative(relative).parts
         folder = self._parent(session_id, parts, create=create)
         try:
-            return Draft(folder, parts[-1])
+            return Draft(folder, parts[-1], self.staging(session_id), "/".join(parts))
         finally:
             os.close(folder)
 
@@ -203,6 +232,8 @@ class Workspaces:
         filename = safe_filename(name)
         uploads = self._parent(session_id, ("uploads", filename), create=False)
         try:
+            moved = os.stat(source, dir_fd=folder, follow_symlinks=False)
+            self.staging(session_id).announce(f"uploads/{filename}", moved)
             os.replace(source, filename, src_dir_fd=folder, dst_dir_fd=uploads)
         finally:
             os.close(uploads)
@@ -216,7 +247,8 @@ class Workspaces:
         uploads = self._parent(session_id, ("uploads", filename), create=False)
         try:
             chunks = iter(lambda: source.read(1024 * 1024), b"")
-            return _replace_atomically(uploads, filename, chunks, max_bytes)
+            staged = (self.staging(session_id), f"uploads/{filename}")
+            return _replace_atomically(uploads, filename, chunks, max_bytes, staged)
         finally:
             os.close(uploads)
 
@@ -261,7 +293,8 @@ class Workspaces:
         parts = safe_relative(relative).parts
         parent = self._parent(session_id, parts, create=True)
         try:
-            _replace_atomically(parent, parts[-1], [data])
+            staged = (self.staging(session_id), "/".join(parts))
+            _replace_atomically(parent, parts[-1], [data], None, staged)
         finally:
             os.close(parent)
 
@@ -322,13 +355,18 @@ class Workspaces:
 
 
 def _replace_atomically(
-    directory: int, name: str, chunks: Iterable[bytes], max_bytes: int | None = None
+    directory: int,
+    name: str,
+    chunks: Iterable[bytes],
+    max_bytes: int | None = None,
+    staged: tuple[Staging, str] | None = None,
 ) -> int:
-    """Write `chunks` to a draft of `name` in `directory`, then rename it over `name`.
+    """Write `chunks` to a draft of `name` in `directory` (or in `staged`'s staging, moving
+    in as its workspace path), then rename it over `name`.
 
     Raises `FileTooLarge` past `max_bytes`, leaving nothing behind.
     """
-    draft = Draft(directory, name)
+    draft = Draft(directory, name, *(staged or (None, None)))
     try:
         for chunk in chunks:
             if max_bytes is not None and draft.size + len(chunk) > max_bytes:

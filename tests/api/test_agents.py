@@ -205,7 +205,7 @@ def test_a_disconnect_stops_the_graph_and_the_session_stays_usable(
                 if line == "event: code":
                     break
             # Hang up once python_coder's sandbox is running the 20 s code.
-            wait_for((server.data_dir / "scratch/cut" / SLOW_STARTED).exists, timeout=60)
+            wait_for((server.data_dir / "scratch/u1-cut" / SLOW_STARTED).exists, timeout=60)
         started = time.monotonic()
         after = http.post(
             "/api/chat", json={"message": "Q-AFTER what is the csv mean?", "session_id": "cut"}

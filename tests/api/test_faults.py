@@ -39,7 +39,7 @@ def test_a_server_killed_mid_run_stores_the_turn_as_interrupted_and_goes_on(
     body = {"message": "Q-SLOW compute it slowly", "session_id": "k9", "agent_type": "react"}
     cut = threading.Thread(target=lambda: _post_until_cut(server, body), daemon=True)
     cut.start()
-    wait_for((server.data_dir / "scratch/k9" / SLOW_STARTED).exists, timeout=60)
+    wait_for((server.data_dir / "scratch/u1-k9" / SLOW_STARTED).exists, timeout=60)
     server.kill9()
     cut.join(timeout=30)
 
@@ -75,7 +75,7 @@ def test_a_sandbox_killed_from_outside_mid_run_is_a_clean_error(
     results: list[dict[str, Any]] = []
     slow = threading.Thread(target=lambda: results.append(run_code(server, "outside", SLOW_CODE)))
     slow.start()
-    wait_for((server.data_dir / "scratch/outside" / SLOW_STARTED).exists, timeout=60)
+    wait_for((server.data_dir / "scratch/u1-outside" / SLOW_STARTED).exists, timeout=60)
     assert server.process is not None
     sandboxes = [
         pid

@@ -107,7 +107,7 @@ def test_allowlisted_objects_are_listed_with_metadata_without_a_download(
             params={"session_id": "s3a", "name": "s3://lab/trial_1/events.parquet"},
         )
         assert info.status_code == 200 and info.json()["details"]["rows"] == ROWS
-    assert not (server.data_dir / "scratch/s3a/s3").exists()  # nothing was downloaded
+    assert not (server.data_dir / "scratch/u1-s3a/s3").exists()  # nothing was downloaded
 
 
 @pytest.mark.parametrize(
@@ -139,7 +139,7 @@ def test_names_outside_the_allowlist_or_missing_are_refused(
 
 def test_file_paths_copy_the_object_once_per_etag(server: LiveServer, bucket: S3Server) -> None:
     name = "s3://lab/trial_1/data.csv"
-    copy = server.data_dir / "scratch/s3c/s3/lab/trial_1/data.csv"
+    copy = server.data_dir / "scratch/u1-s3c/s3/lab/trial_1/data.csv"
     request = {
         "session_id": "s3c",
         "code": "print(int(df['value'].sum()))",
@@ -195,8 +195,8 @@ def test_an_object_over_the_size_cap_is_413(
         )
     assert run.status_code == 413, run.text
     assert "MAX_UPLOAD_SIZE_MB" in run.json()["detail"]
-    assert not (server.data_dir / "scratch/s3e/s3/lab/trial_1").exists() or not any(
-        (server.data_dir / "scratch/s3e/s3/lab/trial_1").iterdir()
+    assert not (server.data_dir / "scratch/u1-s3e/s3/lab/trial_1").exists() or not any(
+        (server.data_dir / "scratch/u1-s3e/s3/lab/trial_1").iterdir()
     )
 
 

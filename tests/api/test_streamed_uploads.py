@@ -36,7 +36,7 @@ def csv_pieces(rows: int) -> Iterator[bytes]:
 
 
 def uploads_dir(server: LiveServer, session: str) -> Path:
-    return server.data_dir / "scratch" / session / "uploads"
+    return server.data_dir / "scratch" / f"u1-{session}" / "uploads"
 
 
 def test_a_streamed_csv_lands_whole_and_is_described(server: LiveServer) -> None:

@@ -67,7 +67,7 @@ def test_the_time_limit_stops_the_graph_and_its_sandbox_run(
         ), stopped
         assert "No step had finished yet" in stopped["answer"]
         # The sandbox run was killed, not left to finish its 20 s: the next turn runs now.
-        assert (server.data_dir / "scratch/late" / SLOW_STARTED).exists()
+        assert (server.data_dir / "scratch/u1-late" / SLOW_STARTED).exists()
         after = http.post(
             "/api/chat", json={"message": "Q-AFTER what is the mean price?", "session_id": "late"}
         ).json()

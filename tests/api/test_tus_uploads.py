@@ -124,7 +124,7 @@ def test_the_protocol_refuses_what_it_must(server: LiveServer) -> None:
 
         empty = {"Upload-Length": "0", "Upload-Metadata": metadata("p", "empty.csv")}
         assert create(**empty).status_code == 201  # complete at once: no PATCH will come
-        assert (server.data_dir / "scratch" / "p" / "uploads" / "empty.csv").read_bytes() == b""
+        assert (server.data_dir / "scratch" / "u1-p" / "uploads" / "empty.csv").read_bytes() == b""
 
         location = create(**length).headers["location"]
         patch = {"Content-Type": "application/offset+octet-stream", "Upload-Offset": "3"}

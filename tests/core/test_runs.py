@@ -15,7 +15,7 @@ class ScriptedTurn:
     """Just what a Run reads of a Turn: its events and how they look in public."""
 
     def __init__(self, events: list[AgentEvent], release: asyncio.Event | None = None) -> None:
-        self.conversation = SimpleNamespace(session_id="s1", id="c1")
+        self.conversation = SimpleNamespace(session_key="u1-s1", id="c1")
         self.events = self._events(events, release)
 
     async def _events(

@@ -35,7 +35,10 @@ def test_long_passwords_differ_beyond_bcrypts_72_bytes() -> None:
 
 def test_token_round_trip_and_tampering() -> None:
     token = create_access_token(7, "$2b$hash", KEY, expires_hours=1)
-    assert read_access_token(token, KEY) == (7, password_version("$2b$hash"))
+    claims = read_access_token(token, KEY)
+    assert (claims.user_id, claims.password_version) == (7, password_version("$2b$hash"))
+    again = read_access_token(create_access_token(7, "$2b$hash", KEY, expires_hours=1), KEY)
+    assert len(claims.token_id) >= 16 and again.token_id != claims.token_id  # what logout revokes
     with pytest.raises(InvalidToken):
         read_access_token(token, "x" * 48)
     with pytest.raises(InvalidToken):

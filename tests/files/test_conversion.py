@@ -13,7 +13,7 @@ from backend.files.conversion import Conversion, ParquetConversions
 from backend.storage.workspaces import WorkspaceFile, Workspaces
 from tests.support.waiting import wait_for
 
-SESSION = "conv"
+SESSION = "u1-conv"
 
 
 @pytest.fixture

@@ -57,16 +57,16 @@ def test_an_empty_file_is_fine(tmp_path: Path) -> None:
 
 def test_workspace_files_open_without_following_links(tmp_path: Path) -> None:
     workspaces = Workspaces(tmp_path / "data")
-    root = workspaces.ensure("s1")
+    root = workspaces.ensure("u1-s1")
     secret = tmp_path / "secret.csv"
     secret.write_text("password\nhunter2\n")
     (root / "uploads" / "real.csv").write_text("a,b\n1,2\n")
     (root / "uploads" / "link.csv").symlink_to(secret)
     (root / "uploads" / "dir").symlink_to(tmp_path)
 
-    with workspaces.open_file("s1", "uploads/real.csv") as handle:
+    with workspaces.open_file("u1-s1", "uploads/real.csv") as handle:
         metadata = extract_file_metadata("uploads/real.csv", handle, 8)
     assert metadata.column_names == ["a", "b"]
     for planted in ("uploads/link.csv", "uploads/dir/secret.csv"):
         with pytest.raises(NotARegularFile):
-            workspaces.open_file("s1", planted)
+            workspaces.open_file("u1-s1", planted)

@@ -19,7 +19,7 @@ from backend.files.s3_objects import (
 from backend.storage.workspaces import Workspaces
 from tests.support.seaweedfs import S3Server
 
-SESSION = "cache"
+SESSION = "u1-cache"
 NAME = "s3://cachetest/data/a.csv"
 
 

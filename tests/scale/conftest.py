@@ -59,4 +59,5 @@ def make_pool(cluster: LoopbackCluster, tmp_path: Path) -> MakePool:
 @pytest.fixture
 def session_id(request: pytest.FixtureRequest) -> str:
     """A fresh session per test: actors are detached and outlive it."""
-    return f"{request.node.name[:40]}-{uuid.uuid4().hex[:8]}".replace("[", "-").replace("]", "")
+    name = f"{request.node.name[:40]}-{uuid.uuid4().hex[:8]}".replace("[", "-").replace("]", "")
+    return f"u1-{name}"  # a session key: the pool runs keys only

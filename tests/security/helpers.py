@@ -80,7 +80,7 @@ def new_session(tag: str) -> str:
 
 def workspace(server: LiveServer, session: str) -> Path:
     """The session's workspace on the host: /workspace inside the sandbox."""
-    return server.data_dir / "scratch" / session
+    return server.data_dir / "scratch" / f"u1-{session}"  # the admin is user 1
 
 
 def run(

@@ -21,7 +21,7 @@ from backend.tools.sandbox.variables import CATALOG
 from tests.support.seaweedfs import S3Server
 
 BUCKET = "workspaces"
-SESSION = "session-1"
+SESSION = "u1-session-1"
 
 
 @dataclass

@@ -130,12 +130,12 @@ def test_a_new_session_is_stored_with_its_first_message(store: Store) -> None:
     assert store.list_conversations(alice.id) == []  # made, not stored
     store.start_conversation(conversation, "hello")
     (stored,) = store.list_conversations(alice.id)
-    assert (stored.id, stored.session_id, stored.title) == (
+    assert (stored.id, stored.session_key, stored.title) == (
         conversation.id,
-        conversation.session_id,
+        conversation.session_key,
         "A title",
     )
-    assert store.session_owner(conversation.session_id) == alice.id
+    assert store.session_owner(conversation.session_key) == alice.id
     assert [(m.role, m.content) for m in store.list_messages(conversation.id)] == [
         ("user", "hello")
     ]

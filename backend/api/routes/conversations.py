@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response, status
 
-from backend.api.deps import CurrentUser, RunsDep, StoreDep
+from backend.api.deps import CurrentUser, RunsDep, ServicesDep, StoreDep
 from backend.api.errors import CLIENT_ERRORS, ApiError
+from backend.core.purge import SessionPurge
 from backend.core.runs import RunRegistry
 from backend.models.conversations import ConversationDetail, ConversationPublic, MessagePublic
 from backend.storage import Conversation
@@ -14,7 +15,7 @@ router = APIRouter(prefix="/api/conversations", tags=["conversations"], response
 
 
 def _public(conversation: Conversation, runs: RunRegistry) -> ConversationPublic:
-    active = runs.active_for(conversation.session_id)
+    active = runs.active_for(conversation.session_key)
     return ConversationPublic(
         active_run_id=active.id if active is not None else None,
         id=conversation.id,
@@ -52,13 +53,10 @@ async def read_conversation(
 
 @router.delete("/{conversation_id}", status_code=status.HTTP_204_NO_CONTENT)
 async def delete_conversation(
-    conversation_id: str, user: CurrentUser, store: StoreDep, runs: RunsDep
+    conversation_id: str, user: CurrentUser, services: ServicesDep
 ) -> Response:
-    """Delete a conversation and its messages, stopping its run if one is going."""
-    conversation = store.get_conversation(user.id, conversation_id)
-    active = runs.active_for(conversation.session_id) if conversation is not None else None
-    if active is not None:
-        await active.cancel()
-    if not store.delete_conversation(user.id, conversation_id):
+    """Delete a conversation and all of its session: its run, sandbox, files, checkpoints,
+    passages and unfinished uploads. The same session id used again starts empty."""
+    if not await SessionPurge(services).session(user.id, conversation_id):
         raise ApiError(404, "Conversation not found.", code="conversation_not_found")
     return Response(status_code=status.HTTP_204_NO_CONTENT)

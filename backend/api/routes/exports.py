@@ -32,11 +32,11 @@ async def export_session_steps(
 ) -> Response:
     """The session's successful steps as a notebook (`ipynb`) or a script (`py`) that reruns
     on copies of its input files; the header records their SHA-256 and the library versions."""
-    await current_session(services, user, session_id)
-    conversation = services.store.conversation_for_session(user.id, session_id, "")
-    steps = await services.steps.steps(session_id)
+    key = await current_session(services, user, session_id)
+    conversation = services.store.conversation_for_session(user.id, key, "")
+    steps = await services.steps.steps(key)
     export = await run_in_threadpool(
-        export_session, services.workspaces, session_id, conversation.title, steps, format
+        export_session, services.workspaces, key, conversation.title, steps, format
     )
     disposition = f'attachment; filename="{export.filename}"'  # a name of [A-Za-z0-9_-]
     return Response(

@@ -36,6 +36,7 @@ from backend.models.tools import (
     WorkspaceFilePublic,
 )
 from backend.storage import User
+from backend.storage.sessions import session_key
 from backend.storage.workspaces import (
     DISK_FLOOR,
     NotARegularFile,
@@ -50,15 +51,28 @@ _MAX_EXTRACTED_FILES = MAX_WORKSPACE_FILES // 5  # one archive may not use up th
 _INLINE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 
-def owned_session(services: Services, user: User, session_id: str) -> None:
-    if services.store.session_owner(session_id) != user.id:
+def owned_session(services: Services, user: User, session_id: str) -> str:
+    """The key of the user's session `session_id`; 404 if the user has no such session."""
+    key = session_key(user.id, session_id)
+    if services.store.session_owner(key) != user.id:
         raise ApiError(404, "Session not found.", code="session_not_found")
+    return key
 
 
-async def current_session(services: Services, user: User, session_id: str) -> None:
-    """The user's session, its workspace brought up to date with the other servers'."""
-    owned_session(services, user, session_id)
-    await services.shared.pull(session_id)
+def opened_session(services: Services, user: User, session_id: str, title: str = "") -> str:
+    """The key of the user's session `session_id`, started (as an untitled conversation,
+    named by its first message) if it is new."""
+    key = session_key(user.id, session_id)
+    services.store.conversation_for_session(user.id, key, title)
+    return key
+
+
+async def current_session(services: Services, user: User, session_id: str) -> str:
+    """The key of the user's session, its workspace brought up to date with the other
+    servers'."""
+    key = owned_session(services, user, session_id)
+    await services.shared.pull(key)
+    return key
 
 
 @router.get("/files")
@@ -70,9 +84,9 @@ async def read_data_files(
 ) -> list[FileInfoPublic]:
     """The session's uploaded data files, then the allowlisted S3 objects, with their metadata
     (seed 002's get_available_files); an S3 failure is a 502 or 503 naming the endpoint."""
-    await current_session(services, user, session_id)
+    key = await current_session(services, user, session_id)
     files = await services.catalog.data_files(
-        session_id, include_s3=source != "uploads", strict=True
+        key, include_s3=source != "uploads", strict=True
     )
     if source == "s3":
         files = [f for f in files if is_s3(f.name)]
@@ -88,9 +102,9 @@ async def read_file_info(
 ) -> FileInfoPublic:
     """One file's metadata, read without loading the whole file (seed 002's get_file_info);
     `name` may be `s3://bucket/key` under S3_BUCKETS (read by ranged requests)."""
-    await current_session(services, user, session_id)
+    key = await current_session(services, user, session_id)
     try:
-        metadata = await services.catalog.info(session_id, name)
+        metadata = await services.catalog.info(key, name)
     except UnsafePath:
         raise ApiError(400, "Invalid file path.", code="bad_path") from None
     except (FileNotInWorkspace, NotARegularFile):
@@ -105,9 +119,9 @@ async def extract_archive(
     body: ExtractRequest, user: CurrentUser, services: ServicesDep
 ) -> ExtractedArchive:
     """Unpack an uploaded archive into a new folder beside it, refusing anything unsafe."""
-    await current_session(services, user, body.session_id)
+    key = await current_session(services, user, body.session_id)
     try:
-        found = services.catalog.resolve(body.session_id, body.name)
+        found = services.catalog.resolve(key, body.name)
     except UnsafePath:
         raise ApiError(400, "Invalid file path.", code="bad_path") from None
     except FileNotInWorkspace:
@@ -116,7 +130,7 @@ async def extract_archive(
     if folder is None:
         raise ApiError(415, f"{found.path} is not a zip, tar, gz or bz2 archive.")
     try:
-        files = await run_in_threadpool(_extract, services, body.session_id, found.path, folder)
+        files = await run_in_threadpool(_extract, services, key, found.path, folder)
     except FileExistsError:
         raise ApiError(409, f"{folder} already exists.", code="exists") from None
     except UnsafeArchive as exc:
@@ -125,7 +139,7 @@ async def extract_archive(
         raise ApiError(
             409, "The session's uploads folder is not usable.", code="bad_workspace"
         ) from None
-    await services.shared.push(body.session_id)
+    await services.shared.push(key)
     return ExtractedArchive(folder=folder, files=[f"{folder}/{name}" for name in files])
 
 
@@ -176,8 +190,8 @@ async def read_session_files(
     session_id: SessionId, user: FileReader, services: ServicesDep
 ) -> list[WorkspaceFilePublic]:
     """Every file in the session's workspace."""
-    await current_session(services, user, session_id)
-    files = await run_in_threadpool(services.workspaces.list_files, session_id)
+    key = await current_session(services, user, session_id)
+    files = await run_in_threadpool(services.workspaces.list_files, key)
     return [WorkspaceFilePublic(path=f.path, size=f.size, modified=f.modified) for f in files]
 
 
@@ -193,9 +207,9 @@ async def read_session_file(
     session_id: SessionId, path: str, user: FileReader, services: ServicesDep
 ) -> StreamingResponse:
     """Download one workspace file; links and special files are refused."""
-    await current_session(services, user, session_id)
+    key = await current_session(services, user, session_id)
     try:
-        chunks = services.workspaces.read_chunks(session_id, path)
+        chunks = services.workspaces.read_chunks(key, path)
     except UnsafePath:
         raise ApiError(400, "Invalid file path.", code="bad_path") from None
     except (NotARegularFile, FileNotFoundError):

@@ -15,6 +15,7 @@ from backend.core.chat_service import Turn, TurnRequest
 from backend.core.runs import Run, RunInProgress, RunRegistry
 from backend.models.runs import RunCreate, RunPublic
 from backend.storage import User
+from backend.storage.sessions import client_id
 
 router = APIRouter(prefix="/api/runs", tags=["runs"], responses=CLIENT_ERRORS)
 
@@ -23,7 +24,7 @@ def _public(run: Run) -> RunPublic:
     return RunPublic(
         run_id=run.id,
         status=run.status,
-        session_id=run.session_id,
+        session_id=client_id(run.session_key),
         conversation_id=run.conversation_id,
         last_seq=run.last_seq,
     )

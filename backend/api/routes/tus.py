@@ -30,11 +30,13 @@ from starlette.requests import ClientDisconnect
 from backend.api.bodies import MEGABYTE, no_room, write_body
 from backend.api.deps import CurrentUser, ServicesDep
 from backend.api.errors import CLIENT_ERRORS, ApiError
+from backend.api.routes.files import opened_session
 from backend.api.routes.uploads import checked_name, too_large, unusable
 from backend.core.services import Services
 from backend.storage import User
 from backend.storage.drafts import write_all
 from backend.storage.resumable import Upload
+from backend.storage.sessions import valid_session_id
 from backend.storage.workspaces import NotARegularFile, UnsafePath
 
 router = APIRouter(prefix="/api/tus", tags=["files"], responses=CLIENT_ERRORS)
@@ -75,17 +77,19 @@ async def create_upload(request: Request, user: CurrentUser, services: ServicesD
     if not session_id or not filename:
         raise ApiError(400, "Upload-Metadata must carry session_id and filename.")
     checked_name(filename)
-    services.store.conversation_for_session(user.id, session_id, "")  # 404s another's session
+    if not valid_session_id(session_id):
+        raise ApiError(400, "Upload-Metadata's session_id is not a valid session id.")
+    key = opened_session(services, user, session_id)
     limit_mb = services.settings.MAX_UPLOAD_SIZE_MB
     if length > limit_mb * MEGABYTE:
         raise too_large(limit_mb)
     try:
-        room = await run_in_threadpool(services.workspaces.room, session_id)
+        room = await run_in_threadpool(services.workspaces.room, key)
     except (UnsafePath, NotARegularFile, NotADirectoryError, OSError):
         raise unusable() from None
     if length > room:
         raise no_room(room)
-    upload = await run_in_threadpool(services.uploads.create, user.id, session_id, filename, length)
+    upload = await run_in_threadpool(services.uploads.create, user.id, key, filename, length)
     if length == 0:  # complete as created: clients send no PATCH for an empty file
         try:
             await run_in_threadpool(services.uploads.finish, upload, services.workspaces)

@@ -19,12 +19,14 @@ from starlette.requests import ClientDisconnect
 from backend.api.bodies import MEGABYTE, no_room, write_body
 from backend.api.deps import CurrentUser, ServicesDep
 from backend.api.errors import CLIENT_ERRORS, ApiError
+from backend.api.routes.files import opened_session
 from backend.core.services import Services
 from backend.files import UnsupportedFileType
 from backend.files.catalog import FileNotInWorkspace
 from backend.models.common import SessionId
 from backend.models.tools import UploadedFile
 from backend.storage.drafts import Draft
+from backend.storage.sessions import client_id
 from backend.storage.workspaces import (
     SUPPORTED_EXTENSIONS,
     FileTooLarge,
@@ -47,11 +49,11 @@ async def upload_file(
     """Store a file in the session's workspace, under uploads/ (a multipart form)."""
     name = file.filename or ""
     extension = checked_name(name)
-    services.store.conversation_for_session(user.id, session_id, "")  # titled by its first message
+    key = opened_session(services, user, session_id)
     limit_mb = services.settings.PYTHON_CODE_MAX_FILE_SIZE
     try:
         size = await run_in_threadpool(
-            services.workspaces.write_upload, session_id, name, file.file, int(limit_mb * MEGABYTE)
+            services.workspaces.write_upload, key, name, file.file, int(limit_mb * MEGABYTE)
         )
     except FileTooLarge:
         raise ApiError(
@@ -61,11 +63,11 @@ async def upload_file(
         ) from None
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise no_room(await run_in_threadpool(services.workspaces.room, session_id)) from None
+            raise no_room(await run_in_threadpool(services.workspaces.room, key)) from None
         raise unusable() from None
     except (UnsafePath, NotARegularFile):
         raise unusable() from None
-    return await described(services, session_id, name, extension, size)
+    return await described(services, key, name, extension, size)
 
 
 @router.put("/sessions/{session_id}/uploads/{name}", status_code=status.HTTP_201_CREATED)
@@ -74,7 +76,7 @@ async def put_upload(
 ) -> UploadedFile:
     """Stream the raw request body into uploads/<name> (large files; up to MAX_UPLOAD_SIZE_MB)."""
     extension = checked_name(name)
-    services.store.conversation_for_session(user.id, session_id, "")
+    key = opened_session(services, user, session_id)
     limit_mb = services.settings.MAX_UPLOAD_SIZE_MB
     limit = int(limit_mb * MEGABYTE)
     declared = request.headers.get("content-length", "")
@@ -82,30 +84,30 @@ async def put_upload(
     if expected is not None and expected > limit:
         raise too_large(limit_mb)
     try:
-        room = await run_in_threadpool(services.workspaces.room, session_id)
+        room = await run_in_threadpool(services.workspaces.room, key)
         if expected is not None and expected > room:
             raise no_room(room)
-        draft = await run_in_threadpool(services.workspaces.upload_draft, session_id, name)
+        draft = await run_in_threadpool(services.workspaces.upload_draft, key, name)
     except (UnsafePath, NotARegularFile, NotADirectoryError, OSError):
         raise unusable() from None
     try:
-        size = await _stream_into(draft, request, services, session_id, limit, limit_mb)
+        size = await _stream_into(draft, request, services, key, limit, limit_mb)
     except ClientDisconnect:
         raise ApiError(
             400, "The upload was cut off before its end: send it again.", code="upload_incomplete"
         ) from None
-    return await described(services, session_id, name, extension, size)
+    return await described(services, key, name, extension, size)
 
 
 async def _stream_into(
-    draft: Draft, request: Request, services: Services, session_id: str, limit: int, mb: float
+    draft: Draft, request: Request, services: Services, key: str, limit: int, mb: float
 ) -> int:
     """The body into `draft`, committed once complete and on disk; aborted on any failure."""
     try:
         await write_body(
             request,
             draft.write,
-            lambda: run_in_threadpool(services.workspaces.room, session_id),
+            lambda: run_in_threadpool(services.workspaces.room, key),
             limit,
             too_large(mb),
         )
@@ -131,19 +133,19 @@ def checked_name(name: str) -> str:
 
 
 async def described(
-    services: Services, session_id: str, name: str, extension: str, size: int
+    services: Services, key: str, name: str, extension: str, size: int
 ) -> UploadedFile:
     """The stored upload, shared with the other servers (S3), and its metadata."""
-    await services.shared.push(session_id)
+    await services.shared.push(key)
     path = f"uploads/{name}"
     try:
-        info = (await services.catalog.info(session_id, path)).to_dict()
+        info = (await services.catalog.info(key, path)).to_dict()
     except (FileNotInWorkspace, NotARegularFile, UnsafePath, UnsupportedFileType) as exc:
         # Replaced or removed by the session's code meanwhile: stored, but not described.
         info = {"kind": "unknown", "summary": "", "details": {}, "error": str(exc)}
     return UploadedFile(
         **{**info, "name": name, "path": path, "size": size, "extension": extension},
-        session_id=session_id,
+        session_id=client_id(key),
     )
 
 

@@ -13,7 +13,7 @@ import contextlib
 import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import anyio
 from langchain_core.runnables import RunnableConfig
@@ -33,6 +33,7 @@ from backend.core.agents.tools import (
 )
 from backend.core.events import AgentEvent
 from backend.files.catalog import DATA_FOLDER, WorkspaceCatalog
+from backend.storage.sessions import client_id
 from backend.storage.shared import SharedWorkspaces
 from backend.tools.python_coder.answer import plots
 from backend.tools.python_coder.coder import PythonCoder
@@ -90,6 +91,13 @@ class AgentRunner:
         if self._close_saver is not None:
             await self._close_saver()
             self._saver = self._close_saver = None
+
+    async def forget(self, user_id: int, session_id: str) -> None:
+        """Drop the session's graph checkpoints and RAG passages (a deleted session)."""
+        saver = await self.checkpointer()
+        for agent in get_args(ToolAgent):
+            await saver.adelete_thread(f"{agent}:{session_id}")
+        await self.rag.forget_session(user_id, session_id)
 
     async def uploads(self, session_id: str) -> list[str]:
         listed = await run_in_threadpool(self.workspaces.list_files, session_id)
@@ -274,7 +282,7 @@ class StepEvents:
                 yield AgentEvent("execution", {**where, **_execution(fallback)})
             self.attempts_seen = False
             for path in plots([str(name) for name in step.get("files", [])]):
-                url = f"/api/sessions/{self.session_id}/files/{path}"
+                url = f"/api/sessions/{client_id(self.session_id)}/files/{path}"
                 yield AgentEvent("plot", {"path": path, "url": url})
 
 

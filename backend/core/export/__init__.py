@@ -14,6 +14,7 @@ from typing import Literal
 from backend.core.export.cells import build_cells
 from backend.core.export.formats import as_notebook, as_script
 from backend.core.export.inputs import input_files, library_versions
+from backend.storage.sessions import client_id
 from backend.storage.workspaces import NotARegularFile, UnsafePath, Workspaces
 from backend.tools.python_coder.steps import SessionStep
 
@@ -49,8 +50,9 @@ def export_session(
     loaded = {load.path for step in steps for load in step.loads}
     inputs = input_files(workspaces, session_id, loaded)
     script = export_format == "py"
-    cells = build_cells(title, session_id, steps, inputs, library_versions(), plot, script=script)
+    shown = client_id(session_id)  # the id its owner knows, never the key
+    cells = build_cells(title, shown, steps, inputs, library_versions(), plot, script=script)
     name = re.sub(r"[^A-Za-z0-9_-]+", "-", title).strip("-")[:60] or "session"
     if script:
         return Export(f"{name}.py", "text/x-python; charset=utf-8", as_script(cells))
-    return Export(f"{name}.ipynb", "application/x-ipynb+json", as_notebook(cells, session_id))
+    return Export(f"{name}.ipynb", "application/x-ipynb+json", as_notebook(cells, shown))

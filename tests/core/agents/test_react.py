@@ -120,7 +120,7 @@ async def test_react_answers_from_a_csv_and_a_failed_attempt_reaches_the_next_ge
 ) -> None:
     settings = load_settings(DATA_DIR=tmp_path, PYTHON_CODE_MAX_RETRIES=1)
     workspaces = Workspaces(tmp_path)
-    workspace = workspaces.ensure("s")
+    workspace = workspaces.ensure("u1-s")
     (workspace / "uploads" / "sales.csv").write_text(SALES)
     coder = PythonCoder(settings, workspaces, WorkspaceCatalog(workspaces))
     replies = [
@@ -135,7 +135,7 @@ async def test_react_answers_from_a_csv_and_a_failed_attempt_reaches_the_next_ge
     ]  # fmt: skip
     llm, model = scripted_llm(replies)
     async with SandboxedExecutor(workspace, LIMITS, SandboxStatus("bwrap", "test")) as executor:
-        tool = PythonCoderTool(coder=coder, llm=llm, executor=executor, session_id="s")
+        tool = PythonCoderTool(coder=coder, llm=llm, executor=executor, session_id="u1-s")
         state, events = await run(build_react_graph([tool], llm), "What is the mean price?")
 
     assert state["final_answer"] == "The mean price is 20.0."
@@ -151,14 +151,14 @@ async def test_react_answers_from_a_csv_and_a_failed_attempt_reaches_the_next_ge
 
 
 async def test_react_retrieves_passages_and_the_answer_cites_them(tmp_path: Path) -> None:
-    workspace = Workspaces(tmp_path).ensure("docs")
+    workspace = Workspaces(tmp_path).ensure("u1-docs")
     (workspace / "uploads" / "notes.md").write_text(
         "# Prices\nPrices rose sharply in March because of the storm.\n\n"
         "# Staff\nThe team grew to twelve people.\n"
     )
     index = RagIndex(tmp_path)
     try:
-        tool = RagTool(index, user_id=1, session_id="docs")
+        tool = RagTool(index, user_id=1, session_id="u1-docs")
         llm, model = scripted_llm(
             [
                 act("rag", "why did prices rise"),

@@ -1,0 +1,75 @@
+"""Session ids, and the keys that namespace them by their owner.
+
+A client names a session (`analysis`); the server stores and runs it under a
+*session key*, `u<user id>-<session id>` (`u7-analysis`), so two users who pick
+the same name get two sessions, and a key always says whose it is. The key is
+what becomes a path (`DATA_DIR/scratch/<key>`), an S3 prefix, a Ray actor's name,
+a checkpoint thread and a cache entry; each of those checks it again with
+`check_key` before it uses it, whoever the caller. Only the client's part goes
+back on the wire (`client_id`).
+"""
+
+from __future__ import annotations
+
+import re
+
+# A session id becomes part of a directory name: no separator, no leading dot, bounded.
+SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+_SESSION_ID = re.compile(SESSION_ID_PATTERN)
+_KEY = re.compile(r"^u([0-9]{1,18})-([A-Za-z0-9][A-Za-z0-9_.-]{0,127})$")
+
+
+class InvalidSession(ValueError):
+    """Not a session id (or key) this server issues: callers answer 404 or 422."""
+
+
+def valid_session_id(session_id: object) -> bool:
+    # `fullmatch` with `$` would still accept a trailing newline; check it is not there.
+    return isinstance(session_id, str) and _SESSION_ID.fullmatch(session_id) is not None
+
+
+def check_session_id(session_id: object) -> str:
+    """`session_id` if it is a valid client session id, else `InvalidSession`."""
+    if not valid_session_id(session_id):
+        raise InvalidSession(repr(session_id)[:80])
+    assert isinstance(session_id, str)
+    return session_id
+
+
+def session_key(user_id: int, session_id: str) -> str:
+    """The key of `user_id`'s session `session_id` (`InvalidSession` for a bad id)."""
+    if isinstance(user_id, bool) or not isinstance(user_id, int) or user_id < 0:
+        raise InvalidSession(f"user {user_id!r}")
+    return f"u{user_id}-{check_session_id(session_id)}"
+
+
+def valid_key(key: object) -> bool:
+    return isinstance(key, str) and _KEY.fullmatch(key) is not None
+
+
+def check_key(key: object) -> str:
+    """`key` if it is a session key, else `InvalidSession`: what every path, prefix,
+    actor name and cache entry built from a session goes through."""
+    if not valid_key(key):
+        raise InvalidSession(repr(key)[:80])
+    assert isinstance(key, str)
+    return key
+
+
+def owner_of(key: str) -> int:
+    """The id of the user whose session `key` is."""
+    match = _KEY.fullmatch(check_key(key))
+    assert match is not None
+    return int(match.group(1))
+
+
+def client_id(key: str) -> str:
+    """The session id its owner chose, as the API shows it."""
+    match = _KEY.fullmatch(check_key(key))
+    assert match is not None
+    return match.group(2)
+
+
+def user_prefix(user_id: int) -> str:
+    """What every key of `user_id`'s sessions starts with."""
+    return f"u{user_id}-"
