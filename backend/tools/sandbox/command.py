@@ -15,9 +15,13 @@ import shutil
 import sys
 from pathlib import Path
 
+from backend.storage.drafts import arrivals_folder
+
 WORKER_DIR = Path(__file__).resolve().parent
 SANDBOX_WORKSPACE = "/workspace"
 SANDBOX_WORKER_DIR = "/opt/sandbox"
+# The server's record of the files it moved into the workspace (`Staging.announce`).
+SANDBOX_ARRIVALS = "/opt/arrivals"
 TMP_SIZE_BYTES = 64 * 1024 * 1024
 SHM_SIZE_BYTES = 16 * 1024 * 1024
 
@@ -78,6 +82,7 @@ def bwrap_command(workspace: Path) -> list[str]:
         command += ["--ro-bind", str(root), str(root)]
     command += [
         "--ro-bind", str(WORKER_DIR), SANDBOX_WORKER_DIR,
+        "--ro-bind", str(arrivals_folder(workspace)), SANDBOX_ARRIVALS,
         "--proc", "/proc",
         "--dev", "/dev",
         "--size", str(SHM_SIZE_BYTES), "--tmpfs", "/dev/shm",

@@ -41,7 +41,10 @@ import variables
 from channel import Channel
 from reaping import kill_run, sweep
 
-WORKSPACE = "/workspace"  # replaced by the config's "workspace" at start-up
+SANDBOX_WORKSPACE = "/workspace"  # command.py binds the workspace there
+WORKSPACE = SANDBOX_WORKSPACE  # replaced by the config's "workspace" at start-up
+ARRIVALS = "/opt/arrivals"  # command.py's SANDBOX_ARRIVALS; its real path without bubblewrap
+MAX_ARRIVALS = 10_000
 OUTPUT_CAP = 1_000_000
 DISK_FLOOR_BYTES = 1024**3  # stop a run that leaves the disk with less than this free
 DISK_FLOOR_INODES = 20_000
@@ -90,6 +93,33 @@ def run_child(
     os.dup2(state["stderr_fd"], 2)
     sys.stderr = sys.__stderr__
     sweep({os.getpid(), state["keeper_pid"]})
+
+
+def with_server_moves(
+    before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]
+) -> dict[str, tuple[int, int]]:
+    """`before`, plus the files the server moved in while the run went on, as they are now.
+
+    A run is judged only on what it wrote: an upload or a Parquet copy that landed
+    meanwhile is not listed as its file, nor counted against its limits, nor undone
+    with it. The server records each move-in before it makes it (read-only to us).
+    """
+    moved = dict(before)
+    try:
+        names = [n for n in os.listdir(ARRIVALS) if n.endswith(".json")][:MAX_ARRIVALS]
+    except OSError:
+        return moved
+    for name in names:
+        try:
+            with open(os.path.join(ARRIVALS, name), "rb") as handle:
+                record = json.loads(handle.read(4096))
+            mark = (int(record["mtime_ns"]), int(record["size"]))
+            path = str(record["path"])
+        except (OSError, ValueError, TypeError, KeyError):
+            continue
+        if after.get(path) == mark:
+            moved[path] = mark
+    return moved
 
 
 def disk_is_low() -> bool:
@@ -177,6 +207,7 @@ def serve_run(
     outcome = None if timed_out or disk_full else _result_of(pid, res)
     out_of_core.remove_spill(WORKSPACE)
     after = variables.snapshot_files(WORKSPACE)
+    before = with_server_moves(before, after)
     too_many_files = len(after) > variables.MAX_WORKSPACE_FILES
     max_file_mb = state["config"]["max_file_mb"]
     oversized = variables.oversized_files(before, after, int(max_file_mb * 1024 * 1024))
@@ -184,8 +215,8 @@ def serve_run(
     response: dict[str, Any] = {
         "id": request["id"],
         "ok": ok,
-        "stdout": out.decode(errors="replace"),
-        "stderr": err.decode(errors="replace"),
+        "stdout": sandbox_view(out.decode(errors="replace")),
+        "stderr": sandbox_view(err.decode(errors="replace")),
         "truncated": truncated,
         "duration": time.monotonic() - started,
     }
@@ -232,9 +263,18 @@ def serve_run(
         response["error"] = outcome["error"]
     else:
         response["error"] = _describe_death(status, state["config"]["max_memory_mb"])
+    response["error"] = sandbox_view(response["error"])
     response["files"] = [f for f in variables.changed_files(before, after) if f not in oversized]
     chan.send(response)
     return False
+
+
+def sandbox_view(text: str) -> str:
+    """`text` with the workspace shown as the sandbox shows it: without bubblewrap
+    (SANDBOX=none) it has its real path, a server path no response may carry."""
+    if WORKSPACE == SANDBOX_WORKSPACE:
+        return text
+    return text.replace(WORKSPACE, SANDBOX_WORKSPACE)
 
 
 def reload_variables(namespace: dict[str, Any], state: dict[str, Any]) -> None:
@@ -369,8 +409,11 @@ def keeper() -> None:
         os.close(devnull)
     config = json.loads(requests.readline())
     config["max_timeout"] = float(config["max_timeout"])
-    global WORKSPACE
+    global WORKSPACE, ARRIVALS
     WORKSPACE = config["workspace"]
+    if not config["isolated"]:  # DATA_DIR/scratch/<key> -> DATA_DIR/staging/<key>/arrivals
+        data_dir, key = os.path.dirname(os.path.dirname(WORKSPACE)), os.path.basename(WORKSPACE)
+        ARRIVALS = os.path.join(data_dir, "staging", key, "arrivals")
     reaping.isolated = bool(config["isolated"])
     os.chdir(WORKSPACE)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # zygotes come and go; never keep zombies
