@@ -34,7 +34,7 @@ def test_tdd_over_http_fixes_a_function_then_answers_from_the_cache(
     assert again["cached"] and again["llm_calls"] == 0
     assert again["implementations"] == first["implementations"]
     assert unknown.status_code == 404
-    assert list((server.data_dir / "tdd_cache").glob("*.json"))
+    assert list((server.data_dir / "tdd_cache" / "u1").glob("*.json"))  # the admin's own
 
     # Issue 14: the session exports the functions once (the cached repeat is the same work)
     # with their tests, which pass when the script runs on its own.
@@ -49,3 +49,24 @@ def test_tdd_over_http_fixes_a_function_then_answers_from_the_cache(
     )
     assert ran.returncode == 0, ran.stderr
     assert "6 of 6 tests passed" in ran.stdout
+
+
+def test_a_second_user_asking_the_same_gets_their_own_solve_not_the_first_users_cache(
+    start_server: StartServer, tmp_path: Path
+) -> None:
+    replies = tdd_replies() + tdd_replies()
+    server = start_server(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", replies))
+    body = {"session_id": "tdd", "query": INSTRUCTION, "mode": "tdd"}
+    with server.client(timeout=120) as admin:
+        created = admin.post("/api/users", json={"username": "bo", "password": "bo-password-1"})
+        assert created.status_code == 201, created.text
+        admin.post("/api/upload", data={"session_id": "tdd"}, files={"file": ("a.txt", b"x")})
+        first = admin.post("/api/tools/python_coder", json=body).json()
+    with server.client(server.token("bo", "bo-password-1"), timeout=120) as bo:
+        bo.post("/api/upload", data={"session_id": "tdd"}, files={"file": ("a.txt", b"x")})
+        second = bo.post("/api/tools/python_coder", json=body).json()
+        again = bo.post("/api/tools/python_coder", json=body).json()
+    assert first["all_tests_passed"] and not first["cached"]
+    # Verified in bo's own sandbox, not handed over from the admin's.
+    assert second["all_tests_passed"] and not second["cached"] and second["llm_calls"] == 6
+    assert again["cached"] and again["llm_calls"] == 0  # bo's own cache

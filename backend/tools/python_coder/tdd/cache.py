@@ -2,7 +2,9 @@
 
 The key is a hash of the instruction, the model and the generation settings,
 so a hit is a solution that this model, asked the same thing the same way,
-already produced and verified. Only solutions whose tests all passed are
+already produced and verified. Each user has a cache of their own
+(`user_cache_dir`): a solution was verified in its author's sandbox, and it lands
+in the exported notebook of whoever gets it, so it is never handed to another user. Only solutions whose tests all passed are
 stored: a failed attempt may succeed next time, and a hit must never hand back
 code known to be wrong.
 """
@@ -25,6 +27,13 @@ from backend.tools.python_coder.tdd.models import TDDSolution
 logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
+
+
+def user_cache_dir(root: Path, user_id: int) -> Path:
+    """`user_id`'s own folder of solutions under the cache `root`."""
+    if isinstance(user_id, bool) or not isinstance(user_id, int) or user_id < 0:
+        raise ValueError(f"not a user id: {user_id!r}")
+    return root / f"u{user_id}"
 
 
 def cache_key(instruction: str, model: str, settings: dict[str, Any]) -> str:
