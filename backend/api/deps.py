@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 from fastapi.security import HTTPBearer
 from starlette.requests import HTTPConnection
 
 from backend.api.errors import ApiError
+from backend.core.accounts import authenticate
 from backend.core.chat_service import ChatService
 from backend.core.runs import RunRegistry
-from backend.core.security import InvalidToken, password_version, read_access_token
 from backend.core.services import Services
 from backend.storage import Store, User
 
@@ -60,22 +60,23 @@ def _user_for_token(services: Services, token: str | None) -> User:
         raise ApiError(
             401,
             "Missing bearer token: log in with POST /api/auth/login and send "
-            "'Authorization: Bearer <access_token>'.",
+            "'Authorization: Bearer <access_token>' (or a personal API key).",
             code="invalid_api_key",
             headers=_CHALLENGE,
         )
-    try:
-        user_id, version = read_access_token(token, services.secret_key)
-    except InvalidToken:
-        user = None
-    else:
-        user = services.store.get_user_by_id(user_id)
-    # A token issued before a password change names the old password's version.
-    if user is None or password_version(user.password_hash) != version:
+    user = authenticate(services.store, services.secret_key, token)
+    if user is None:
         raise ApiError(
             401,
             "Invalid or expired token: log in again.",
             code="invalid_api_key",
+            headers=_CHALLENGE,
+        )
+    if user.disabled:
+        raise ApiError(
+            401,
+            "This account is disabled: ask an admin.",
+            code="account_disabled",
             headers=_CHALLENGE,
         )
     return user
@@ -89,7 +90,10 @@ class BearerUser(HTTPBearer):
     """
 
     def __init__(self, *, cookie: bool = False) -> None:
-        super().__init__(auto_error=False, description="The access token from POST /api/auth/login")
+        super().__init__(
+            auto_error=False,
+            description="The access token from POST /api/auth/login, or a personal API key",
+        )
         self.cookie = cookie  # also accept the login cookie (GET routes that read files)
 
     async def __call__(self, request: HTTPConnection) -> User:  # type: ignore[override]
@@ -111,3 +115,8 @@ async def get_current_admin(user: CurrentUser) -> User:
 
 
 CurrentAdmin = Annotated[User, Depends(get_current_admin)]
+
+
+# A stored row's id in a path: past a 64-bit integer it could not exist (and PostgreSQL
+# would refuse the query).
+RecordId = Annotated[int, Path(ge=1, le=2**63 - 1)]

@@ -15,6 +15,7 @@ from backend.api.routes import (
     exports,
     files,
     health,
+    keys,
     openai,
     responses,
     runs,
@@ -37,5 +38,6 @@ ROUTERS: tuple[APIRouter, ...] = (
     tools.router,
     auth.router,
     users.router,
+    keys.router,
     health.router,
 )

@@ -1,15 +1,71 @@
-"""The admin account that exists from the first start."""
+"""Accounts: the admin that exists from the first start, who a credential belongs
+to, signing out, personal API keys and deleting a user with everything of theirs."""
 
 from __future__ import annotations
 
 import logging
 import secrets
+import time
+from typing import TYPE_CHECKING
 
 from backend.config import Settings
-from backend.core.security import hash_password, verify_password
-from backend.storage import Store, UsernameTaken
+from backend.core.purge import SessionPurge
+from backend.core.security import (
+    InvalidToken,
+    api_key_hash,
+    hash_password,
+    is_api_key,
+    new_api_key,
+    password_version,
+    read_access_token,
+    verify_password,
+)
+from backend.storage import ApiKey, Store, User, UsernameTaken
+
+if TYPE_CHECKING:
+    from backend.core.services import Services
 
 logger = logging.getLogger(__name__)
+
+
+def authenticate(store: Store, secret_key: str, credential: str) -> User | None:
+    """The user an access token or a personal API key belongs to; None if it is not
+    (any more) valid. A disabled user is returned: callers refuse them by name."""
+    if is_api_key(credential):
+        return store.user_for_api_key(api_key_hash(credential), time.time())
+    try:
+        token = read_access_token(credential, secret_key)
+    except InvalidToken:
+        return None
+    user = store.user_for_token(token.user_id, token.token_id)
+    # A token issued before a password change names the old password's version.
+    if user is None or password_version(user.password_hash) != token.password_version:
+        return None
+    return user
+
+
+def sign_out(store: Store, secret_key: str, credential: str) -> None:
+    """End an access token now rather than at its expiry (API keys are revoked by id)."""
+    try:
+        token = read_access_token(credential, secret_key)
+    except InvalidToken:
+        return  # expired or not ours: nothing to end
+    store.revoke_token(token.token_id, token.expires_at)
+
+
+def create_api_key(store: Store, user_id: int, name: str) -> tuple[ApiKey, str]:
+    """A new key for the user: the stored record, and the key itself (never stored)."""
+    key = new_api_key()
+    return store.create_api_key(user_id, name, api_key_hash(key)), key
+
+
+async def delete_user(services: Services, user_id: int) -> bool:
+    """Delete the user and every session of theirs; False if there is no such user."""
+    # Disabled first, so that no new session of theirs starts while the old ones are purged.
+    if services.store.update_user(user_id, disabled=True) is None:
+        return False
+    await SessionPurge(services).user(user_id)
+    return services.store.delete_user(user_id)
 
 
 def ensure_admin(store: Store, settings: Settings) -> None:

@@ -1,4 +1,4 @@
-"""Credentials: password hashes, JWT access tokens and the server's signing key."""
+"""Credentials: password hashes, JWT access tokens, API keys and the server's signing key."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import os
 import secrets
 import stat
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import bcrypt
@@ -52,6 +53,16 @@ def password_version(password_hash: str) -> str:
     return hashlib.sha256(password_hash.encode()).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class AccessToken:
+    """The claims of a verified access token."""
+
+    user_id: int
+    password_version: str
+    token_id: str  # what signing out revokes
+    expires_at: float
+
+
 def create_access_token(
     user_id: int, password_hash: str, secret_key: str, expires_hours: float
 ) -> str:
@@ -59,29 +70,48 @@ def create_access_token(
     claims = {
         "sub": str(user_id),
         "pwv": password_version(password_hash),
+        "jti": secrets.token_urlsafe(16),
         "iat": now,
         "exp": now + int(expires_hours * 3600),
     }
     return str(jwt.encode(claims, secret_key, algorithm=ALGORITHM))
 
 
-def read_access_token(token: str, secret_key: str) -> tuple[int, str]:
-    """Return the user id and password version of a valid token, or raise `InvalidToken`."""
-    user_id, version, expires = _verified_claims(token, secret_key)
-    if expires <= time.time():
+def read_access_token(token: str, secret_key: str) -> AccessToken:
+    """The claims of a valid token, or `InvalidToken`."""
+    claims = _verified_claims(token, secret_key)
+    if claims.expires_at <= time.time():
         raise InvalidToken("the token has expired")
-    return user_id, version
+    return claims
 
 
 @functools.lru_cache(maxsize=4096)
-def _verified_claims(token: str, secret_key: str) -> tuple[int, str, float]:
+def _verified_claims(token: str, secret_key: str) -> AccessToken:
     # Verifying the signature is the costly part of every request; a token's
     # claims never change, so each token is verified once. Expiry is checked on use.
     try:
         claims = jwt.decode(token, secret_key, algorithms=[ALGORITHM])
-        return int(claims["sub"]), str(claims["pwv"]), float(claims["exp"])
+        return AccessToken(
+            int(claims["sub"]), str(claims["pwv"]), str(claims["jti"]), float(claims["exp"])
+        )
     except (JWTError, KeyError, ValueError) as exc:
         raise InvalidToken(str(exc)) from None
+
+
+# Personal API keys: random, so a fast unsalted hash is enough to store them safely.
+API_KEY_PREFIX = "pda-"
+
+
+def new_api_key() -> str:
+    return API_KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def is_api_key(token: str) -> bool:
+    return token.startswith(API_KEY_PREFIX)
+
+
+def api_key_hash(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
 
 
 def load_or_create_secret_key(configured: str, data_dir: Path) -> str:

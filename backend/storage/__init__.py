@@ -6,6 +6,7 @@ from pathlib import Path
 
 from backend.config import ConfigError
 from backend.storage.base import (
+    ApiKey,
     Conversation,
     ConversationNotFound,
     Message,
@@ -15,11 +16,13 @@ from backend.storage.base import (
     StoreFull,
     StoreUnavailable,
     User,
+    UserLimits,
     UsernameTaken,
 )
 from backend.storage.sqlite import SQLiteStore
 
 __all__ = [
+    "ApiKey",
     "Conversation",
     "ConversationNotFound",
     "Message",
@@ -29,6 +32,7 @@ __all__ = [
     "StoreFull",
     "StoreUnavailable",
     "User",
+    "UserLimits",
     "UsernameTaken",
     "open_store",
 ]

@@ -14,12 +14,34 @@ from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
+class UserLimits:
+    """An admin's limits for one user; None means the server's default setting."""
+
+    max_sandboxes: int | None = None  # warm sandboxes
+    max_runs: int | None = None  # concurrent agent runs
+    max_disk_mb: int | None = None  # workspace disk
+
+
+@dataclass(frozen=True)
 class User:
     id: int
     username: str
     password_hash: str
     is_admin: bool
     created_at: float
+    disabled: bool = False
+    limits: UserLimits = UserLimits()
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """A personal API key as stored: its secret is not here, only its hash is kept."""
+
+    id: int
+    user_id: int
+    name: str
+    created_at: float
+    last_used_at: float | None
 
 
 @dataclass(frozen=True)
@@ -80,6 +102,45 @@ class Store(Protocol):
     def create_user(self, username: str, password_hash: str, *, is_admin: bool = False) -> User: ...
 
     def set_password_hash(self, user_id: int, password_hash: str) -> None: ...
+
+    def list_users(self) -> list[User]:
+        """Every user, oldest first."""
+        ...
+
+    def update_user(
+        self, user_id: int, *, disabled: bool | None = None, limits: UserLimits | None = None
+    ) -> User | None:
+        """Set what is given (the limits as a whole); None if there is no such user."""
+        ...
+
+    def delete_user(self, user_id: int) -> bool:
+        """Delete the user's row (their conversations and API keys go with it)."""
+        ...
+
+    # Signing in: tokens that were signed out, and personal API keys
+
+    def user_for_token(self, user_id: int, token_id: str) -> User | None:
+        """The user, unless there is none or the token `token_id` was revoked."""
+        ...
+
+    def revoke_token(self, token_id: str, expires_at: float) -> None:
+        """Refuse `token_id` until `expires_at` (when it would expire anyway); ids past
+        their expiry are forgotten."""
+        ...
+
+    def create_api_key(self, user_id: int, name: str, key_hash: str) -> ApiKey: ...
+
+    def list_api_keys(self, user_id: int) -> list[ApiKey]:
+        """The user's keys, oldest first."""
+        ...
+
+    def delete_api_key(self, user_id: int, key_id: int) -> bool:
+        """Delete the key only if `user_id` owns it."""
+        ...
+
+    def user_for_api_key(self, key_hash: str, now: float) -> User | None:
+        """The owner of the key with this hash (marking it used at `now`), or None."""
+        ...
 
     def conversation_for_session(self, user_id: int, session_id: str, title: str) -> Conversation:
         """Return the user's conversation for `session_id`, creating it if new.

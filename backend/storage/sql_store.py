@@ -15,16 +15,19 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from backend.storage.base import (
+    ApiKey,
     Conversation,
     ConversationNotFound,
     Message,
     SessionOwnedByAnotherUser,
     User,
+    UserLimits,
     UsernameTaken,
 )
 from backend.storage.migrations import MIGRATIONS, SCHEMA_TABLE, Dialect, statements
 
 INTERRUPTED = "The server stopped while this turn was running."
+KEY_USE_RESOLUTION = 60.0  # seconds: an API key's last_used_at is kept to about this
 
 
 class Cursor(Protocol):
@@ -117,6 +120,100 @@ class SQLStore:
     def set_password_hash(self, user_id: int, password_hash: str) -> None:
         with self.database.transaction() as db:
             db.execute("UPDATE users SET password_hash = ? WHERE id = ?", (password_hash, user_id))
+
+    def list_users(self) -> list[User]:
+        with self.database.reading() as db:
+            rows = db.execute("SELECT * FROM users ORDER BY id").fetchall()
+        return [_user(row) for row in rows]
+
+    def update_user(
+        self, user_id: int, *, disabled: bool | None = None, limits: UserLimits | None = None
+    ) -> User | None:
+        changes: dict[str, Any] = {}
+        if disabled is not None:
+            changes["disabled"] = int(disabled)
+        if limits is not None:
+            changes.update(
+                max_sandboxes=limits.max_sandboxes,
+                max_runs=limits.max_runs,
+                max_disk_mb=limits.max_disk_mb,
+            )
+        with self.database.transaction() as db:
+            if changes:
+                assignments = ", ".join(f"{column} = ?" for column in changes)
+                db.execute(
+                    f"UPDATE users SET {assignments} WHERE id = ?", (*changes.values(), user_id)
+                )
+            row = db.execute("SELECT * FROM users WHERE id = ?", (user_id,)).fetchone()
+        return _user(row) if row else None
+
+    def delete_user(self, user_id: int) -> bool:
+        with self.database.transaction() as db:
+            return db.execute("DELETE FROM users WHERE id = ?", (user_id,)).rowcount > 0
+
+    # Signed-out tokens and API keys
+
+    def user_for_token(self, user_id: int, token_id: str) -> User | None:
+        # One query on every request: the user and whether the token was signed out.
+        with self.database.reading() as db:
+            row = db.execute(
+                "SELECT * FROM users WHERE id = ? AND NOT EXISTS"
+                " (SELECT 1 FROM revoked_tokens WHERE token_id = ?)",
+                (user_id, token_id),
+            ).fetchone()
+        return _user(row) if row else None
+
+    def revoke_token(self, token_id: str, expires_at: float) -> None:
+        with self.database.transaction() as db:
+            db.execute("DELETE FROM revoked_tokens WHERE expires_at < ?", (time.time(),))
+            db.execute(
+                "INSERT INTO revoked_tokens (token_id, expires_at) VALUES (?, ?)"
+                " ON CONFLICT DO NOTHING",
+                (token_id, expires_at),
+            )
+
+    def create_api_key(self, user_id: int, name: str, key_hash: str) -> ApiKey:
+        with self.database.transaction() as db:
+            row = db.execute(
+                "INSERT INTO api_keys (user_id, name, key_hash, created_at)"
+                " VALUES (?, ?, ?, ?) RETURNING *",
+                (user_id, name, key_hash, time.time()),
+            ).fetchone()
+        return _api_key(row)
+
+    def list_api_keys(self, user_id: int) -> list[ApiKey]:
+        with self.database.reading() as db:
+            rows = db.execute(
+                "SELECT * FROM api_keys WHERE user_id = ? ORDER BY id", (user_id,)
+            ).fetchall()
+        return [_api_key(row) for row in rows]
+
+    def delete_api_key(self, user_id: int, key_id: int) -> bool:
+        with self.database.transaction() as db:
+            cursor = db.execute(
+                "DELETE FROM api_keys WHERE id = ? AND user_id = ?", (key_id, user_id)
+            )
+            return cursor.rowcount > 0
+
+    def user_for_api_key(self, key_hash: str, now: float) -> User | None:
+        # Found by its hash through the unique index: the hash of a random key reveals
+        # nothing of the key, so how long the lookup takes gives nothing away either.
+        with self.database.reading() as db:
+            row = db.execute(
+                "SELECT users.*, api_keys.id AS key_id, api_keys.last_used_at AS key_used"
+                " FROM api_keys JOIN users ON users.id = api_keys.user_id"
+                " WHERE api_keys.key_hash = ?",
+                (key_hash,),
+            ).fetchone()
+        if row is None:
+            return None
+        # A write on every request would serialise a script's calls; once a minute is enough.
+        if row["key_used"] is None or now - row["key_used"] >= KEY_USE_RESOLUTION:
+            with self.database.transaction() as db:
+                db.execute(
+                    "UPDATE api_keys SET last_used_at = ? WHERE id = ?", (now, row["key_id"])
+                )
+        return _user(row)
 
     # Conversations
 
@@ -340,6 +437,18 @@ def _user(row: Any) -> User:
         row["password_hash"],
         bool(row["is_admin"]),
         row["created_at"],
+        disabled=bool(row["disabled"]),
+        limits=UserLimits(row["max_sandboxes"], row["max_runs"], row["max_disk_mb"]),
+    )
+
+
+def _api_key(row: Any) -> ApiKey:
+    return ApiKey(
+        int(row["id"]),
+        int(row["user_id"]),
+        row["name"],
+        row["created_at"],
+        row["last_used_at"],
     )
 
 

@@ -1,14 +1,21 @@
-"""Login: username and password in, bearer token out."""
+"""Signing in and out: username and password in, bearer token out; changing your password."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response, status
+from fastapi.security.utils import get_authorization_scheme_param
 
-from backend.api.deps import AUTH_COOKIE, ServicesDep
+from backend.api.deps import AUTH_COOKIE, CurrentUser, ServicesDep
 from backend.api.errors import CLIENT_ERRORS, ApiError
-from backend.core.security import DUMMY_PASSWORD_HASH, create_access_token, verify_password
+from backend.core import accounts
+from backend.core.security import (
+    DUMMY_PASSWORD_HASH,
+    create_access_token,
+    hash_password,
+    verify_password,
+)
 from backend.core.throttle import login_keys
-from backend.models.auth import LoginRequest, Token
+from backend.models.auth import LoginRequest, PasswordChange, Token
 from backend.models.errors import ErrorBody
 
 router = APIRouter(prefix="/api/auth", tags=["auth"], responses=CLIENT_ERRORS)
@@ -41,6 +48,8 @@ def login(body: LoginRequest, services: ServicesDep, request: Request, response:
         services.login_throttle.failed(*keys)
         raise ApiError(401, "Incorrect username or password.", code="invalid_credentials")
     services.login_throttle.succeeded(*keys)
+    if user.disabled:
+        raise ApiError(401, "This account is disabled: ask an admin.", code="account_disabled")
     hours = services.settings.JWT_EXPIRATION_HOURS
     token = create_access_token(user.id, user.password_hash, services.secret_key, hours)
     response.set_cookie(
@@ -56,8 +65,13 @@ def login(body: LoginRequest, services: ServicesDep, request: Request, response:
 
 
 @router.post("/logout", status_code=status.HTTP_204_NO_CONTENT)
-def logout(request: Request) -> Response:
-    """Clear the login cookie (the client forgets its bearer token)."""
+def logout(request: Request, services: ServicesDep) -> Response:
+    """Sign out: the token presented (bearer or cookie) stops working now, and the cookie
+    is cleared."""
+    scheme, bearer = get_authorization_scheme_param(request.headers.get("Authorization"))
+    presented = {bearer if scheme.lower() == "bearer" else "", request.cookies.get(AUTH_COOKIE)}
+    for credential in presented - {"", None}:
+        accounts.sign_out(services.store, services.secret_key, str(credential))
     response = Response(status_code=status.HTTP_204_NO_CONTENT)
     response.delete_cookie(
         AUTH_COOKIE,
@@ -67,3 +81,31 @@ def logout(request: Request) -> Response:
         samesite="strict",
     )
     return response
+
+
+@router.post("/password")
+def change_password(
+    body: PasswordChange,
+    user: CurrentUser,
+    services: ServicesDep,
+    request: Request,
+    response: Response,
+) -> Token:
+    """Change your password (the current one is required). Every other token of yours
+    ends; the answer holds a new one for this session (also set as the cookie)."""
+    if not verify_password(body.current_password, user.password_hash):
+        raise ApiError(400, "The current password is not right.", code="wrong_password")
+    password_hash = hash_password(body.new_password)
+    services.store.set_password_hash(user.id, password_hash)
+    hours = services.settings.JWT_EXPIRATION_HOURS
+    token = create_access_token(user.id, password_hash, services.secret_key, hours)
+    response.set_cookie(
+        AUTH_COOKIE,
+        token,
+        max_age=int(hours * 3600),
+        path="/api",
+        secure=request.url.scheme == "https",
+        httponly=True,
+        samesite="strict",
+    )
+    return Token(access_token=token)

@@ -1,20 +1,50 @@
-"""User accounts: the admin creates them; everyone can read themselves."""
+"""User accounts: admins list, create, disable, delete and limit them, and reset their
+passwords; everyone can read themselves."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, status
+from fastapi import APIRouter, Response, status
 
-from backend.api.deps import CurrentAdmin, CurrentUser, StoreDep
+from backend.api.deps import CurrentAdmin, CurrentUser, RecordId, ServicesDep, StoreDep
 from backend.api.errors import CLIENT_ERRORS, ApiError
+from backend.core import accounts
 from backend.core.security import hash_password
-from backend.models.auth import UserCreate, UserPublic
-from backend.storage import User, UsernameTaken
+from backend.models.auth import Limits, PasswordReset, UserCreate, UserPublic, UserUpdate
+from backend.storage import User, UserLimits, UsernameTaken
 
 router = APIRouter(prefix="/api/users", tags=["users"], responses=CLIENT_ERRORS)
 
 
 def _public(user: User) -> UserPublic:
-    return UserPublic(id=user.id, username=user.username, is_admin=user.is_admin)
+    limits = user.limits
+    return UserPublic(
+        id=user.id,
+        username=user.username,
+        is_admin=user.is_admin,
+        disabled=user.disabled,
+        created_at=user.created_at,
+        limits=Limits(
+            max_sandboxes=limits.max_sandboxes,
+            max_runs=limits.max_runs,
+            max_disk_mb=limits.max_disk_mb,
+        ),
+    )
+
+
+def _not_found() -> ApiError:
+    return ApiError(404, "User not found.", code="user_not_found")
+
+
+def _not_yourself(admin: User, user_id: int, what: str) -> None:
+    # An admin who locked themselves out might leave the server with no admin at all.
+    if user_id == admin.id:
+        raise ApiError(409, f"You cannot {what} your own account.", code="own_account")
+
+
+@router.get("")
+def read_users(store: StoreDep, admin: CurrentAdmin) -> list[UserPublic]:
+    """List every user, oldest first (admin only)."""
+    return [_public(user) for user in store.list_users()]
 
 
 @router.post("", status_code=status.HTTP_201_CREATED)
@@ -33,3 +63,43 @@ def create_user(body: UserCreate, store: StoreDep, admin: CurrentAdmin) -> UserP
 async def read_user_me(user: CurrentUser) -> UserPublic:
     """The user the token belongs to."""
     return _public(user)
+
+
+@router.patch("/{user_id}")
+def update_user(
+    user_id: RecordId, body: UserUpdate, store: StoreDep, admin: CurrentAdmin
+) -> UserPublic:
+    """Disable or re-enable a user, or set their limits (admin only)."""
+    if body.disabled:
+        _not_yourself(admin, user_id, "disable")
+    limits = None
+    if body.limits is not None:
+        limits = UserLimits(
+            max_sandboxes=body.limits.max_sandboxes,
+            max_runs=body.limits.max_runs,
+            max_disk_mb=body.limits.max_disk_mb,
+        )
+    user = store.update_user(user_id, disabled=body.disabled, limits=limits)
+    if user is None:
+        raise _not_found()
+    return _public(user)
+
+
+@router.put("/{user_id}/password", status_code=status.HTTP_204_NO_CONTENT)
+def reset_user_password(
+    user_id: RecordId, body: PasswordReset, store: StoreDep, admin: CurrentAdmin
+) -> Response:
+    """Set a user's password; their signed-in sessions end (admin only)."""
+    if store.get_user_by_id(user_id) is None:
+        raise _not_found()
+    store.set_password_hash(user_id, hash_password(body.password))
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.delete("/{user_id}", status_code=status.HTTP_204_NO_CONTENT)
+async def delete_user(user_id: RecordId, services: ServicesDep, admin: CurrentAdmin) -> Response:
+    """Delete a user with all their conversations, files and API keys (admin only)."""
+    _not_yourself(admin, user_id, "delete")
+    if not await accounts.delete_user(services, user_id):
+        raise _not_found()
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -3,6 +3,8 @@
  * start-up (restore the token, reopen the last conversation, reattach its run).
  */
 
+import { mountAccount } from "./account.js";
+import { mountAdmin } from "./admin.js";
 import { configureApi, request } from "./api.js";
 import { mountComposer } from "./composer.js";
 import { mountConversations, restoreConversations } from "./conversations.js";
@@ -68,6 +70,8 @@ async function start() {
   mountUploads();
   mountLightbox();
   mountConversations();
+  mountAccount();
+  mountAdmin();
   on("retry", (turn) => retry(turn));
 
   const health = loadHealth();

@@ -1,0 +1,220 @@
+/**
+ * The Users dialog, for admins only: create users, set their limits (empty means
+ * the server's default), disable and re-enable them, reset a password, delete.
+ * The server refuses all of it to anyone else; this only keeps the button hidden.
+ */
+
+import { request } from "./api.js";
+import { byId, h } from "./dom.js";
+import { on, state } from "./state.js";
+
+const LIMITS = [
+  ["max_sandboxes", "Sandboxes"],
+  ["max_runs", "Runs"],
+  ["max_disk_mb", "Disk (MB)"],
+];
+
+let dialog;
+
+function show(id, message) {
+  const box = byId(id);
+  box.textContent = message;
+  box.hidden = !message;
+}
+
+function tell(error, done = "") {
+  show("admin-error", error);
+  show("admin-done", done);
+}
+
+function limitInput(user, [field, label]) {
+  const value = user.limits ? user.limits[field] : null;
+  return h(
+    "td",
+    {},
+    h("input", {
+      type: "number",
+      min: "1",
+      step: "1",
+      inputmode: "numeric",
+      class: "limit-input",
+      placeholder: "default",
+      value: value === null || value === undefined ? "" : String(value),
+      "aria-label": `${label} for ${user.username}`,
+      dataset: { limit: field },
+    }),
+  );
+}
+
+function actionButton(action, text, label, extra = "") {
+  return h(
+    "button",
+    {
+      type: "button",
+      class: `button button-ghost button-small ${extra}`,
+      "aria-label": label,
+      dataset: { action },
+      testid: `row-${action}`,
+    },
+    text,
+  );
+}
+
+function passwordReset(name) {
+  return h(
+    "details",
+    { class: "reset" },
+    h("summary", { class: "button button-ghost button-small" }, "Password…"),
+    h(
+      "span",
+      { class: "reset-form" },
+      h("input", {
+        type: "password",
+        autocomplete: "new-password",
+        minlength: "8",
+        placeholder: "New password",
+        "aria-label": `New password for ${name}`,
+        dataset: { password: "" },
+      }),
+      actionButton("password", "Set", `Set the password of ${name}`),
+    ),
+  );
+}
+
+function row(user) {
+  const self = Boolean(state.user && user.id === state.user.id);
+  const name = String(user.username);
+  const toggle = user.disabled ? ["enable", "Enable"] : ["disable", "Disable"];
+  return h(
+    "tr",
+    { testid: "user-row", class: user.disabled ? "is-disabled" : null, dataset: { id: String(user.id), name } },
+    h(
+      "th",
+      { scope: "row" },
+      h("span", { class: "record-name" }, name),
+      user.is_admin ? h("span", { class: "badge" }, "admin") : null,
+      user.disabled ? h("span", { class: "badge badge-off" }, "disabled") : null,
+      self ? h("span", { class: "muted small" }, " (you)") : null,
+    ),
+    LIMITS.map((limit) => limitInput(user, limit)),
+    h(
+      "td",
+      {},
+      h(
+        "div",
+        { class: "row-actions" },
+        actionButton("limits", "Save limits", `Save the limits of ${name}`),
+        // An admin cannot lock themselves out (the server refuses it too).
+        self ? null : actionButton(toggle[0], toggle[1], `${toggle[1]} ${name}`),
+        passwordReset(name),
+        self ? null : actionButton("delete", "Delete", `Delete ${name}`, "record-danger"),
+      ),
+    ),
+  );
+}
+
+async function load() {
+  let users;
+  try {
+    users = await request("/api/users");
+  } catch (error) {
+    tell(error.message);
+    return;
+  }
+  byId("user-rows").replaceChildren(...users.map(row));
+}
+
+function limitsOf(tr) {
+  const limits = {};
+  for (const input of tr.querySelectorAll("input[data-limit]")) {
+    const text = input.value.trim();
+    limits[input.dataset.limit] = text === "" ? null : Number(text);
+  }
+  return limits;
+}
+
+async function act(tr, action) {
+  const id = encodeURIComponent(tr.dataset.id);
+  const name = tr.dataset.name;
+  if (action === "limits") {
+    await request(`/api/users/${id}`, { method: "PATCH", body: { limits: limitsOf(tr) } });
+    return `Limits of ${name} saved.`;
+  }
+  if (action === "disable" || action === "enable") {
+    await request(`/api/users/${id}`, { method: "PATCH", body: { disabled: action === "disable" } });
+    return `${name} is ${action === "disable" ? "disabled" : "enabled again"}.`;
+  }
+  if (action === "password") {
+    const input = tr.querySelector("input[data-password]");
+    await request(`/api/users/${id}/password`, { method: "PUT", body: { password: input.value } });
+    input.value = "";
+    return `Password of ${name} set: they sign in again with it.`;
+  }
+  if (action === "delete") {
+    if (!window.confirm(`Delete ${name} with all their conversations, files and API keys? This cannot be undone.`)) {
+      return null;
+    }
+    await request(`/api/users/${id}`, { method: "DELETE" });
+    return `${name} is deleted.`;
+  }
+  return null;
+}
+
+async function onRowClick(event) {
+  const button = event.target.closest("button[data-action]");
+  if (!button) return;
+  const tr = button.closest("tr");
+  button.disabled = true;
+  try {
+    const done = await act(tr, button.dataset.action);
+    if (done === null) return;
+    tell("", done);
+    await load();
+  } catch (error) {
+    tell(error.message);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function createUser(event) {
+  event.preventDefault();
+  const username = byId("user-username");
+  const password = byId("user-password");
+  const admin = byId("user-admin");
+  if (!username.value.trim() || password.value.length < 8) {
+    tell("Enter a username and a password of at least 8 characters.");
+    return;
+  }
+  try {
+    const user = await request("/api/users", {
+      method: "POST",
+      body: { username: username.value.trim(), password: password.value, is_admin: admin.checked },
+    });
+    username.value = "";
+    password.value = "";
+    admin.checked = false;
+    tell("", `${user.username} can sign in now.`);
+  } catch (error) {
+    tell(error.message);
+  }
+  await load();
+}
+
+export function mountAdmin() {
+  dialog = byId("admin-dialog");
+  const open = byId("admin-open");
+  open.addEventListener("click", () => {
+    tell("");
+    dialog.showModal();
+    load();
+  });
+  dialog.querySelector("[data-close]").addEventListener("click", () => dialog.close());
+  byId("user-form").addEventListener("submit", createUser);
+  byId("user-rows").addEventListener("click", onRowClick);
+  on("auth", () => {
+    const isAdmin = Boolean(state.user && state.user.is_admin);
+    open.hidden = !isAdmin;
+    if (!isAdmin && dialog.open) dialog.close();
+  });
+}
