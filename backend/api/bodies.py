@@ -1,7 +1,8 @@
 """Request bodies written to disk as they arrive: in pieces, off the event loop, capped.
 
-Never holds more than one piece in memory. The disk's free space is checked again
-every so often, since other uploads and runs share it.
+Never holds more than one piece in memory. The disk's free space, and the user's
+disk quota (`UploadQuota`), are checked again every so often, since other uploads
+and runs share them.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 
 from backend.api.errors import ApiError
+from backend.core.limits import Limits
+from backend.storage import User
 from backend.storage.workspaces import DISK_FLOOR
 
 MEGABYTE = 1024 * 1024
@@ -69,3 +72,53 @@ def no_room(room: int) -> ApiError:
         "then send it again.",
         code="insufficient_storage",
     )
+
+
+def over_quota(used: int, quota_mb: int) -> ApiError:
+    return ApiError(
+        507,
+        f"Not enough room in your disk quota for this upload: your sessions use "
+        f"{max(used, 0) / MEGABYTE:.0f} MB of your {quota_mb} MB (USER_MAX_DISK_MB). Delete "
+        "files or sessions you no longer need, or ask an admin to raise your quota, then "
+        "send it again.",
+        code="disk_quota_exceeded",
+    )
+
+
+class UploadQuota:
+    """The user's disk quota (USER_MAX_DISK_MB, or an admin's), as an upload sees it."""
+
+    def __init__(self, limits: Limits, user: User) -> None:
+        self.limits = limits
+        self.user = user
+
+    async def check(self, adding: int = 0) -> None:
+        """A 507 if the user's workspaces are over their quota, or `adding` would be."""
+        left, quota_mb = await run_in_threadpool(self.limits.disk_left, self.user)
+        if left < 0 or adding > left:
+            raise over_quota(quota_mb * MEGABYTE - left, quota_mb)
+
+    def counted(self, write: Callable[[bytes], object]) -> Callable[[bytes], None]:
+        """`write`, adding each piece to the user's cached total as it lands."""
+
+        def counting(piece: bytes) -> None:
+            write(piece)
+            self.limits.disk.add(self.user.id, len(piece))
+
+        return counting
+
+    def room(self, disk_room: Callable[[], Awaitable[int]]) -> Callable[[], Awaitable[int]]:
+        """`write_body`'s periodic check: the quota (a 507 past it), then the disk's room."""
+
+        async def room() -> int:
+            await self.check()
+            return await disk_room()
+
+        return room
+
+    def add(self, size: int) -> None:
+        self.limits.disk.add(self.user.id, size)
+
+    def recount(self) -> None:
+        """Something was written or removed in an amount not counted: walk again."""
+        self.limits.disk.changed(self.user.id)

@@ -15,11 +15,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from backend.core.limits import LimitReached
 from backend.core.llm import LLMError
 from backend.files.s3_objects import S3Error
 from backend.models.errors import ErrorBody, OpenAIErrorBody
 from backend.storage import SessionOwnedByAnotherUser, StoreBusy, StoreFull, StoreUnavailable
 from backend.storage.sessions import InvalidSession
+from backend.tools.sandbox.admission import SandboxRefused
 
 logger = logging.getLogger(__name__)
 
@@ -153,6 +155,16 @@ def install_error_handlers(app: FastAPI) -> None:
             "The server's disk is full: nothing was saved. Free some space and try again.",
             code="insufficient_storage",
         )
+
+    @app.exception_handler(LimitReached)
+    async def _limit_reached(request: Request, exc: LimitReached) -> JSONResponse:
+        headers = None if exc.retry_after is None else {"Retry-After": f"{exc.retry_after:.0f}"}
+        return error_response(request, exc.status_code, exc.message, code=exc.code, headers=headers)
+
+    @app.exception_handler(SandboxRefused)
+    async def _sandbox_refused(request: Request, exc: SandboxRefused) -> JSONResponse:
+        headers = {"Retry-After": f"{exc.retry_after:.0f}"}
+        return error_response(request, 429, exc.message, code="too_many_sandboxes", headers=headers)
 
     @app.exception_handler(SessionOwnedByAnotherUser)
     @app.exception_handler(InvalidSession)  # an id no check let through: still never a path

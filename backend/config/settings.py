@@ -105,6 +105,14 @@ class Settings(BaseSettings):
 
     # Scale-out (docs/scale-out.md). `local`: each session's sandbox is a child of this
     # server. `ray`: a named, detached Ray actor owns it, on any node of RAY_ADDRESS's
+    # Processes (and threads) in one sandbox, whatever the rest of the host runs.
+    SANDBOX_MAX_PROCESSES: int = Field(default=128, ge=16)
+
+    # Per-user and host limits (an admin may override the USER_* ones per user).
+    USER_MAX_SANDBOXES: int = Field(default=3, ge=1)  # warm sandboxes; the idle LRU one yields
+    USER_MAX_RUNS: int = Field(default=2, ge=1)  # concurrent agent turns
+    USER_MAX_DISK_MB: int = Field(default=20480, ge=1)  # all of the user's workspaces
+    HOST_MAX_SANDBOXES: int = Field(default=0, ge=0)  # 0: memory / PYTHON_CODE_MAX_MEMORY
     # cluster, and the workspaces live in WORKSPACE_BUCKET (S3, with the S3_* credentials).
     EXECUTOR_BACKEND: ExecutorBackend = "local"
     RAY_ADDRESS: str = ""  # e.g. 10.0.0.5:6379 (empty with `ray`: a configuration error)

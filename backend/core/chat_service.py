@@ -24,8 +24,10 @@ from backend.core.agents.runner import AgentRunner
 from backend.core.audit import AuditLog
 from backend.core.citations import turn_citations
 from backend.core.events import STEP_EVENTS, AgentEvent
+from backend.core.limits import Limits
 from backend.core.llm import GenerationOptions, LLMBackend
 from backend.core.router import AgentType, RouteDecision, decide_route, model_classifier
+from backend.core.run_slots import RunSlot
 from backend.storage import Conversation, ConversationNotFound, Message, Store, User
 from backend.storage.sessions import session_key
 from backend.tools.python_coder.llm import CoderLLM
@@ -60,6 +62,7 @@ class Turn:
     placeholder: int | None = None  # an agent turn's answer, stored `running` as it starts
     question: str = ""  # the user's message this turn answers
     citations: list[dict[str, Any]] = field(default_factory=list)  # the answer's numbers' sources
+    run_slot: RunSlot | None = None  # the user's place among their concurrent agent runs
 
     def write_opening(self) -> None:
         """Store what `open_turn` left to write (a new session and its first message), once."""
@@ -121,14 +124,45 @@ class ChatService:
         audit: AuditLog | None = None,
         agents: AgentRunner | None = None,
         server: str = "",
+        limits: Limits | None = None,
     ) -> None:
         self.server = server  # this server's id, on turns it holds `running`
+        self.limits = limits  # per-user agent runs and disk (None: unlimited)
         self.store = store
         self.llm = llm
         self.audit = audit
         self.agents = agents
 
     async def open_turn(self, user: User, request: TurnRequest) -> Turn:
+        """The turn, ready to stream; refused first (`LimitReached`) when it may run an
+        agent and the user has USER_MAX_RUNS going or no disk quota left."""
+        slot = await self._take_run_slot(user, request)
+        try:
+            turn = await self._open(user, request)
+        except BaseException:
+            if slot is not None:
+                slot.release()
+            raise
+        if slot is not None:
+            if turn.decision.agent_type == "chat":
+                slot.release()  # routed to plain chat: no agent runs
+            else:
+                turn.run_slot = slot
+                slot.release_with(turn)  # a turn whose events are never read
+        return turn
+
+    async def _take_run_slot(self, user: User, request: TurnRequest) -> RunSlot | None:
+        """Before anything is stored, so a refused turn leaves no trace."""
+        if self.limits is None or self.agents is None or request.agent_type == "chat":
+            return None
+        if request.agent_type == "auto" and (
+            request.tools is not None or request.options.response_format is not None
+        ):
+            return None  # routed to plain chat (see `_open`)
+        await self.limits.check_disk_for_run(user)
+        return self.limits.take_run(user)
+
+    async def _open(self, user: User, request: TurnRequest) -> Turn:
         model = await self.llm.resolve_model(request.model or self.llm.default_model)
         user_text = next(
             (m.text for m in reversed(request.messages) if isinstance(m, HumanMessage)), ""
@@ -273,7 +307,16 @@ class ChatService:
             finish, error = "error", llm_error.message
             raise llm_error from exc
         finally:
+            self._end_run(turn)
             self._record(turn, finish, error)
+
+    def _end_run(self, turn: Turn) -> None:
+        """The agent run's slot back to its user, whose runs may have written anything."""
+        slot, turn.run_slot = turn.run_slot, None
+        if slot is not None:
+            slot.release()
+            if self.limits is not None:
+                self.limits.disk.changed(slot.user_id)
 
     def _hold_place(self, turn: Turn) -> None:
         """An agent turn's answer is stored as `running` once it starts, and completed by

@@ -15,7 +15,9 @@ from backend.core.accounts import ensure_admin
 from backend.core.agents.runner import AgentRunner
 from backend.core.audit import AuditLog
 from backend.core.chat_service import ChatService
+from backend.core.disk_usage import DiskUsage
 from backend.core.instance import server_id
+from backend.core.limits import Limits
 from backend.core.llm import LLMBackend, create_llm_backend
 from backend.core.runs import RunRegistry
 from backend.core.security import load_or_create_secret_key
@@ -62,6 +64,7 @@ class Services:
     runs: RunRegistry
     login_throttle: LoginThrottle
 
+    limits: Limits  # per user: agent runs, disk, warm sandboxes
     async def close(self) -> None:
         await self.runs.close()
         await self.executors.close_all()
@@ -93,6 +96,7 @@ def build_services(settings: Settings) -> Services:
         raise
     workspaces = Workspaces(settings.DATA_DIR)
     adopt_legacy_workspaces(store, workspaces)
+    limits = Limits(settings, store, DiskUsage(workspaces.root))
     shared = SharedWorkspaces(workspaces, workspace_mirror(settings))
     uploads = ResumableUploads(settings.DATA_DIR)
     uploads.remove_expired(UPLOAD_RETENTION_SECONDS)
@@ -110,14 +114,14 @@ def build_services(settings: Settings) -> Services:
     if settings.EXECUTOR_BACKEND == "ray":  # sandboxes on the cluster's nodes (docs/scale-out.md)
         executors = RayExecutorPool(settings, workspaces, shared.mirror)
     else:
-        executors = ExecutorPool(settings, sandbox, workspaces)
+        executors = ExecutorPool(settings, sandbox, workspaces, limits.max_sandboxes)
     agents = AgentRunner(settings, shared, catalog, coder, executors, llm.name)
     return Services(
         settings=settings,
         secret_key=secret_key,
         store=store,
         llm=llm,
-        chat=ChatService(store, llm, audit, agents, server),
+        chat=ChatService(store, llm, audit, agents, server, limits),
         sandbox=sandbox,
         workspaces=workspaces,
         shared=shared,
@@ -129,6 +133,7 @@ def build_services(settings: Settings) -> Services:
         steps=steps,
         runs=RunRegistry(),
         login_throttle=LoginThrottle(
+        limits=limits,
             store, settings.LOGIN_FREE_ATTEMPTS, settings.LOGIN_BACKOFF_SECONDS, LOGIN_MAX_BACKOFF
         ),
     )

@@ -48,6 +48,7 @@ async def run_python_coder(
     body: PythonCoderRequest, user: CurrentUser, services: ServicesDep, http: Request
 ) -> ToolResponse | CoderResponse | TDDResponse | Response:
     """Run code, or answer a question with generated code, in the session's sandbox."""
+    await services.limits.check_disk_for_run(user)  # a 507 once the user's quota is full
     if body.mode == "code":
         return await _run_code(body, user, services)
     if services.store.session_owner(body.session_id) != user.id:

@@ -27,7 +27,7 @@ from fastapi import APIRouter, Request, Response, status
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
-from backend.api.bodies import MEGABYTE, no_room, write_body
+from backend.api.bodies import MEGABYTE, UploadQuota, no_room, write_body
 from backend.api.deps import CurrentUser, ServicesDep
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.api.routes.files import opened_session
@@ -79,6 +79,7 @@ async def create_upload(request: Request, user: CurrentUser, services: ServicesD
     checked_name(filename)
     if not valid_session_id(session_id):
         raise ApiError(400, "Upload-Metadata's session_id is not a valid session id.")
+    await UploadQuota(services.limits, user).check(length)
     key = opened_session(services, user, session_id)
     limit_mb = services.settings.MAX_UPLOAD_SIZE_MB
     if length > limit_mb * MEGABYTE:
@@ -123,12 +124,14 @@ async def append_to_upload(
         raise ApiError(423, "Another PATCH to this upload is in progress: retry shortly.")
     busy.add(upload.id)
     try:
-        return await _append(upload, request, services)
+        return await _append(upload, request, services, UploadQuota(services.limits, user))
     finally:
         busy.discard(upload.id)
 
 
-async def _append(upload: Upload, request: Request, services: Services) -> Response:
+async def _append(
+    upload: Upload, request: Request, services: Services, quota: UploadQuota
+) -> Response:
     offset = await run_in_threadpool(services.uploads.offset, upload)
     if request.headers.get("upload-offset") != str(offset):
         raise ApiError(409, f"Upload-Offset must be {offset}, the bytes that have arrived.")
@@ -136,8 +139,8 @@ async def _append(upload: Upload, request: Request, services: Services) -> Respo
     try:
         written = await write_body(
             request,
-            lambda piece: write_all(fd, piece),
-            lambda: run_in_threadpool(services.workspaces.room, upload.session_id),
+            quota.counted(lambda piece: write_all(fd, piece)),
+            quota.room(lambda: run_in_threadpool(services.workspaces.room, upload.session_id)),
             upload.length - offset,
             ApiError(413, f"The upload is longer than its Upload-Length ({upload.length})."),
         )
@@ -162,6 +165,7 @@ async def terminate_upload(upload_id: str, user: CurrentUser, services: Services
     if upload.id in services.uploads.busy:
         raise ApiError(423, "A PATCH to this upload is in progress: retry shortly.")
     await run_in_threadpool(services.uploads.delete, upload)
+    UploadQuota(services.limits, user).recount()
     return Response(status_code=204, headers=_headers())
 
 

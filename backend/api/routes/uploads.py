@@ -16,7 +16,7 @@ from fastapi import APIRouter, File, Form, Request, UploadFile, status
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
-from backend.api.bodies import MEGABYTE, no_room, write_body
+from backend.api.bodies import MEGABYTE, UploadQuota, no_room, write_body
 from backend.api.deps import CurrentUser, ServicesDep
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.api.routes.files import opened_session
@@ -49,6 +49,8 @@ async def upload_file(
     """Store a file in the session's workspace, under uploads/ (a multipart form)."""
     name = file.filename or ""
     extension = checked_name(name)
+    quota = UploadQuota(services.limits, user)
+    await quota.check(file.size or 0)
     key = opened_session(services, user, session_id)
     limit_mb = services.settings.PYTHON_CODE_MAX_FILE_SIZE
     try:
@@ -67,6 +69,7 @@ async def upload_file(
         raise unusable() from None
     except (UnsafePath, NotARegularFile):
         raise unusable() from None
+    quota.add(size)
     return await described(services, key, name, extension, size)
 
 
@@ -76,13 +79,15 @@ async def put_upload(
 ) -> UploadedFile:
     """Stream the raw request body into uploads/<name> (large files; up to MAX_UPLOAD_SIZE_MB)."""
     extension = checked_name(name)
-    key = opened_session(services, user, session_id)
     limit_mb = services.settings.MAX_UPLOAD_SIZE_MB
     limit = int(limit_mb * MEGABYTE)
     declared = request.headers.get("content-length", "")
     expected = int(declared) if declared.isdigit() else None
     if expected is not None and expected > limit:
         raise too_large(limit_mb)
+    quota = UploadQuota(services.limits, user)
+    await quota.check(expected or 0)
+    key = opened_session(services, user, session_id)
     try:
         room = await run_in_threadpool(services.workspaces.room, key)
         if expected is not None and expected > room:
@@ -91,7 +96,7 @@ async def put_upload(
     except (UnsafePath, NotARegularFile, NotADirectoryError, OSError):
         raise unusable() from None
     try:
-        size = await _stream_into(draft, request, services, key, limit, limit_mb)
+        size = await _stream_into(draft, request, services, key, limit, limit_mb, quota)
     except ClientDisconnect:
         raise ApiError(
             400, "The upload was cut off before its end: send it again.", code="upload_incomplete"
@@ -100,20 +105,27 @@ async def put_upload(
 
 
 async def _stream_into(
-    draft: Draft, request: Request, services: Services, key: str, limit: int, mb: float
+    draft: Draft,
+    request: Request,
+    services: Services,
+    key: str,
+    limit: int,
+    mb: float,
+    quota: UploadQuota,
 ) -> int:
     """The body into `draft`, committed once complete and on disk; aborted on any failure."""
     try:
         await write_body(
             request,
-            draft.write,
-            lambda: run_in_threadpool(services.workspaces.room, key),
+            quota.counted(draft.write),
+            quota.room(lambda: run_in_threadpool(services.workspaces.room, key)),
             limit,
             too_large(mb),
         )
         return await run_in_threadpool(lambda: draft.commit(durable=True))
     except BaseException:
         draft.abort()  # unlinks at once, even when the request is being cancelled
+        quota.recount()
         raise
 
 

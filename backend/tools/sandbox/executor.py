@@ -18,6 +18,7 @@ import sys
 import time
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -34,7 +35,7 @@ from backend.tools.sandbox.command import (
 logger = logging.getLogger(__name__)
 
 _START_TIMEOUT = 120.0  # the first start imports pandas and matplotlib
-_OUTER_GRACE = 10.0  # past the run timeout, before we stop trusting the sandbox
+OUTER_GRACE = 10.0  # past the run timeout, before we stop trusting the sandbox
 
 
 @dataclass
@@ -55,7 +56,45 @@ class ExecutorLimits:
     timeout: float
     max_memory_mb: int
     max_file_mb: float
-    max_processes: int = 256
+    max_processes: int = 128  # the whole sandbox's (SANDBOX_MAX_PROCESSES)
+
+
+def _processes_of_this_user() -> int:
+    uid = os.getuid()
+    return sum(1 for name in os.listdir("/proc") if name.isdigit() and _owner(name) == uid)
+
+
+def _owner(pid: str) -> int:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return -1
+
+
+def _counted_per_namespace() -> bool:
+    """Whether RLIMIT_NPROC counts the processes of one user namespace (Linux 5.14+)."""
+    try:
+        major, minor = (int(part) for part in os.uname().release.split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (5, 14)
+
+
+def process_rlimit(max_processes: int) -> int:
+    """RLIMIT_NPROC for a sandbox of at most `max_processes` processes.
+
+    It was relative (the uid's processes when the sandbox started + 256), which was
+    wrong both ways. Since Linux 5.14 the count is per user namespace, and every
+    sandbox has its own: a relative limit let a sandbox grow with whatever the rest of
+    the host ran, including another sandbox's fork bomb at its peak, so nothing bound
+    it. Before 5.14 the count is the uid's over the whole host, shared by every
+    sandbox and the server: one sandbox's bomb used up the headroom of all the others.
+    There an absolute limit would stop every fork, so the relative one stays as a
+    backstop and the cgroup's pids.max is what keeps sandboxes apart.
+    """
+    if _counted_per_namespace():
+        return max_processes
+    return _processes_of_this_user() + max_processes
 
 
 def _text(value: str) -> str:
@@ -91,7 +130,15 @@ class BasePythonExecutor(ABC):
 class SandboxedExecutor(BasePythonExecutor):
     """The `native` mode: a warm worker per session, inside bubblewrap."""
 
-    def __init__(self, workspace: Path, limits: ExecutorLimits, sandbox: SandboxStatus) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        limits: ExecutorLimits,
+        sandbox: SandboxStatus,
+        before_start: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """`before_start` runs before each (re)start of the worker: the pool's caps, which
+        may stop other sandboxes or refuse (and so fail the run) with `SandboxRefused`."""
         if sandbox.mode == "unavailable":
             raise RuntimeError(f"Code execution is off: {sandbox.detail}")
         self.workspace = workspace
@@ -100,14 +147,26 @@ class SandboxedExecutor(BasePythonExecutor):
         self.last_used = time.monotonic()
         self.restored: list[str] = []
         self._process: asyncio.subprocess.Process | None = None
+        self._starting = False
         self._lock = asyncio.Lock()
+        self.before_start = before_start
         self.memory_cgroup = False  # whether a cgroup bounds the running sandbox's memory
         # The whole sandbox's budget: the zygote, a run and whatever the run forks.
         self.cgroup = SandboxCgroup(
             f"{workspace.name}-{uuid.uuid4().hex[:8]}",
             memory_bytes=(2 * limits.max_memory_mb + 256) * 1024 * 1024,
-            max_pids=128,
+            max_pids=limits.max_processes,
         )
+
+    @property
+    def warm(self) -> bool:
+        """Whether a worker is running (or starting): what the pool's caps count."""
+        return self._starting or (self._process is not None and self._process.returncode is None)
+
+    @property
+    def busy(self) -> bool:
+        """Running code, starting or stopping: not to be stopped for another sandbox."""
+        return self._lock.locked()
 
     def _command(self) -> tuple[list[str], dict[str, str], str]:
         self.memory_cgroup = False
@@ -147,7 +206,7 @@ class SandboxedExecutor(BasePythonExecutor):
             "max_timeout": self.limits.timeout,
             "max_memory_mb": self.limits.max_memory_mb,
             "max_file_mb": self.limits.max_file_mb,
-            "max_processes": self.limits.max_processes,
+            "max_processes": process_rlimit(self.limits.max_processes),
             # With a cgroup bounding memory, address space is only a backstop (cell.py).
             "memory_cgroup": self.memory_cgroup,
         }
@@ -166,6 +225,15 @@ class SandboxedExecutor(BasePythonExecutor):
         for problem in hello.get("problems", []):
             logger.warning("Could not restore variable %s", problem)
         return process
+
+    async def _started(self) -> asyncio.subprocess.Process:
+        self._starting = True  # counted by the caps from now: the others see it
+        try:
+            if self.before_start is not None:
+                await self.before_start()
+            return await self._start()
+        finally:
+            self._starting = False
 
     @staticmethod
     def _stale(process: asyncio.subprocess.Process) -> bool:
@@ -187,14 +255,15 @@ class SandboxedExecutor(BasePythonExecutor):
                 if process is not None:  # nothing was sent yet: safe to start over
                     self._kill(process)
                     await process.wait()
-                process = self._process = await self._start()
+                    self._process = None
+                process = self._process = await self._started()
             assert process.stdin is not None and process.stdout is not None
             request = {"id": uuid.uuid4().hex[:12], "code": code, "timeout": timeout}
             started = time.monotonic()
             try:
                 process.stdin.write(json.dumps(request).encode() + b"\n")
                 await process.stdin.drain()
-                line = await asyncio.wait_for(process.stdout.readline(), timeout + _OUTER_GRACE)
+                line = await asyncio.wait_for(process.stdout.readline(), timeout + OUTER_GRACE)
                 response = json.loads(line)
                 if not _answers(response, request):
                     raise ValueError("the sandbox answered out of turn")

@@ -1,36 +1,46 @@
-"""One warm executor per active session, chosen by PYTHON_EXECUTOR_MODE."""
+"""One warm executor per active session, chosen by PYTHON_EXECUTOR_MODE.
+
+How many may be warm at once is bounded per user and for the host
+(`admission.SandboxCaps`): starting one more stops the least recently used idle
+one first, whose variables stay on disk.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 from backend.config import Settings
+from backend.storage.sessions import check_key
 from backend.storage.workspaces import Workspaces
 from backend.tools.python_coder.openinterpreter.install import worker_python
+from backend.tools.sandbox.admission import SandboxCaps
 from backend.tools.sandbox.availability import SandboxStatus
 from backend.tools.sandbox.cgroups import remove_stale
-from backend.tools.sandbox.executor import BasePythonExecutor, ExecutorLimits, SandboxedExecutor
+from backend.tools.sandbox.executor import (
+    OUTER_GRACE,
+    BasePythonExecutor,
+    ExecutorLimits,
+    SandboxedExecutor,
+)
 
 logger = logging.getLogger(__name__)
 
 EXECUTOR_MODES = ("native", "openinterpreter")
+MIN_HOST_SANDBOXES = 4  # HOST_MAX_SANDBOXES=0 on a small machine
 
 
-def processes_of_this_user() -> int:
-    # RLIMIT_NPROC counts every process of the real uid, not just the sandbox's.
-    uid = os.getuid()
-    return sum(1 for name in os.listdir("/proc") if name.isdigit() and _owner(name) == uid)
-
-
-def _owner(pid: str) -> int:
-    try:
-        return os.stat(f"/proc/{pid}").st_uid
-    except OSError:
-        return -1
+def host_max_sandboxes(settings: Settings) -> int:
+    """HOST_MAX_SANDBOXES, or (0) as many as the host's memory holds at their memory limit."""
+    if settings.HOST_MAX_SANDBOXES:
+        return settings.HOST_MAX_SANDBOXES
+    memory_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 1024**2
+    return max(MIN_HOST_SANDBOXES, memory_mb // settings.PYTHON_CODE_MAX_MEMORY)
 
 
 def check_mode(mode: str) -> None:
@@ -51,15 +61,31 @@ class SessionExecutors(Protocol):
 
     async def reap_idle(self, idle_seconds: float) -> int: ...
 
+    async def discard(self, session_id: str) -> None:
+        """Stop the session's sandbox, if one is warm (a deleted session)."""
+        ...
+
     async def close_all(self) -> None: ...
 
 
 class ExecutorPool:
-    def __init__(self, settings: Settings, sandbox: SandboxStatus, workspaces: Workspaces) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        sandbox: SandboxStatus,
+        workspaces: Workspaces,
+        max_sandboxes: Callable[[int], int] | None = None,
+    ) -> None:
+        """`max_sandboxes(user id)`: that user's cap (default: USER_MAX_SANDBOXES for all)."""
         self.settings = settings
         self.sandbox = sandbox
         self.workspaces = workspaces
-        self._executors: dict[str, BasePythonExecutor] = {}
+        self.caps = SandboxCaps(
+            host_max=host_max_sandboxes(settings),
+            user_max=max_sandboxes or (lambda _: settings.USER_MAX_SANDBOXES),
+            retry_after=settings.PYTHON_CODE_TIMEOUT + OUTER_GRACE,
+        )
+        self._executors: dict[str, SandboxedExecutor] = {}
         if sandbox.isolated and (stale := remove_stale()):
             logger.info("Removed %d cgroups left by an earlier server", stale)
 
@@ -68,18 +94,32 @@ class ExecutorPool:
             timeout=self.settings.PYTHON_CODE_TIMEOUT,
             max_memory_mb=self.settings.PYTHON_CODE_MAX_MEMORY,
             max_file_mb=self.settings.PYTHON_CODE_MAX_FILE_SIZE,
-            max_processes=processes_of_this_user() + 256,
+            max_processes=self.settings.SANDBOX_MAX_PROCESSES,
         )
 
     def get_python_executor(self, session_id: str) -> BasePythonExecutor:
         """The session's executor; never a silent fallback to another mode."""
         check_mode(self.settings.PYTHON_EXECUTOR_MODE)
-        executor = self._executors.get(session_id)
+        executor = self._executors.get(check_key(session_id))
         if executor is None:
             workspace = self.workspaces.ensure(session_id)
             executor = SandboxedExecutor(workspace, self.limits(), self.sandbox)
+            executor.before_start = functools.partial(self._make_room, session_id, executor)
             self._executors[session_id] = executor
         return executor
+
+    def warm(self) -> dict[str, SandboxedExecutor]:
+        """The sessions whose worker is running or starting."""
+        return {key: executor for key, executor in self._executors.items() if executor.warm}
+
+    async def _make_room(self, key: str, executor: SandboxedExecutor) -> None:
+        """Before `key`'s worker starts: stop what the caps say (or refuse)."""
+        # One reaped while a turn still held it starts again: it is counted again too.
+        self._executors.setdefault(key, executor)
+        stop = self.caps.to_stop(key, self.warm())  # decided with no await: nobody interleaves
+        if stop:
+            logger.info("Stopping %d idle sandbox(es) to start another's", len(stop))
+            await asyncio.gather(*(self._executors[other].close() for other in stop))
 
     async def reap_idle(self, idle_seconds: float) -> int:
         """Stop workers idle longer than `idle_seconds`; their variables stay on disk."""
@@ -87,13 +127,20 @@ class ExecutorPool:
         idle = [
             sid
             for sid, executor in self._executors.items()
-            if isinstance(executor, SandboxedExecutor) and now - executor.last_used > idle_seconds
+            if not executor.busy and now - executor.last_used > idle_seconds
         ]
         for session_id in idle:
-            await self._executors.pop(session_id).close()
+            executor = self._executors.pop(session_id, None)
+            if executor is not None:
+                await executor.close()
         if idle:
             logger.info("Reaped %d idle sandbox workers", len(idle))
         return len(idle)
+
+    async def discard(self, session_id: str) -> None:
+        executor = self._executors.pop(session_id, None)
+        if executor is not None:
+            await executor.close()
 
     async def close_all(self) -> None:
         executors, self._executors = list(self._executors.values()), {}

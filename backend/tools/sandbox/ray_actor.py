@@ -34,7 +34,6 @@ from backend.storage.mirror import WorkspaceMirror
 from backend.storage.workspaces import Workspaces
 from backend.tools.sandbox.availability import SandboxStatus, resolve_sandbox
 from backend.tools.sandbox.executor import ExecutionResult, ExecutorLimits, SandboxedExecutor
-from backend.tools.sandbox.pool import processes_of_this_user
 
 logger = logging.getLogger(__name__)
 
@@ -72,8 +71,6 @@ class MirrorSpec:
 class ActorSpec:
     """What every session's actor is built with: plain values, pickled by Ray."""
 
-    # max_processes is the headroom over what this node's user already runs: RLIMIT_NPROC
-    # counts them all, so the actor adds its own node's count.
     limits: ExecutorLimits
     sandbox: SandboxMode  # SANDBOX, decided on the node: bubblewrap must work there
     cache_dir: str  # RAY_CACHE_DIR
@@ -154,11 +151,7 @@ class SessionSandbox:
         return self._executor
 
     def _build(self, workspace: Path, status: SandboxStatus) -> SandboxedExecutor:
-        headroom = self.spec.limits.max_processes
-        limits = dataclasses.replace(
-            self.spec.limits, max_processes=processes_of_this_user() + headroom
-        )
-        return SandboxedExecutor(workspace, limits, status)
+        return SandboxedExecutor(workspace, self.spec.limits, status)
 
     async def exit_if_idle(self) -> bool:
         """End this actor if no run came for `idle_seconds`, its worker killed first.

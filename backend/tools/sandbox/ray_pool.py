@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 from backend.config import ConfigError, Settings
 from backend.files.s3_objects import S3Error
 from backend.storage.mirror import WorkspaceMirror
+from backend.storage.sessions import check_key
 from backend.storage.workspaces import Workspaces
 from backend.tools.sandbox.executor import BasePythonExecutor, ExecutionResult, ExecutorLimits
 from backend.tools.sandbox.pool import check_mode
@@ -38,7 +39,6 @@ ACTOR_PREFIX = "sandbox-"
 # A sliver of a CPU per sandbox: it keeps them off nodes started with --num-cpus=0 (Ray's
 # advice for a head node), and 100 fit on each CPU, which Ray only counts, never enforces.
 ACTOR_CPUS = 0.01
-PROCESS_HEADROOM = 256  # processes a sandbox may add to what its node's user already runs
 CONNECT_TIMEOUT = 5.0  # seconds to reach RAY_ADDRESS before start-up gives up
 ATTEMPTS = 6  # tries while an actor that is ending (idle) hands its name over
 RETRY_WAIT = 0.05  # seconds before the second try, doubling after
@@ -52,7 +52,7 @@ _ENDED_ON_PURPOSE = "Worker exit type: INTENDED_USER_EXIT"
 
 
 def actor_name(session_id: str) -> str:
-    return ACTOR_PREFIX + session_id
+    return ACTOR_PREFIX + check_key(session_id)
 
 
 def connect(address: str, namespace: str) -> None:
@@ -140,12 +140,12 @@ class RayExecutorPool:
         self._actor_class: ActorClass[Any] = ray.remote(SessionSandbox)
 
     def limits(self) -> ExecutorLimits:
-        """The limits each actor applies; max_processes is added to its node's count."""
+        """The limits each actor applies (the process limit is absolute, as here)."""
         return ExecutorLimits(
             timeout=self.settings.PYTHON_CODE_TIMEOUT,
             max_memory_mb=self.settings.PYTHON_CODE_MAX_MEMORY,
             max_file_mb=self.settings.PYTHON_CODE_MAX_FILE_SIZE,
-            max_processes=PROCESS_HEADROOM,
+            max_processes=self.settings.SANDBOX_MAX_PROCESSES,
         )
 
     def get_python_executor(self, session_id: str) -> BasePythonExecutor:
@@ -174,6 +174,19 @@ class RayExecutorPool:
 
     async def close_all(self) -> None:
         """Nothing to close: the actors belong to the sessions and outlive this server."""
+
+    async def discard(self, session_id: str) -> None:
+        """End the session's actor, wherever it runs (a deleted session)."""
+        import ray  # only with EXECUTOR_BACKEND=ray
+
+        def kill() -> None:
+            try:
+                actor = ray.get_actor(actor_name(session_id), namespace=self.namespace)
+            except ValueError:  # none is running
+                return
+            ray.kill(actor, no_restart=True)
+
+        await asyncio.to_thread(kill)
 
 
 class RayExecutor(BasePythonExecutor):

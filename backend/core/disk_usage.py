@@ -1,0 +1,82 @@
+"""How much disk each user's workspaces take, kept cheap to ask.
+
+Every key of a user's sessions starts with `user_prefix(user_id)`, so their
+workspaces are the folders `DATA_DIR/scratch/<prefix>*`. Walking them on every
+request would cost as much as the files are many: the total is cached, uploads add
+what they write, a run's end marks it stale, and it is walked again at most every
+`REFRESH_SECONDS` otherwise. Sizes are blocks on disk (a sparse file costs what it
+holds); links are never followed, and a hard-linked file counts once.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from pathlib import Path
+
+from backend.storage.sessions import user_prefix
+
+REFRESH_SECONDS = 60.0
+
+
+class DiskUsage:
+    def __init__(self, scratch: Path, refresh_seconds: float = REFRESH_SECONDS) -> None:
+        self.scratch = scratch
+        self.refresh_seconds = refresh_seconds
+        self._lock = threading.Lock()
+        self._bytes: dict[int, int] = {}
+        self._walked: dict[int, float] = {}
+
+    def used(self, user_id: int) -> int:
+        """Bytes the user's workspaces take (walks them when stale: call off the loop)."""
+        with self._lock:
+            walked = self._walked.get(user_id)
+            if walked is not None and time.monotonic() - walked < self.refresh_seconds:
+                return self._bytes[user_id]
+        started = time.monotonic()
+        total = _walk(self.scratch, user_prefix(user_id))
+        with self._lock:
+            self._bytes[user_id] = total
+            self._walked[user_id] = started
+        return total
+
+    def add(self, user_id: int, size: int) -> None:
+        """`size` more bytes were written for the user (an upload's pieces)."""
+        with self._lock:
+            if user_id in self._bytes:
+                self._bytes[user_id] += size
+
+    def changed(self, user_id: int) -> None:
+        """Something wrote or deleted an unknown amount (a run, a deletion): walk again."""
+        with self._lock:
+            self._walked.pop(user_id, None)
+
+
+def _walk(scratch: Path, prefix: str) -> int:
+    total = 0
+    seen: set[tuple[int, int]] = set()
+    try:
+        tops = [entry.path for entry in os.scandir(scratch) if entry.name.startswith(prefix)]
+    except OSError:
+        return 0
+    pending = [top for top in tops if os.path.isdir(top) and not os.path.islink(top)]
+    while pending:
+        try:
+            entries = list(os.scandir(pending.pop()))
+        except OSError:
+            continue  # removed meanwhile, or unreadable: nothing to count
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                pending.append(entry.path)
+            if info.st_nlink > 1 and not stat.S_ISDIR(info.st_mode):
+                if (info.st_dev, info.st_ino) in seen:
+                    continue
+                seen.add((info.st_dev, info.st_ino))
+            total += info.st_blocks * 512
+    return total

@@ -1,0 +1,105 @@
+"""What one user may hold at once: the server's USER_* settings, or an admin's override.
+
+Every check of a per-user limit (sandboxes, agent runs, disk) reads it here, so an
+override set through the admin API applies everywhere at once. A refusal is a
+`LimitReached`, which every API answers in its own error shape (429 or 507).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from backend.config import Settings
+from backend.core.disk_usage import DiskUsage
+from backend.core.run_slots import RunSlot, RunSlots
+from backend.storage import Store, User, UserLimits
+
+MEGABYTE = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class EffectiveLimits:
+    max_sandboxes: int  # warm sandboxes
+    max_runs: int  # concurrent agent turns
+    max_disk_mb: int  # all of the user's workspaces
+
+
+class LimitReached(Exception):
+    """A per-user (or host) limit refuses the request; `status_code` is 429 or 507."""
+
+    def __init__(
+        self, status_code: int, message: str, code: str, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.message = message
+        self.code = code
+        self.retry_after = retry_after
+
+
+def limits_of(settings: Settings, user: User | None) -> EffectiveLimits:
+    """`user`'s limits: each of the admin's values, else the server's default."""
+    own = user.limits if user is not None else UserLimits()
+    return EffectiveLimits(
+        max_sandboxes=_pick(own.max_sandboxes, settings.USER_MAX_SANDBOXES),
+        max_runs=_pick(own.max_runs, settings.USER_MAX_RUNS),
+        max_disk_mb=_pick(own.max_disk_mb, settings.USER_MAX_DISK_MB),
+    )
+
+
+def _pick(override: int | None, default: int) -> int:
+    return default if override is None else override
+
+
+class Limits:
+    """Every per-user limit, resolved and checked: agent runs, disk, and the sandboxes'
+    cap for the pool (which knows only a session key's owner)."""
+
+    def __init__(self, settings: Settings, store: Store, disk: DiskUsage) -> None:
+        self.settings = settings
+        self.store = store
+        self.disk = disk
+        self.runs = RunSlots()
+
+    def of(self, user: User) -> EffectiveLimits:
+        return limits_of(self.settings, user)
+
+    def of_id(self, user_id: int) -> EffectiveLimits:
+        return limits_of(self.settings, self.store.get_user_by_id(user_id))
+
+    def max_sandboxes(self, user_id: int) -> int:
+        return self.of_id(user_id).max_sandboxes
+
+    def take_run(self, user: User) -> RunSlot:
+        """A place for one more of `user`'s agent turns, or a 429."""
+        limit = self.of(user).max_runs
+        slot = self.runs.take(user.id, limit)
+        if slot is None:
+            raise LimitReached(
+                429,
+                f"You already have {limit} agent run{'s' if limit != 1 else ''} going, the "
+                "most you may have at once (USER_MAX_RUNS): wait for one to finish or stop "
+                "one, then try again.",
+                "too_many_runs",
+            )
+        return slot
+
+    def disk_left(self, user: User) -> tuple[int, int]:
+        """(bytes the user may still write, their quota in MB); walks when stale."""
+        quota_mb = self.of(user).max_disk_mb
+        return quota_mb * MEGABYTE - self.disk.used(user.id), quota_mb
+
+    async def check_disk_for_run(self, user: User) -> None:
+        """A 507 when the user's quota is used up: a run could write nothing."""
+        left, quota_mb = await asyncio.to_thread(self.disk_left, user)
+        if left <= 0:
+            used = (quota_mb * MEGABYTE - left) / MEGABYTE
+            raise LimitReached(
+                507,
+                f"Your disk quota is full: your sessions use {used:.0f} MB of your "
+                f"{quota_mb} MB (USER_MAX_DISK_MB). Delete files or sessions you no longer "
+                "need, or ask an admin to raise your quota, then try again.",
+                "disk_quota_exceeded",
+            )
+        self.disk.changed(user.id)  # the run writes an amount nobody knows: walk again next time
