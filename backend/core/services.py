@@ -36,6 +36,7 @@ from backend.storage.shared import SharedWorkspaces
 from backend.storage.workspaces import Workspaces
 from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.sandbox import SandboxStatus, resolve_sandbox
+from backend.tools.sandbox.command import helper_command
 from backend.tools.sandbox.pool import ExecutorPool, SessionExecutors
 from backend.tools.sandbox.ray_pool import RayExecutorPool
 
@@ -102,7 +103,7 @@ def build_services(settings: Settings) -> Services:
     uploads.remove_expired(UPLOAD_RETENTION_SECONDS)
     audit = AuditLog(settings.DATA_DIR)
     conversions = ParquetConversions(workspaces, int(settings.PARQUET_CONVERSION_MB * 1024**2))
-    runner = IsolatedRunner()
+    runner = metadata_runner(sandbox)
     s3_config = S3Config.from_settings(settings)
     s3 = None
     if s3_config is not None:
@@ -137,6 +138,14 @@ def build_services(settings: Settings) -> Services:
             store, settings.LOGIN_FREE_ATTEMPTS, settings.LOGIN_BACKOFF_SECONDS, LOGIN_MAX_BACKOFF
         ),
     )
+
+
+def metadata_runner(sandbox: SandboxStatus) -> IsolatedRunner:
+    """The helper that parses uploads: in bubblewrap when the sandbox has it."""
+    if sandbox.isolated:
+        return IsolatedRunner(confine=helper_command)
+    logger.warning("File metadata is read without bubblewrap (rlimits only): %s", sandbox.detail)
+    return IsolatedRunner()
 
 
 def workspace_mirror(settings: Settings) -> WorkspaceMirror | None:

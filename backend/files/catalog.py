@@ -4,8 +4,8 @@ Metadata extraction reads only the start (or the footer) of each file, but a
 session with twenty files is asked about on every question, so results are
 kept per (session, path, size, mtime). Files are opened through `Workspaces`,
 which never follows a link the sandbox planted, and parsed in an isolated,
-resource-limited helper process (`files/isolation.py`), since a crafted file can
-crash a native parser.
+resource-limited helper process (`files/isolation.py`) that gets only the open
+file, since a crafted file can crash or take over a native parser.
 
 A large table's Parquet copy (`conversion.py`) is not listed as a file of its
 own: it shows in its source's `details.conversion`, and once it is complete the
@@ -18,7 +18,7 @@ import logging
 import threading
 from collections import OrderedDict
 from dataclasses import replace
-from pathlib import Path
+from typing import BinaryIO
 
 from starlette.concurrency import run_in_threadpool
 
@@ -167,9 +167,9 @@ class WorkspaceCatalog:
             if cached is not None:
                 self._cache.move_to_end(key)
                 return cached
-        data_dir = str(self.workspaces.root.parent)
         try:
-            metadata = self.runner.call(read_metadata, data_dir, session_id, found.path, found.size)
+            with self.workspaces.open_file(session_id, found.path) as handle:
+                metadata = self.runner.call(describe_open_file, found.path, found.size, file=handle)
         except IsolatedCallFailed as exc:
             metadata = FileMetadata(
                 name=found.path,
@@ -209,10 +209,9 @@ def _from_copy(source: FileMetadata, copy: FileMetadata, conversion: Conversion)
     return replace(source, summary=summary, details=details, error=None)
 
 
-def read_metadata(data_dir: str, session_id: str, path: str, size: int) -> FileMetadata:
-    """In the isolated helper: open the file without following links, then describe it."""
-    with Workspaces(Path(data_dir)).open_file(session_id, path) as handle:
-        return extract_file_metadata(path, handle, size)
+def describe_open_file(handle: BinaryIO, path: str, size: int) -> FileMetadata:
+    """In the isolated helper: describe the file the server opened (no link followed)."""
+    return extract_file_metadata(path, handle, size)
 
 
 def _extension(path: str) -> str:

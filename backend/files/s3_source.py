@@ -55,7 +55,7 @@ class S3Source:
                 self._described.move_to_end(key)
                 return self._described[key]
         try:
-            metadata = self.runner.call(describe_object, self.config, found)
+            metadata = self.runner.call(describe_object, self.config, found, network=True)
         except IsolatedCallFailed as exc:
             metadata = FileMetadata(
                 found.location.name, "", found.size, "data", "unreadable", error=str(exc)

@@ -6,13 +6,16 @@ only other writable place (the root and /dev are read-only). It has new user,
 pid, ipc, uts, cgroup and network namespaces (no network at all, not even the
 host's loopback), no capabilities, a cleared environment (no server secret is
 visible), its own session (no terminal to inject into), and it cannot create
-further user namespaces.
+further user namespaces. It also sees, read-only, the server's record of the
+files it moved into the workspace (`backend/storage/drafts.py`), so a run is judged
+only on what it wrote. `helper_command` confines the file-metadata reader alike.
 """
 
 from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from backend.storage.drafts import arrivals_folder
@@ -51,7 +54,9 @@ def worker_command() -> list[str]:
     return [sys.executable, "-I", f"{SANDBOX_WORKER_DIR}/worker.py"]
 
 
-def bwrap_command(workspace: Path) -> list[str]:
+def _confined(*, hostname: str, network: bool = False) -> list[str]:
+    """bwrap with its namespaces (the network's too unless `network`), the cleared
+    environment, the private /tmp and the read-only system and Python runtime."""
     bwrap = shutil.which("bwrap") or "bwrap"
     command = [
         bwrap,
@@ -62,9 +67,11 @@ def bwrap_command(workspace: Path) -> list[str]:
         "--die-with-parent",
         "--new-session",
         "--cap-drop", "ALL",
-        "--hostname", "sandbox",
+        "--hostname", hostname,
         "--clearenv",
     ]  # fmt: skip
+    if network:
+        command.insert(2, "--share-net")
     for name, value in _ENVIRONMENT.items():
         command += ["--setenv", name, value]
     command += [
@@ -80,6 +87,34 @@ def bwrap_command(workspace: Path) -> list[str]:
     ]  # fmt: skip
     for root in python_runtime():
         command += ["--ro-bind", str(root), str(root)]
+    return command
+
+
+def helper_command(
+    argv: list[str], code: Sequence[tuple[Path, str]], *, network: bool = False
+) -> list[str]:
+    """A helper that parses untrusted files (`backend/files/isolation.py`): the sandbox's
+    namespaces and runtime, the `code` folders read-only (host path, sandbox path), and
+    nothing else; the file it reads arrives as an open descriptor. With `network`, it
+    shares the host's network (and its resolver and certificates) to read S3 objects."""
+    command = _confined(hostname="reader", network=network)
+    for host, inside in code:
+        command += ["--ro-bind", str(host), inside]
+    if network:
+        for name in ("resolv.conf", "hosts", "nsswitch.conf", "ssl", "ca-certificates"):
+            command += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    command += [
+        "--proc", "/proc",
+        "--dev", "/dev",
+        "--remount-ro", "/",
+        "--",
+        *argv,
+    ]  # fmt: skip
+    return command
+
+
+def bwrap_command(workspace: Path) -> list[str]:
+    command = _confined(hostname="sandbox")
     command += [
         "--ro-bind", str(WORKER_DIR), SANDBOX_WORKER_DIR,
         "--ro-bind", str(arrivals_folder(workspace)), SANDBOX_ARRIVALS,
