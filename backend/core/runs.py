@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from backend.core.chat_service import Turn
 from backend.core.llm import LLMError
+from backend.storage.sessions import session_key
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ class Run:
         self.id = uuid.uuid4().hex
         self.turn = turn
         self.user_id = user_id
-        self.session_id = turn.conversation.session_id
+        self.session_key = turn.conversation.session_key
         self.conversation_id = turn.conversation.id
         self.status: RunStatus = "running"
         self.finished_at: float | None = None
@@ -112,7 +113,7 @@ class RunRegistry:
     def __init__(self, keep_finished_seconds: float = KEEP_FINISHED_SECONDS) -> None:
         self.keep_finished_seconds = keep_finished_seconds
         self._runs: dict[str, Run] = {}
-        self._starting: set[tuple[int, str]] = set()  # (user, session) whose turn is opening
+        self._starting: set[str] = set()  # the session keys whose turn is opening
 
     async def start(
         self, user_id: int, session_id: str | None, open_turn: Callable[[], Awaitable[Turn]]
@@ -124,16 +125,16 @@ class RunRegistry:
         (Another user's session is `open_turn`'s to refuse, as unknown.)
         """
         self._forget_old()
-        key = (user_id, session_id or "")
-        if session_id is not None:
-            active = self.active_for(session_id)
-            if key in self._starting or (active is not None and active.user_id == user_id):
-                raise RunInProgress(session_id)
+        key = session_key(user_id, session_id) if session_id is not None else None
+        if key is not None:
+            if key in self._starting or self.active_for(key) is not None:
+                raise RunInProgress(key)
             self._starting.add(key)
         try:
             turn = await open_turn()
         finally:
-            self._starting.discard(key)
+            if key is not None:
+                self._starting.discard(key)
         run = Run(turn, user_id)
         self._runs[run.id] = run
         run.start()
@@ -144,11 +145,19 @@ class RunRegistry:
         run = self._runs.get(run_id)
         return run if run is not None and run.user_id == user_id else None
 
-    def active_for(self, session_id: str) -> Run | None:
+    def active_for(self, key: str) -> Run | None:
+        """The unfinished run of the session key `key`."""
         return next(
-            (r for r in self._runs.values() if r.session_id == session_id and not r.finished),
+            (r for r in self._runs.values() if r.session_key == key and not r.finished),
             None,
         )
+
+    def forget_session(self, key: str) -> None:
+        """Drop the finished runs of the session key `key`, and their events (a deleted
+        session)."""
+        for run_id, run in list(self._runs.items()):
+            if run.session_key == key and run.finished:
+                del self._runs[run_id]
 
     def _forget_old(self) -> None:
         cutoff = time.monotonic() - self.keep_finished_seconds

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from backend.storage.sessions import client_id, session_key
+
 
 @dataclass(frozen=True)
 class UserLimits:
@@ -48,7 +50,7 @@ class ApiKey:
 class Conversation:
     id: str
     user_id: int
-    session_id: str
+    session_key: str  # `u<user id>-<session id>` (backend/storage/sessions.py)
     title: str
     created_at: float
     updated_at: float
@@ -57,7 +59,13 @@ class Conversation:
     def new(cls, user_id: int, title: str) -> Conversation:
         """A conversation for a new session, not stored yet (`Store.start_conversation`)."""
         now = time.time()
-        return cls(uuid.uuid4().hex, user_id, uuid.uuid4().hex, title[:80], now, now)
+        key = session_key(user_id, uuid.uuid4().hex)
+        return cls(uuid.uuid4().hex, user_id, key, title[:80], now, now)
+
+    @property
+    def session_id(self) -> str:
+        """The session id as its owner knows it, for the wire."""
+        return client_id(self.session_key)
 
 
 @dataclass(frozen=True)
@@ -164,6 +172,13 @@ class Store(Protocol):
     def session_owner(self, session_id: str) -> int | None:
         """The user who owns `session_id`, or None if nobody has used it yet."""
         ...
+
+    def legacy_sessions(self) -> list[tuple[str, str]]:
+        """(old id, key) of the sessions stored before ids were namespaced by their owner
+        whose workspaces may still need renaming (migration 4)."""
+        ...
+
+    def forget_legacy_session(self, old_id: str) -> None: ...
 
     def list_conversations(self, user_id: int) -> list[Conversation]: ...
 

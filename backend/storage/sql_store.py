@@ -238,7 +238,7 @@ class SQLStore:
                 "INSERT INTO conversations"
                 " (id, user_id, session_id, title, created_at, updated_at)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
-                (c.id, c.user_id, c.session_id, c.title[:80], c.created_at, c.updated_at),
+                (c.id, c.user_id, c.session_key, c.title[:80], c.created_at, c.updated_at),
             )
             if text:
                 _insert_message(db, c.id, "user", text, {})
@@ -249,6 +249,15 @@ class SQLStore:
                 "SELECT user_id FROM conversations WHERE session_id = ?", (session_id,)
             ).fetchone()
         return int(row["user_id"]) if row else None
+
+    def legacy_sessions(self) -> list[tuple[str, str]]:
+        with self.database.reading() as db:
+            rows = db.execute("SELECT old_id, session_key FROM legacy_sessions").fetchall()
+        return [(str(row["old_id"]), str(row["session_key"])) for row in rows]
+
+    def forget_legacy_session(self, old_id: str) -> None:
+        with self.database.transaction() as db:
+            db.execute("DELETE FROM legacy_sessions WHERE old_id = ?", (old_id,))
 
     def list_conversations(self, user_id: int) -> list[Conversation]:
         with self.database.reading() as db:

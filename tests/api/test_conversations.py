@@ -47,9 +47,19 @@ def test_session_continues_and_users_are_isolated(
         assert bob.get("/api/conversations").json() == []
         assert bob.get(f"/api/conversations/{conversation_id}").status_code == 404
         assert bob.delete(f"/api/conversations/{conversation_id}").status_code == 404
-        hijack = bob.post("/api/chat", json={"message": "first", "session_id": "s-1"})
-        assert hijack.status_code == 404
-        assert hijack.json() == {"detail": "Session not found.", "code": "session_not_found"}
+        # Sessions are namespaced by their owner: bob's "s-1" is his own, and empty.
+        assert bob.get("/api/sessions/s-1/files").status_code == 404
+        mine = bob.post(
+            "/api/upload", data={"session_id": "s-1"}, files={"file": ("b.csv", b"x\n1\n")}
+        )
+        assert mine.status_code == 201, mine.text
+        assert mine.json()["session_id"] == "s-1"
+        (own,) = bob.get("/api/conversations").json()
+        assert own["session_id"] == "s-1" and own["id"] != conversation_id
+        assert [f["path"] for f in bob.get("/api/sessions/s-1/files").json()] == [
+            "notepad.json",
+            "uploads/b.csv",
+        ]
         assert (
             bob.post("/api/users", json={"username": "eve", "password": "x" * 8}).status_code == 403
         )

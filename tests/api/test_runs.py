@@ -132,17 +132,18 @@ def test_only_the_owner_sees_or_stops_a_run(server: LiveServer) -> None:
             other.post(f"/api/runs/{run_id}/cancel"),
             http.get("/api/runs/no-such-run"),
         ]
-        # Not even "busy": another user's session is unknown.
-        intruder = other.post("/api/runs", json={"message": "hi", "session_id": "mine"})
+        # Sessions are namespaced by their owner: eve's "mine" is not this one (and unused).
+        intruder = other.get("/api/sessions/mine/files")
         still = http.get(f"/api/runs/{run_id}").json()["status"]
         # Deleting the conversation stops its run too.
         deleted = http.delete(f"/api/conversations/{run['conversation_id']}")
-        gone = http.get(f"/api/runs/{run_id}").json()["status"]
+        gone = http.get(f"/api/runs/{run_id}")
     assert [a.status_code for a in answers] == [404, 404, 404, 404]
     assert all(a.json()["detail"] == "Run not found." for a in answers)
     assert intruder.status_code == 404, intruder.text
     assert still == "running"
-    assert deleted.status_code == 204 and gone == "cancelled"
+    # ...and forgets it with the rest of the session.
+    assert deleted.status_code == 204 and gone.status_code == 404
 
 
 def test_bad_run_requests_are_clear_errors(server: LiveServer) -> None:

@@ -100,8 +100,12 @@ def test_names_and_sessions_are_checked(server: LiveServer) -> None:
     )
     assert other.status_code == 201, other.text
     with server.client(server.token("other", "other-password")) as http:
+        # Their own session "s": the admin's file is neither seen nor replaced.
         response = http.put("/api/sessions/s/uploads/ok.csv", content=b"a\n2\n")
-        assert response.status_code == 404
+        assert response.status_code == 201
+    assert (uploads_dir(server, "s") / "ok.csv").read_bytes() == b"a\n1\n"
+    with server.client() as http:
+        assert http.get("/api/sessions/s/files/uploads/ok.csv").content == b"a\n1\n"
     unauthenticated = httpx.put(f"{server.url}/api/sessions/s/uploads/x.csv", content=b"a\n")
     assert unauthenticated.status_code == 401
 

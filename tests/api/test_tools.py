@@ -65,20 +65,26 @@ def test_code_runs_in_the_session_and_answers_in_the_tool_shape(
     assert [json.loads(line)["success"] for line in audit] == [True, False, False]
 
 
-def test_another_users_session_is_404_everywhere(start_server: StartServer, tmp_path: Path) -> None:
+def test_another_users_session_id_names_their_own_session(
+    start_server: StartServer, tmp_path: Path
+) -> None:
     server = start_server(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", []))
     with server.client() as admin:
         admin.post("/api/tools/python_coder", json={"session_id": "mine", "code": "x = 1"})
         admin.post("/api/users", json={"username": "bob", "password": "bob-password"})
     with server.client(server.token("bob", "bob-password")) as bob:
-        attempts = [
-            bob.post("/api/tools/python_coder", json={"session_id": "mine", "code": "print(x)"}),
-            bob.post("/api/upload", data={"session_id": "mine"}, files={"file": ("a.csv", b"a")}),
+        unknown = [
             bob.get("/api/sessions/mine/files"),
             bob.get("/api/sessions/mine/files/variables/x.json"),
             bob.get("/api/sessions/never-used/files"),
         ]
-    assert [response.status_code for response in attempts] == [404] * 5
+        # Bob's "mine" is a session of his own: the admin's variables are not in it.
+        run = bob.post("/api/tools/python_coder", json={"session_id": "mine", "code": "print(x)"})
+        files = bob.get("/api/sessions/mine/files").json()
+    assert [response.status_code for response in unknown] == [404] * 3
+    assert run.status_code == 200 and not run.json()["success"]
+    assert "NameError" in run.json()["error"]
+    assert "variables/x.json" not in [f["path"] for f in files]
 
 
 def test_uploads_are_checked(start_server: StartServer, tmp_path: Path) -> None:

@@ -85,9 +85,7 @@ async def read_data_files(
     """The session's uploaded data files, then the allowlisted S3 objects, with their metadata
     (seed 002's get_available_files); an S3 failure is a 502 or 503 naming the endpoint."""
     key = await current_session(services, user, session_id)
-    files = await services.catalog.data_files(
-        key, include_s3=source != "uploads", strict=True
-    )
+    files = await services.catalog.data_files(key, include_s3=source != "uploads", strict=True)
     if source == "s3":
         files = [f for f in files if is_s3(f.name)]
     return [FileInfoPublic(**f.to_dict()) for f in files]

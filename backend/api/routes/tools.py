@@ -27,14 +27,17 @@ from backend.models.tools import (
     ToolResponse,
 )
 from backend.storage import User
+from backend.storage.sessions import owner_of, session_key
 from backend.storage.workspaces import NotARegularFile, UnsafePath
 from backend.tools.python_coder.llm import CoderLLM
 from backend.tools.python_coder.request import CoderRequest
 from backend.tools.python_coder.result import new_run_id
 from backend.tools.python_coder.steps import FileLoad, SessionStep, file_loads
 from backend.tools.python_coder.tdd import solve_tdd
+from backend.tools.python_coder.tdd.cache import user_cache_dir
 from backend.tools.python_coder.tdd.standalone import standalone_tests
 from backend.tools.sandbox.ast_check import check_code
+from backend.tools.sandbox.command import SANDBOX_WORKSPACE
 from backend.tools.sandbox.executor import BasePythonExecutor, ExecutionResult
 
 router = APIRouter(prefix="/api/tools", tags=["tools"], responses=CLIENT_ERRORS)
@@ -48,10 +51,11 @@ async def run_python_coder(
     body: PythonCoderRequest, user: CurrentUser, services: ServicesDep, http: Request
 ) -> ToolResponse | CoderResponse | TDDResponse | Response:
     """Run code, or answer a question with generated code, in the session's sandbox."""
+    key = session_key(user.id, body.session_id)  # namespaced by its owner
     await services.limits.check_disk_for_run(user)  # a 507 once the user's quota is full
     if body.mode == "code":
-        return await _run_code(body, user, services)
-    if services.store.session_owner(body.session_id) != user.id:
+        return await _run_code(body, key, user, services)
+    if services.store.session_owner(key) != user.id:
         raise ApiError(
             404,
             f"Session '{body.session_id}' not found: upload a file to it or chat in it first.",
@@ -59,14 +63,15 @@ async def run_python_coder(
         )
     model = await services.llm.resolve_model(body.model or services.llm.default_model)
     llm = CoderLLM.for_backend(
-        services.llm, model, services.audit, user=user.username, session_id=body.session_id
+        services.llm, model, services.audit, user=user.username, session_id=key
     )
-    executor = _executor(services, body.session_id)
-    await services.shared.pull(body.session_id)
+    executor = _executor(services, key)
+    await services.shared.pull(key)
     try:
         if body.mode == "tdd":
-            return await unless_disconnected(http, _run_tdd(body, services, llm, executor))
-        return await unless_disconnected(http, _run_generate(body, user, services, llm, executor))
+            return await unless_disconnected(http, _run_tdd(body, key, services, llm, executor))
+        generate = _run_generate(body, key, user, services, llm, executor)
+        return await unless_disconnected(http, generate)
     except ClientGone:
         return Response(status_code=499)
 
@@ -80,18 +85,19 @@ def _executor(services: Services, session_id: str) -> BasePythonExecutor:
 
 async def _run_generate(
     body: PythonCoderRequest,
+    key: str,
     user: User,
     services: Services,
     llm: CoderLLM,
     executor: BasePythonExecutor,
 ) -> CoderResponse:
-    conversation = services.store.conversation_for_session(user.id, body.session_id, "")
+    conversation = services.store.conversation_for_session(user.id, key, "")
     history = [
         (message.role, message.content)
         for message in services.store.list_messages(conversation.id)[-_HISTORY:]
     ]
     request = CoderRequest(
-        session_id=body.session_id,
+        session_id=key,
         query=body.query or "",
         files=body.files,
         file_paths=body.file_paths,
@@ -107,12 +113,11 @@ async def _run_generate(
         raise ApiError(415, str(exc), code="unsupported_file_type") from None
     except (UnsafePath, NotARegularFile) as exc:
         raise ApiError(400, f"Invalid file path: {exc}", code="bad_path") from None
-    workspace = services.workspaces.path(body.session_id)
     services.audit.tool_run(
         tool="python_coder",
         mode="generate",
         user=user.username,
-        session_id=body.session_id,
+        session_id=key,
         query=body.query,
         code=result.code,
         success=result.success,
@@ -124,12 +129,16 @@ async def _run_generate(
         execution_time=result.execution_time,
     )
     return CoderResponse(
-        **result.model_dump(), session_id=body.session_id, workspace=str(workspace)
+        **result.model_dump(), session_id=body.session_id, workspace=SANDBOX_WORKSPACE
     )
 
 
 async def _run_tdd(
-    body: PythonCoderRequest, services: Services, llm: CoderLLM, executor: BasePythonExecutor
+    body: PythonCoderRequest,
+    key: str,
+    services: Services,
+    llm: CoderLLM,
+    executor: BasePythonExecutor,
 ) -> TDDResponse:
     """Build the functions test-first; a solution that passes its tests joins the session's
     steps with its tests (the TDD run itself leaves the session's variables as they were)."""
@@ -138,7 +147,7 @@ async def _run_tdd(
         body.query or "",
         llm,
         executor,
-        settings.DATA_DIR / "tdd_cache",
+        user_cache_dir(settings.DATA_DIR / "tdd_cache", owner_of(key)),
         max_iterations=settings.PYTHON_CODE_MAX_ITERATIONS,
         settings_key={"prefilter": settings.AST_PREFILTER, "timeout": settings.PYTHON_CODE_TIMEOUT},
     )
@@ -151,24 +160,26 @@ async def _run_tdd(
             tests=standalone_tests(solution.tests),
             output=f"{len(solution.tests)} of {len(solution.tests)} tests passed",
         )
-        await services.steps.record(body.session_id, step)
+        await services.steps.record(key, step)
     return TDDResponse.from_solution(solution)
 
 
-async def _run_code(body: PythonCoderRequest, user: User, services: Services) -> ToolResponse:
+async def _run_code(
+    body: PythonCoderRequest, key: str, user: User, services: Services
+) -> ToolResponse:
     started = time.monotonic()
     code = body.code or ""
-    services.store.conversation_for_session(user.id, body.session_id, f"Session {body.session_id}")
-    workspace = services.workspaces.ensure(body.session_id)
+    services.store.conversation_for_session(user.id, key, f"Session {body.session_id}")
+    services.workspaces.ensure(key)
     problems = check_code(code) if services.settings.AST_PREFILTER else []
     if problems:
         result = ExecutionResult(
             success=False, error="The code was not run:\n" + "\n".join(problems)
         )
     else:
-        executor = _executor(services, body.session_id)
-        await services.shared.pull(body.session_id)
-        result, loads = await _load_files(body, services, executor)
+        executor = _executor(services, key)
+        await services.shared.pull(key)
+        result, loads = await _load_files(body, key, services, executor)
         if result.success:
             result = await executor.run(code, body.timeout)
         if result.success:
@@ -180,7 +191,7 @@ async def _run_code(body: PythonCoderRequest, user: User, services: Services) ->
                 output=result.stdout,
                 files=result.files,
             )
-            await services.steps.record(body.session_id, step)
+            await services.steps.record(key, step)
     stdout = result.stdout + (_TRUNCATION_NOTICE if result.truncated else "")
     response = ToolResponse(
         success=result.success,
@@ -189,7 +200,7 @@ async def _run_code(body: PythonCoderRequest, user: User, services: Services) ->
             stdout=stdout,
             stderr=result.stderr,
             files=result.files,
-            workspace=str(workspace),
+            workspace=SANDBOX_WORKSPACE,  # as the code sees it: no server path on the wire
             returncode=0 if result.success else 1,
         ),
         metadata=ToolMetadata(
@@ -204,7 +215,7 @@ async def _run_code(body: PythonCoderRequest, user: User, services: Services) ->
         tool="python_coder",
         mode="code",
         user=user.username,
-        session_id=body.session_id,
+        session_id=key,
         code=code,
         success=result.success,
         error=result.error,
@@ -215,7 +226,7 @@ async def _run_code(body: PythonCoderRequest, user: User, services: Services) ->
 
 
 async def _load_files(
-    body: PythonCoderRequest, services: Services, executor: BasePythonExecutor
+    body: PythonCoderRequest, key: str, services: Services, executor: BasePythonExecutor
 ) -> tuple[ExecutionResult, list[FileLoad]]:
     """Load `file_paths` into their variables before the code runs; also how a notebook
     loads them."""
@@ -224,7 +235,7 @@ async def _load_files(
     mapping, files = {}, []
     for name, variable in body.file_paths.items():
         try:
-            metadata = await services.catalog.usable(body.session_id, name)
+            metadata = await services.catalog.usable(key, name)
         except FileNotInWorkspace:
             raise ApiError(
                 404, f"File not found in the session: {name}", code="file_not_found"

@@ -4,9 +4,9 @@ The key is a hash of the instruction, the model and the generation settings,
 so a hit is a solution that this model, asked the same thing the same way,
 already produced and verified. Each user has a cache of their own
 (`user_cache_dir`): a solution was verified in its author's sandbox, and it lands
-in the exported notebook of whoever gets it, so it is never handed to another user. Only solutions whose tests all passed are
-stored: a failed attempt may succeed next time, and a hit must never hand back
-code known to be wrong.
+in the exported notebook of whoever gets it, so it is never handed to another user.
+Only solutions whose tests all passed are stored: a failed attempt may succeed next
+time, and a hit must never hand back code known to be wrong.
 """
 
 from __future__ import annotations
