@@ -43,7 +43,14 @@ def main() -> int:
     host = "127.0.0.1" if settings.HOST in ("0.0.0.0", "::") else settings.HOST
     server = _Server(
         uvicorn.Config(
-            app, host=settings.HOST, port=settings.PORT, log_level=settings.LOG_LEVEL.lower()
+            app,
+            host=settings.HOST,
+            port=settings.PORT,
+            log_level=settings.LOG_LEVEL.lower(),
+            # Forwarded headers only from TRUSTED_PROXIES. Passed even when empty: left
+            # None, uvicorn would read FORWARDED_ALLOW_IPS (and trust loopback without it).
+            proxy_headers=bool(settings.TRUSTED_PROXIES),
+            forwarded_allow_ips=settings.TRUSTED_PROXIES,
         )
     )
     server.url = f"http://{host}:{settings.PORT}/"

@@ -4,6 +4,10 @@ The API server already serves the UI at `/`; this is for running the page on a
 port of its own. It serves the same files under the same headers and forwards
 `/api`, `/v1` and `/health` to the API on PORT, streaming the replies (server-sent
 events included), so the page is same-origin here too and needs no CORS.
+
+It sets `X-Forwarded-For` and `-Proto` itself, from the client's socket, dropping
+whatever the client sent: start the API with TRUSTED_PROXIES=127.0.0.1 so that it
+sees (and throttles logins by) each client's own address.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from backend.config import ConfigError, load_settings
 
 _FORWARDED = ("/api/", "/v1/", "/health")
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"}
+# Set here from the socket; a client's own would let it pick its address for each try.
+_SET_HERE = {"x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "forwarded", "x-real-ip"}
 _CHUNK = 64 * 1024
 
 
@@ -76,8 +82,12 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
     def _forward(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
+        headers = {
+            k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP | _SET_HERE
+        }
         headers["Host"] = f"{self.api_host}:{self.api_port}"
+        headers["X-Forwarded-For"] = self.client_address[0]
+        headers["X-Forwarded-Proto"] = "http"
         upstream = http.client.HTTPConnection(self.api_host, self.api_port, timeout=3600)
         try:
             upstream.request(

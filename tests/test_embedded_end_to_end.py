@@ -14,7 +14,8 @@ from tests.support.live_server import free_port
 
 def test_openai_sdk_chats_with_the_embedded_model(start_server: StartServer) -> None:
     server = start_server(LLM_BACKEND="auto", OLLAMA_HOST=f"http://127.0.0.1:{free_port()}")
-    health = httpx.get(f"{server.url}/health").json()
+    admin = {"Authorization": f"Bearer {server.token()}"}  # the details are for admins
+    health = httpx.get(f"{server.url}/health", headers=admin).json()
     assert health["llm"]["backend"] == "embedded"
     assert "Ollama did not answer" in health["llm"]["reason"]
 

@@ -7,6 +7,7 @@ names the variable, so a typo stops start-up with a readable message.
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Literal
 
@@ -72,10 +73,13 @@ class Settings(BaseSettings):
     ADMIN_PASSWORD: str = ""  # empty: generated on first start and printed once
     SECRET_KEY: str = ""  # empty: generated on first start and kept in DATA_DIR
     JWT_EXPIRATION_HOURS: float = Field(default=24, gt=0)
-    # Failed logins per user name and per address: this many are free, then the wait
-    # starts at LOGIN_BACKOFF_SECONDS and doubles with each failure (up to 15 min).
+    # Failed logins per user name from one address, and per address: this many are free,
+    # then the wait starts at LOGIN_BACKOFF_SECONDS and doubles with each failure (up to 15 min).
     LOGIN_FREE_ATTEMPTS: int = Field(default=5, ge=1)
     LOGIN_BACKOFF_SECONDS: float = Field(default=1.0, gt=0)
+    # Proxies (comma-separated addresses or CIDRs) whose X-Forwarded-For/-Proto are
+    # believed; empty: none, a client's address is its socket's.
+    TRUSTED_PROXIES: str = ""
     # /docs, /redoc and /openapi.json (off: not served).
     API_DOCS: bool = True
 
@@ -126,6 +130,17 @@ class Settings(BaseSettings):
         if value and (value.lower() in _PLACEHOLDER_SECRETS or len(value) < 32):
             raise ValueError("must be at least 32 random characters (or unset to generate one)")
         return value
+
+    @field_validator("TRUSTED_PROXIES")
+    @classmethod
+    def _addresses_or_networks(cls, value: str) -> str:
+        entries = [entry.strip() for entry in value.split(",") if entry.strip()]
+        for entry in entries:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(f"'{entry}' is not an IP address or CIDR network") from None
+        return ",".join(entries)
 
     @field_validator("OLLAMA_HOST", "OPENAI_BASE_URL", "TAVILY_BASE_URL", "S3_ENDPOINT_URL")
     @classmethod

@@ -9,13 +9,17 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from backend.core.llm.schema_bounds import check_schema
 from backend.core.router import AgentType
 from backend.models.common import SessionId, Text
+
+# A schema a reply is constrained to: it becomes a grammar, so it is bounded (a 400 past).
+JsonSchema = Annotated[dict[str, Any], AfterValidator(check_schema)]
 
 
 class TextPart(BaseModel):
@@ -58,7 +62,7 @@ class ChatMessageIn(BaseModel):
 class FunctionSpec(BaseModel):
     name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
     description: Text | None = None
-    parameters: dict[str, Any] | None = None
+    parameters: JsonSchema | None = None  # a required call is decoded under it
     strict: bool | None = None
 
 
@@ -85,7 +89,7 @@ class JsonSchemaFormat(BaseModel):
 
     name: Text = Field(min_length=1, max_length=64)
     description: Text | None = None
-    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    schema_: JsonSchema | None = Field(default=None, alias="schema")
     strict: bool | None = None
 
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from backend.core.router import AgentType
 from backend.models.common import SessionId, Text
-from backend.models.openai import first_unsupported
+from backend.models.openai import JsonSchema, first_unsupported
 
 
 class ContentPart(BaseModel):
@@ -56,7 +56,7 @@ class FunctionTool(BaseModel):
     type: Literal["function"]
     name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
     description: Text | None = None
-    parameters: dict[str, Any] | None = None
+    parameters: JsonSchema | None = None
     strict: bool | None = None
 
 
@@ -70,7 +70,7 @@ class TextFormat(BaseModel):
 
     type: Literal["text", "json_object", "json_schema"]
     name: Text | None = None
-    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    schema_: JsonSchema | None = Field(default=None, alias="schema")
     strict: bool | None = None
 
 

@@ -88,11 +88,15 @@ def test_acknowledged_message_survives_kill_9(tmp_path: Path, database_url: str)
         server.stop()
 
 
+def _admin(server: LiveServer) -> dict[str, str]:
+    return {"Authorization": f"Bearer {server.token()}"}
+
+
 def test_health_reports_backend_model_and_sandbox(tmp_path: Path, database_url: str) -> None:
     server = scripted_server(tmp_path, [], ADMIN_PASSWORD="pw-12345678", DATABASE_URL=database_url)
     server.start()
     try:
-        answer = httpx.get(f"{server.url}/health")
+        answer = httpx.get(f"{server.url}/health", headers=_admin(server))  # details: admins
     finally:
         server.stop()
     health = answer.json()
@@ -121,7 +125,7 @@ def test_health_warns_when_the_sandbox_is_switched_off(tmp_path: Path) -> None:
     server = scripted_server(tmp_path, [], ADMIN_PASSWORD="pw-12345678", SANDBOX="none")
     server.start()
     try:
-        sandbox = httpx.get(f"{server.url}/health").json()["sandbox"]
+        sandbox = httpx.get(f"{server.url}/health", headers=_admin(server)).json()["sandbox"]
     finally:
         server.stop()
     assert sandbox["mode"] == "none" and sandbox["isolated"] is False

@@ -83,7 +83,7 @@ def test_a_conversation_alternating_between_two_servers_keeps_its_state(
 ) -> None:
     a, b = servers
     token = a.token()  # one sign-in serves both: one database, one SECRET_KEY
-    health = httpx.get(f"{b.url}/health").json()
+    health = httpx.get(f"{b.url}/health", headers={"Authorization": f"Bearer {token}"}).json()
     assert health["database"]["kind"] == "postgresql"
     assert health["executor"]["backend"] == "ray"
 

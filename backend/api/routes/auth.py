@@ -31,7 +31,8 @@ _THROTTLED = {
 @router.post("/login", responses={429: _THROTTLED})
 def login(body: LoginRequest, services: ServicesDep, request: Request, response: Response) -> Token:
     """Exchange a username and password for a JWT access token (also set as a cookie).
-    Repeated failures back off exponentially (429 with Retry-After)."""
+    Repeated failures of one user name from one address, or of one address, back off
+    exponentially (429 with Retry-After); another address's failures never lock you out."""
     keys = login_keys(body.username, request.client.host if request.client else None)
     wait = services.login_throttle.retry_after(*keys)
     if wait:

@@ -1,12 +1,19 @@
-"""Liveness and configuration at a glance; no auth."""
+"""What the server runs: liveness for anyone, the details for admins, the UI's part for users.
+
+Anonymous `/health` says only that the server is up: the details name the data
+directory, the database's user and host, the Ray cluster and the bucket, which are
+no one else's business. `/api/status` gives a signed-in user what the UI shows.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
-from backend.api.deps import ServicesDep
+from backend.api.deps import BearerUser, CurrentUser, ServicesDep
+from backend.api.errors import ApiError
+from backend.core.services import Services
 from backend.storage import describe_database
 from backend.storage.workspaces import SUPPORTED_EXTENSIONS
 from backend.tools.sandbox.availability import NO_CGROUP
@@ -15,36 +22,73 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/health")
-async def read_health(services: ServicesDep) -> dict[str, Any]:
-    """Report status, the database, the LLM backend and model, where code runs, the
-    sandbox isolation and upload limits."""
-    llm, sandbox = services.llm, services.sandbox
-    sandbox_body: dict[str, Any] = {
+async def read_health(services: ServicesDep, request: Request) -> dict[str, Any]:
+    """Report that the server is up. With an admin's bearer token, also the database,
+    where code runs, the LLM backend and model, the sandbox isolation and upload limits."""
+    if not await _is_admin(request):
+        return {"status": "ok"}
+    settings = services.settings
+    executor: dict[str, Any] = {"backend": settings.EXECUTOR_BACKEND}
+    if settings.EXECUTOR_BACKEND == "ray":
+        executor.update(ray_address=settings.RAY_ADDRESS, workspaces=settings.WORKSPACE_BUCKET)
+    llm = services.llm
+    return {
+        "status": "ok",
+        "database": describe_database(settings.DATABASE_URL, settings.DATA_DIR),
+        "executor": executor,
+        "llm": {"backend": llm.name, "model": llm.default_model, "reason": llm.reason},
+        "sandbox": _sandbox(services),
+        "upload": _upload_limits(services),
+    }
+
+
+@router.get("/api/status")
+async def read_status(services: ServicesDep, user: CurrentUser) -> dict[str, Any]:
+    """The LLM backend and model, the sandbox isolation and the upload limits: what the
+    UI's status line shows and what an upload may be (no paths, hosts or buckets)."""
+    llm = services.llm
+    return {
+        "llm": {"backend": llm.name, "model": llm.default_model},
+        "sandbox": _sandbox(services),
+        "upload": _upload_limits(services),
+    }
+
+
+_bearer = BearerUser()
+
+
+async def _is_admin(request: Request) -> bool:
+    """Whether the request carries an admin's valid bearer token; any other is anonymous,
+    so a probe with a stale token still learns that the server is up."""
+    try:
+        user = await _bearer(request)
+    except ApiError:
+        return False
+    return user.is_admin
+
+
+def _sandbox(services: Services) -> dict[str, Any]:
+    sandbox = services.sandbox
+    body: dict[str, Any] = {
         "mode": sandbox.mode,
         "isolated": sandbox.isolated,
         "detail": sandbox.detail,
     }
     if sandbox.isolated:
         # What bounds a run's memory: a cgroup lets DuckDB map memory and spill to disk.
-        sandbox_body["memory_bound"] = "cgroup" if sandbox.memory_cgroup else "rlimit"
+        body["memory_bound"] = "cgroup" if sandbox.memory_cgroup else "rlimit"
         if not sandbox.memory_cgroup:
-            sandbox_body["warning"] = NO_CGROUP
+            body["warning"] = NO_CGROUP
     else:
-        sandbox_body["warning"] = sandbox.detail
+        body["warning"] = sandbox.detail
+    return body
+
+
+def _upload_limits(services: Services) -> dict[str, Any]:
+    """What an upload may be, so a client can refuse a file before sending it."""
     settings = services.settings
-    executor: dict[str, Any] = {"backend": settings.EXECUTOR_BACKEND}
-    if settings.EXECUTOR_BACKEND == "ray":
-        executor.update(ray_address=settings.RAY_ADDRESS, workspaces=settings.WORKSPACE_BUCKET)
     return {
-        "status": "ok",
-        "database": describe_database(settings.DATABASE_URL, settings.DATA_DIR),
-        "executor": executor,
-        "llm": {"backend": llm.name, "model": llm.default_model, "reason": llm.reason},
-        "sandbox": sandbox_body,
-        # What an upload may be, so a client can refuse a file before sending it.
-        "upload": {
-            "max_file_mb": services.settings.PYTHON_CODE_MAX_FILE_SIZE,  # POST /api/upload
-            "max_upload_mb": services.settings.MAX_UPLOAD_SIZE_MB,  # tus and PUT
-            "extensions": sorted(SUPPORTED_EXTENSIONS),
-        },
+        "max_file_mb": settings.PYTHON_CODE_MAX_FILE_SIZE,  # POST /api/upload
+        "max_upload_mb": settings.MAX_UPLOAD_SIZE_MB,  # tus and PUT
+        "extensions": sorted(SUPPORTED_EXTENSIONS),
     }

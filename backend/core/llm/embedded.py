@@ -5,14 +5,18 @@ package ships, so nothing is downloaded at run time. llama.cpp is not
 thread-safe, so one lock serialises generations; they run in a worker thread and
 stop at the next token once the consumer goes away (a client disconnect).
 JSON-schema-constrained output goes through llama.cpp grammars, which is what
-makes a 135M model produce valid structured replies. `logprobs` come from a
-logits processor (`token_logprobs.py`).
+makes a 135M model produce valid structured replies. A grammar is built here, in
+the API's process, so it is built only from a bounded schema (`schema_bounds.py`)
+and tried before use: llama-cpp-python crashes the process on a grammar that
+llama.cpp's parser refuses. `logprobs` come from a logits processor
+(`token_logprobs.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import os
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -32,6 +36,8 @@ from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, PrivateAttr
 
+from backend.core.llm.errors import LLMError
+from backend.core.llm.schema_bounds import SchemaTooLarge, check_schema
 from backend.core.llm.token_logprobs import TokenLogprobs
 
 SHIPPED_MODEL_NAME = "smollm2-135m-instruct"
@@ -44,7 +50,6 @@ _GENERATION_KWARGS = (
     "seed",
     "frequency_penalty",
     "presence_penalty",
-    "response_format",
 )
 _DONE = object()
 
@@ -128,6 +133,8 @@ class EmbeddedChatModel(BaseChatModel):
             if cancelled is not None and cancelled.is_set():
                 return  # cancelled while waiting for the lock
             llama = self._load_locked()
+            if kwargs.get("response_format") is not None:
+                options["grammar"] = _checked_grammar(llama, kwargs["response_format"])
             logprobs = TokenLogprobs(llama, kwargs.get("top_logprobs") or 0)
             held = ""  # with logprobs, a chunk waits one step for its tokens' entries
             stream = llama.create_chat_completion(
@@ -203,6 +210,37 @@ class EmbeddedChatModel(BaseChatModel):
                 yield item
         finally:
             cancelled.set()
+
+
+def _checked_grammar(llama: Any, response_format: dict[str, Any]) -> Any:
+    """The grammar of a `{"type": "json_object", "schema": ...}` response format, built
+    only from a bounded schema and parsed once on trial: llama-cpp-python would add a
+    grammar that llama.cpp refused as a null sampler, and crash the whole process."""
+    from llama_cpp import llama_cpp, llama_grammar
+
+    schema = response_format.get("schema")
+    if schema is None:
+        text = llama_grammar.JSON_GBNF
+    else:
+        try:
+            text = llama_grammar.json_schema_to_gbnf(json.dumps(check_schema(schema)))
+        except SchemaTooLarge as exc:
+            raise _unfollowable(f"{exc}.") from None
+        except Exception as exc:  # the converter's own checks are asserts and KeyErrors
+            raise _unfollowable(f"it cannot be turned into a grammar ({exc!r}).") from None
+    trial = llama_cpp.llama_sampler_init_grammar(llama._model.vocab, text.encode("utf-8"), b"root")
+    if not trial:
+        raise _unfollowable("its grammar is too complex for llama.cpp (fewer or shorter repeats).")
+    llama_cpp.llama_sampler_free(trial)
+    return llama_grammar.LlamaGrammar.from_string(text)
+
+
+def _unfollowable(why: str) -> LLMError:
+    return LLMError(
+        f"The embedded model cannot follow this JSON schema: {why}",
+        status_code=400,
+        code="invalid_request",
+    )
 
 
 def _text_chunk(text: str, logprobs: list[dict[str, Any]] | None = None) -> ChatGenerationChunk:

@@ -17,7 +17,7 @@ import { mountMessages } from "./messages.js";
 import { detachAll, retry } from "./runs.js";
 import { mountSidebar } from "./sidebar.js";
 import { emit, on, state, STORAGE, storage } from "./state.js";
-import { loadHealth, mountStatus } from "./status.js";
+import { loadStatus, mountStatus } from "./status.js";
 import { mountUploads } from "./uploads.js";
 
 function signOutLocally(message = "") {
@@ -74,7 +74,7 @@ async function start() {
   mountAdmin();
   on("retry", (turn) => retry(turn));
 
-  const health = loadHealth();
+  const health = loadStatus();
   const token = storage.get(STORAGE.token);
   if (!token) {
     showLogin();

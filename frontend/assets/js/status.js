@@ -1,5 +1,6 @@
 /**
- * The status line (LLM backend and model, sandbox mode, from /health) and
+ * The status line (LLM backend and model, sandbox mode, from /api/status once
+ * signed in; before that /health, which only says whether the server is up) and
  * short notices for errors that belong to no message.
  */
 
@@ -7,12 +8,19 @@ import { request } from "./api.js";
 import { byId, h } from "./dom.js";
 import { emit, on, state } from "./state.js";
 
-export async function loadHealth() {
+let loads = 0;
+
+/** Read what the server runs into `state.health` (reloaded on every sign-in and sign-out). */
+export async function loadStatus() {
+  const load = ++loads;
+  let status = null;
   try {
-    state.health = await request("/health", { auth: false });
+    status = state.token ? await request("/api/status") : await request("/health", { auth: false });
   } catch {
-    state.health = null;
+    status = null;
   }
+  if (load !== loads) return; // a later load (after signing in or out) has the newer answer
+  state.health = status;
   emit("health");
 }
 
@@ -38,13 +46,17 @@ function render() {
     line.replaceChildren(h("span", { class: "status-item status-bad" }, "The server is not reachable."));
     return;
   }
-  const llm = health.llm || {};
+  if (!health.llm) {
+    line.replaceChildren(h("span", { class: "status-item" }, "The server is up."));
+    return;
+  }
+  const llm = health.llm;
   const sandbox = health.sandbox || {};
   const isolated = Boolean(sandbox.isolated);
   const parts = [
     h(
       "span",
-      { class: "status-item", title: llm.reason ? String(llm.reason) : null },
+      { class: "status-item" },
       h("span", { class: "status-dot status-ok", "aria-hidden": "true" }),
       `LLM: ${llm.backend || "unknown"}`,
       llm.model ? h("span", { class: "muted" }, ` · ${llm.model}`) : null,
@@ -78,4 +90,5 @@ export function notify(message) {
 
 export function mountStatus() {
   on("health", render);
+  on("auth", loadStatus);
 }
