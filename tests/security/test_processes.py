@@ -6,6 +6,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -21,6 +22,7 @@ from tests.security.helpers import (
     workspace,
 )
 from tests.support.live_server import LiveServer
+from tests.support.waiting import wait_for
 
 
 @pytest.fixture
@@ -59,6 +61,45 @@ def test_fork_bomb_is_stopped(
         server, "import os\nprint(len([p for p in os.listdir('/proc') if p.isdigit()]))", sid
     )
     assert int(stdout(count)) <= 8, f"bomb processes survived: {stdout(count)}"
+
+
+# Forks until refused, holding every child, then waits (briefly) for the test's go-ahead.
+HOLDING_BOMB = (
+    "import os, time\nforks = 0\nwhile True:\n    try:\n        pid = os.fork()\n"
+    "    except OSError:\n        break\n    if pid == 0:\n        time.sleep(60)\n"
+    "        os._exit(0)\n    forks += 1\nopen('at-peak', 'w').close()\n"
+    "deadline = time.monotonic() + 3\n"
+    "while not os.path.exists('release') and time.monotonic() < deadline:\n"
+    "    time.sleep(0.01)\nprint('forks', forks)\n"
+)
+
+
+def test_a_fork_bomb_leaves_another_users_sandbox_able_to_fork(
+    server: LiveServer, sid: str
+) -> None:
+    """The process limit is per sandbox and absolute: a bomb at its peak takes nothing
+    from another user's sandbox, which starts and forks as usual meanwhile."""
+    name = f"procs-{uuid.uuid4().hex[:8]}"
+    with server.client() as admin:
+        made = admin.post("/api/users", json={"username": name, "password": f"{name}-pass"})
+    assert made.status_code == 201, made.text
+    other = server.client(server.token(name, f"{name}-pass"))
+    with other, ThreadPoolExecutor(1) as pool:
+        bomb = pool.submit(run, server, HOLDING_BOMB, sid, 5)
+        peak = workspace(server, sid) / "at-peak"
+        wait_for(lambda: peak.exists() or bomb.done(), timeout=30)
+        assert peak.exists(), bomb.result()
+        code = (
+            "import subprocess\n"
+            "print(sum(subprocess.run(['true']).returncode == 0 for _ in range(20)))\n"
+        )
+        reply = other.post("/api/tools/python_coder", json={"session_id": "forks", "code": code})
+        (workspace(server, sid) / "release").touch()
+        assert reply.status_code == 200, reply.text
+        assert reply.json()["data"]["stdout"] == "20\n", reply.json()
+        bombed = stdout(bomb.result())
+    forks = int(bombed.split()[-1])
+    assert 0 < forks < 128, f"one sandbox held {forks} processes (SANDBOX_MAX_PROCESSES: 128)"
 
 
 KILLS = {

@@ -15,11 +15,12 @@ export function configureApi({ token, unauthorized }) {
 }
 
 export class ApiError extends Error {
-  constructor(message, status = 0, code = "") {
+  constructor(message, status = 0, code = "", retryAfter = 0) {
     super(message);
     this.name = "ApiError";
     this.status = status;
     this.code = code;
+    this.retryAfter = retryAfter; // seconds, from a refusal's Retry-After (a 429)
   }
 }
 
@@ -34,9 +35,14 @@ function detailOf(body) {
   return "";
 }
 
-function errorFromBody(status, statusText, body) {
+function errorFromBody(status, statusText, body, retryAfter = 0) {
   const message = detailOf(body) || `The server answered ${status}${statusText ? ` ${statusText}` : ""}.`;
-  return new ApiError(message, status, (body && body.code) || "");
+  return new ApiError(message, status, (body && body.code) || "", retryAfter);
+}
+
+function retryAfterOf(value) {
+  const seconds = Number.parseInt(value || "", 10);
+  return Number.isFinite(seconds) && seconds > 0 ? seconds : 0;
 }
 
 async function errorFromResponse(response) {
@@ -46,7 +52,7 @@ async function errorFromResponse(response) {
   } catch {
     body = null;
   }
-  return errorFromBody(response.status, response.statusText, body);
+  return errorFromBody(response.status, response.statusText, body, retryAfterOf(response.headers.get("retry-after")));
 }
 
 function headers(auth, extra) {
@@ -180,6 +186,11 @@ export function uploadFile(file, sessionId, onProgress) {
         if (total > 0) onProgress(sent / total);
       },
       onError: (error) => reject(tusError(error)),
+      // A full quota or disk, or a limit, is not a network blip: say so at once.
+      onShouldRetry: (error) => {
+        const status = error && error.originalResponse ? error.originalResponse.getStatus() : 0;
+        return status === 0 || status >= 500 ? status !== 507 : status === 409 || status === 423;
+      },
       onSuccess: () => {
         fileInfo(sessionId, `uploads/${file.name}`).then((info) => resolve({ ...info, name: file.name }), reject);
       },
@@ -205,5 +216,5 @@ function tusError(error) {
   } catch {
     body = null;
   }
-  return errorFromBody(status, "", body);
+  return errorFromBody(status, "", body, retryAfterOf(response.getHeader("Retry-After")));
 }

@@ -117,12 +117,22 @@ function buildAssistant(turn, mode) {
   return view.el;
 }
 
+// Refusals by a limit (429, 507) are not failures: their title says which limit.
+const LIMIT_TITLES = {
+  too_many_runs: "Too many runs at once",
+  too_many_sandboxes: "No sandbox free right now",
+  disk_quota_exceeded: "Your disk quota is full",
+  insufficient_storage: "The server's disk is full",
+};
+
 function errorCard(turn) {
+  const retryAfter = turn.error.retryAfter || 0;
   return h(
     "div",
     { class: "error-card", testid: "error-card", role: "alert" },
-    h("div", { class: "error-card-title" }, "Something went wrong"),
+    h("div", { class: "error-card-title" }, LIMIT_TITLES[turn.error.code] || "Something went wrong"),
     h("p", { class: "error-card-message" }, turn.error.message),
+    retryAfter ? h("p", { class: "error-card-message small" }, `You can retry in about ${retryAfter} s.`) : null,
     turn.userText
       ? h("button", { type: "button", class: "button button-secondary button-small", dataset: { retry: turn.key } }, "Retry")
       : null,

@@ -33,8 +33,8 @@ export function detachAll() {
   }
 }
 
-function failTurn(turn, message) {
-  turn.error = { message, code: "" };
+function failTurn(turn, message, code = "", retryAfter = 0) {
+  turn.error = { message, code, retryAfter };
   turn.runState = "error";
   turn.rev += 1;
   turn.textRev += 1;
@@ -71,7 +71,7 @@ export async function send(text, agentType = "auto") {
       body: { message, session_id: sessionId, agent_type: agentType },
     });
   } catch (error) {
-    failTurn(turn, error.message);
+    failTurn(turn, error.message, error.code, error.retryAfter); // a 429 or 507 says which limit
     endRunningState(turn);
     return true;
   }
