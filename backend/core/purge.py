@@ -51,6 +51,9 @@ class SessionPurge:
     async def leftovers(self, user_id: int, key: str) -> None:
         """What the session keeps outside its conversation's rows."""
         services = self.services
+        conversions = services.catalog.conversions
+        if conversions is not None:  # before the files go: no copy may land after them
+            await run_in_threadpool(conversions.forget_session, key)
         await services.shared.remove(key)
         await run_in_threadpool(services.uploads.remove_session, key)
         services.runs.forget_session(key)

@@ -85,6 +85,7 @@ class ParquetConversions:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._process: multiprocessing.process.BaseProcess | None = None
+        self._running: str | None = None  # the session whose file the helper converts
         self._closed = False
         for leftover in workspaces.root.parent.glob(f"{SCRATCH_PREFIX}*"):
             shutil.rmtree(leftover, ignore_errors=True)  # a helper killed with the server
@@ -120,6 +121,17 @@ class ParquetConversions:
         self._queue.put(_Job(session_id, found, conversion))
         return conversion
 
+    def forget_session(self, session_id: str) -> None:
+        """Drop the session's conversions and kill its running one (a deleted session), so
+        no copy lands in a workspace being deleted."""
+        with self._lock:
+            for key in [key for key in self._jobs if key[0] == session_id]:
+                del self._jobs[key]
+            process = self._process if self._running == session_id else None
+        if process is not None:
+            process.kill()
+            process.join()
+
     def _start(self) -> None:
         if self._thread is None:
             self._thread = threading.Thread(target=self._work, name="parquet", daemon=True)
@@ -153,10 +165,12 @@ class ParquetConversions:
             daemon=True,
         )
         with self._lock:
-            if self._closed:
-                return
+            current = self._jobs.get((job.session_id, job.source.path))
+            if self._closed or current is None or current[1] is not conversion:
+                return  # the session was deleted, or the file replaced, while it waited
             process.start()
             self._process = process
+            self._running = job.session_id
         sender.close()
         conversion.state = "converting"
         try:
@@ -168,7 +182,7 @@ class ParquetConversions:
                 process.kill()
                 process.join()
             with self._lock:
-                self._process = None
+                self._process = self._running = None
         logger.info(
             "Parquet copy of %s: %s%s",
             job.source.path,
