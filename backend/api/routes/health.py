@@ -12,7 +12,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from backend.api.deps import BearerUser, CurrentUser, ServicesDep
-from backend.api.errors import ApiError
+from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.core.services import Services
 from backend.storage import describe_database
 from backend.storage.workspaces import SUPPORTED_EXTENSIONS
@@ -42,7 +42,7 @@ async def read_health(services: ServicesDep, request: Request) -> dict[str, Any]
     }
 
 
-@router.get("/api/status")
+@router.get("/api/status", responses=CLIENT_ERRORS)
 async def read_status(services: ServicesDep, user: CurrentUser) -> dict[str, Any]:
     """The LLM backend and model, the sandbox isolation and the upload limits: what the
     UI's status line shows and what an upload may be (no paths, hosts or buckets)."""
