@@ -105,10 +105,6 @@ class Settings(BaseSettings):
     PYTHON_EXECUTOR_MODE: ExecutorMode = "native"
     SANDBOX: SandboxMode = "auto"
     SANDBOX_IDLE_SECONDS: float = Field(default=900, gt=0)  # reap workers idle this long
-    AST_PREFILTER: bool = True  # the helpful pre-check; the sandbox is the boundary
-
-    # Scale-out (docs/scale-out.md). `local`: each session's sandbox is a child of this
-    # server. `ray`: a named, detached Ray actor owns it, on any node of RAY_ADDRESS's
     # Processes (and threads) in one sandbox, whatever the rest of the host runs.
     SANDBOX_MAX_PROCESSES: int = Field(default=128, ge=16)
 
@@ -117,6 +113,10 @@ class Settings(BaseSettings):
     USER_MAX_RUNS: int = Field(default=2, ge=1)  # concurrent agent turns
     USER_MAX_DISK_MB: int = Field(default=20480, ge=1)  # all of the user's workspaces
     HOST_MAX_SANDBOXES: int = Field(default=0, ge=0)  # 0: memory / PYTHON_CODE_MAX_MEMORY
+    AST_PREFILTER: bool = True  # the helpful pre-check; the sandbox is the boundary
+
+    # Scale-out (docs/scale-out.md). `local`: each session's sandbox is a child of this
+    # server. `ray`: a named, detached Ray actor owns it, on any node of RAY_ADDRESS's
     # cluster, and the workspaces live in WORKSPACE_BUCKET (S3, with the S3_* credentials).
     EXECUTOR_BACKEND: ExecutorBackend = "local"
     RAY_ADDRESS: str = ""  # e.g. 10.0.0.5:6379 (empty with `ray`: a configuration error)

@@ -64,8 +64,8 @@ class Services:
     steps: StoreStepLog  # each session's successful runs, for its export
     runs: RunRegistry
     login_throttle: LoginThrottle
-
     limits: Limits  # per user: agent runs, disk, warm sandboxes
+
     async def close(self) -> None:
         await self.runs.close()
         await self.executors.close_all()
@@ -96,8 +96,8 @@ def build_services(settings: Settings) -> Services:
         store.close()
         raise
     workspaces = Workspaces(settings.DATA_DIR)
-    adopt_legacy_workspaces(store, workspaces)
     limits = Limits(settings, store, DiskUsage(workspaces.root))
+    adopt_legacy_workspaces(store, workspaces)
     shared = SharedWorkspaces(workspaces, workspace_mirror(settings))
     uploads = ResumableUploads(settings.DATA_DIR)
     uploads.remove_expired(UPLOAD_RETENTION_SECONDS)
@@ -133,8 +133,8 @@ def build_services(settings: Settings) -> Services:
         coder=coder,
         steps=steps,
         runs=RunRegistry(),
-        login_throttle=LoginThrottle(
         limits=limits,
+        login_throttle=LoginThrottle(
             store, settings.LOGIN_FREE_ATTEMPTS, settings.LOGIN_BACKOFF_SECONDS, LOGIN_MAX_BACKOFF
         ),
     )

@@ -116,6 +116,8 @@ def test_an_odd_session_id_is_refused_on_every_way_in(
         if response.status_code not in (400, 404, 405, 422)
     }
     assert not wrong, wrong
+    leaked = [route for route, answer in answers.items() if str(server.data_dir) in answer.text]
+    assert not leaked, leaked  # no server path in any answer
     assert sorted(p.name for p in server.data_dir.iterdir()) == before  # nothing made
     scratch = server.data_dir / "scratch"
     made = list(scratch.iterdir()) if scratch.exists() else []

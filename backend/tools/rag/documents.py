@@ -67,6 +67,20 @@ def read_sections(data_dir: str, session_id: str, path: str) -> list[Section]:
         return sections_from(path, handle)
 
 
+SectionRow = tuple[str, "int | None", "str | None"]
+
+
+def section_rows(handle: BinaryIO, name: str) -> list[SectionRow]:
+    """`sections_from` as plain data, for the isolated reader (`IsolatedRunner` takes only
+    plain data back); a document's own failure is a ValueError that keeps its message."""
+    try:
+        return [(s.text, s.page, s.heading) for s in sections_from(name, handle)]
+    except MemoryError:
+        raise
+    except Exception as exc:  # a damaged document can make a parser raise anything
+        raise ValueError(f"{type(exc).__name__}: {exc}") from None
+
+
 def sections_from(name: str, handle: BinaryIO) -> list[Section]:
     """The non-empty sections of a document, cut at `MAX_DOCUMENT_CHARS`."""
     extension = extension_of(name)

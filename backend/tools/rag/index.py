@@ -26,9 +26,11 @@ from backend.tools.rag.documents import (
     ISOLATED_EXTENSIONS,
     RAG_EXTENSIONS,
     Section,
+    SectionRow,
     UnsupportedDocument,
     extension_of,
     read_sections,
+    section_rows,
 )
 from backend.tools.rag.embeddings import Embedder, pack_vector, unpack_vector
 from backend.tools.rag.query import match_expression
@@ -231,17 +233,23 @@ class RagIndex:
         return info.st_size, info.st_mtime_ns
 
     def _read(self, session_id: str, source: str) -> list[Section]:
-        data_dir = str(self.workspaces.root.parent)
         if extension_of(source) not in ISOLATED_EXTENSIONS:
-            return read_sections(data_dir, session_id, source)
+            return read_sections(str(self.workspaces.root.parent), session_id, source)
         try:
-            return self.runner.call(read_sections, data_dir, session_id, source)
+            rows = self._read_isolated(session_id, source)
         except IsolatedCallFailed as exc:
             if "crashed" not in str(exc):
                 raise
             # The helper also dies when its lifetime CPU limit runs out, whatever file it
             # was reading: a fresh helper gets one more try before the file is blamed.
-            return self.runner.call(read_sections, data_dir, session_id, source)
+            rows = self._read_isolated(session_id, source)
+        return [Section(text, page, heading) for text, page, heading in rows]
+
+    def _read_isolated(self, session_id: str, source: str) -> list[SectionRow]:
+        """The parsers that a crafted file could take over run in the helper, which sees
+        only this file, opened here without following a link."""
+        with self.workspaces.open_file(session_id, source) as handle:
+            return self.runner.call(section_rows, source, file=handle)
 
     async def _embed_missing(
         self, embedder: Embedder, user_id: int, session_id: str, source: str

@@ -117,7 +117,7 @@ async def test_a_failed_attempt_is_retried_with_its_error_and_runs_in_the_sandbo
 ) -> None:
     _installed()
     llm = _coder_llm(tmp_path, [FAILING, WORKING])
-    workspace = Workspaces(tmp_path / "data").ensure("s")
+    workspace = Workspaces(tmp_path / "data").ensure("u1-s")
     async with SandboxedExecutor(workspace, LIMITS, BWRAP) as executor:
         result = await run_openinterpreter(
             "What is the south total?", "totals by region", llm, executor, timeout=120
@@ -145,7 +145,7 @@ async def test_a_reply_in_another_language_is_refused_not_run(tmp_path: Path) ->
     _installed()
     shell = "```bash\ntouch /tmp/pwned-by-openinterpreter\n```"
     llm = _coder_llm(tmp_path, [shell] * 9)
-    workspace = Workspaces(tmp_path / "data").ensure("s")
+    workspace = Workspaces(tmp_path / "data").ensure("u1-s")
     async with SandboxedExecutor(workspace, LIMITS, BWRAP) as executor:
         result = await run_openinterpreter("Make a file", "", llm, executor, timeout=120)
     assert not result.success
@@ -157,7 +157,7 @@ async def test_a_reply_in_another_language_is_refused_not_run(tmp_path: Path) ->
 async def test_an_llm_failure_stops_the_worker_and_is_raised(tmp_path: Path) -> None:
     _installed()
     llm = _coder_llm(tmp_path, [FAILING])  # nothing left for the retry
-    workspace = Workspaces(tmp_path / "data").ensure("s")
+    workspace = Workspaces(tmp_path / "data").ensure("u1-s")
     before = _children()
     async with SandboxedExecutor(workspace, LIMITS, BWRAP) as executor:
         with pytest.raises(LLMError, match="no reply left"):
@@ -219,14 +219,14 @@ async def test_without_the_venv_the_mode_names_the_install_command(
     settings = load_settings(DATA_DIR=tmp_path, PYTHON_EXECUTOR_MODE="openinterpreter")
     pool = ExecutorPool(settings, BWRAP, Workspaces(tmp_path))
     with pytest.raises(ImportError, match="make openinterpreter"):
-        pool.get_python_executor("s")
+        pool.get_python_executor("u1-s")
 
 
 def test_with_the_venv_the_mode_runs_in_the_normal_sandbox(tmp_path: Path) -> None:
     _installed()
     settings = load_settings(DATA_DIR=tmp_path, PYTHON_EXECUTOR_MODE="openinterpreter")
     pool = ExecutorPool(settings, BWRAP, Workspaces(tmp_path))
-    assert isinstance(pool.get_python_executor("s"), SandboxedExecutor)
+    assert isinstance(pool.get_python_executor("u1-s"), SandboxedExecutor)
 
 
 def test_generate_mode_over_http_uses_open_interpreter_and_our_sandbox(

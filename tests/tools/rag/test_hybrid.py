@@ -18,7 +18,7 @@ from backend.tools.rag import (
 from backend.tools.rag.embeddings import pack_vector, unpack_vector
 from tests.tools.rag.conftest import MakeIndex, Upload
 
-SESSION = "session-h"
+SESSION = "u1-session-h"
 
 # Words of one topic share a dimension: a tiny, deterministic "semantic" model.
 TOPICS = {

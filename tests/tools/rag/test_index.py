@@ -6,7 +6,7 @@ import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import pytest
 
@@ -17,7 +17,7 @@ from tests.files.helpers import zip_bomb_bytes
 from tests.tools.rag.conftest import Upload
 from tests.tools.rag.samples import docx_bytes, filler, pdf_bytes
 
-SESSION = "session-a"
+SESSION = "u1-session-a"
 T = TypeVar("T")
 
 
@@ -79,10 +79,10 @@ async def test_bm25_ranks_passages_matching_more_terms_higher(
 async def test_one_users_search_never_returns_another_users_passages(
     index: RagIndex, upload: Upload, tmp_path: Path
 ) -> None:
-    upload("s-1", "secret.txt", "The launch code is pineapple.")
-    upload("s-2", "public.txt", "The cafeteria serves pineapple on Fridays.")
-    await index.index_session(1, "s-1")
-    await index.index_session(2, "s-2")
+    upload("u1-s-1", "secret.txt", "The launch code is pineapple.")
+    upload("u2-s-2", "public.txt", "The cafeteria serves pineapple on Fridays.")
+    await index.index_session(1, "u1-s-1")
+    await index.index_session(2, "u2-s-2")
     assert [p.source for p in await index.search(1, "pineapple")] == ["uploads/secret.txt"]
     assert [p.source for p in await index.search(2, "pineapple")] == ["uploads/public.txt"]
     assert await index.search(2, "launch code") == []
@@ -96,14 +96,14 @@ async def test_one_users_search_never_returns_another_users_passages(
 
 
 async def test_search_can_be_limited_to_one_session(index: RagIndex, upload: Upload) -> None:
-    upload("s-1", "a.txt", "Quarterly kiwi harvest.")
-    upload("s-2", "b.txt", "Annual kiwi harvest.")
-    await index.index_session(1, "s-1")
-    await index.index_session(1, "s-2")
+    upload("u1-s-1", "a.txt", "Quarterly kiwi harvest.")
+    upload("u1-s-2", "b.txt", "Annual kiwi harvest.")
+    await index.index_session(1, "u1-s-1")
+    await index.index_session(1, "u1-s-2")
     assert len(await index.search(1, "kiwi")) == 2
-    assert [p.session_id for p in await index.search(1, "kiwi", session_id="s-2")] == ["s-2"]
-    await index.forget_session(1, "s-2")
-    assert [p.session_id for p in await index.search(1, "kiwi")] == ["s-1"]
+    assert [p.session_id for p in await index.search(1, "kiwi", session_id="u1-s-2")] == ["u1-s-2"]
+    await index.forget_session(1, "u1-s-2")
+    assert [p.session_id for p in await index.search(1, "kiwi")] == ["u1-s-1"]
 
 
 async def test_reindexing_is_a_no_op_unless_the_file_changed(
@@ -244,11 +244,17 @@ class ScriptedRunner(IsolatedRunner):
         self.failures = failures
         self.calls: list[str] = []
 
-    def call(self, function: Callable[..., T], *args: Any) -> T:
+    def call(
+        self,
+        function: Callable[..., T],
+        *args: Any,
+        file: BinaryIO | None = None,
+        network: bool = False,
+    ) -> T:
         self.calls.append(args[-1])
         if self.failures:
             raise IsolatedCallFailed(self.failures.pop(0))
-        return function(*args)
+        return function(*((file,) if file is not None else ()), *args)
 
 
 async def test_pdf_docx_and_html_are_parsed_in_the_helper(

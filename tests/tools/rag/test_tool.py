@@ -8,7 +8,7 @@ from backend.tools.rag import Passage, RagIndex, RagResult, rag_retrieval
 from tests.tools.rag.conftest import Upload
 from tests.tools.rag.samples import pdf_bytes
 
-SESSION = "session-t"
+SESSION = "u1-session-t"
 
 
 async def test_rag_retrieval_with_citations(
@@ -62,15 +62,15 @@ async def test_nothing_found_says_so_and_cites_nothing(index: RagIndex, upload: 
 async def test_unreadable_documents_and_other_sessions_are_noted(
     index: RagIndex, upload: Upload
 ) -> None:
-    upload("older", "old.txt", "Tapirs again, from last week.")
-    await index.index_session(7, "older")
+    upload("u7-older", "old.txt", "Tapirs again, from last week.")
+    await index.index_session(7, "u7-older")
     upload(SESSION, "broken.pdf", b"%PDF-1.4 not really")
     upload(SESSION, "notes.txt", "Tapirs eat leaves.")
     here = await rag_retrieval("tapirs", user_id=7, session_id=SESSION, index=index)
     assert [c["source"] for c in here.citations] == ["uploads/notes.txt"]
     assert "Note: uploads/broken.pdf could not be read" in here.as_observation()
     everywhere = await rag_retrieval("tapirs", user_id=7, session_id=None, index=index, k=10)
-    assert sorted(p.session_id for p in everywhere.passages) == ["older", "session-t"]
+    assert sorted(p.session_id for p in everywhere.passages) == ["u1-session-t", "u7-older"]
 
 
 def test_long_passages_are_shortened_in_the_observation() -> None:

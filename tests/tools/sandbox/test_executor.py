@@ -23,7 +23,7 @@ BWRAP = SandboxStatus("bwrap", "test")
 
 @pytest.fixture
 async def executor(tmp_path: Path) -> AsyncIterator[SandboxedExecutor]:
-    workspace = Workspaces(tmp_path).ensure("session")
+    workspace = Workspaces(tmp_path).ensure("u1-session")
     async with SandboxedExecutor(workspace, LIMITS, BWRAP) as running:
         yield running  # type: ignore[misc]
 
@@ -78,7 +78,7 @@ async def test_the_traceback_is_the_cells_own(executor: SandboxedExecutor) -> No
 
 
 async def test_variables_persist_in_safe_formats_and_come_back(tmp_path: Path) -> None:
-    workspace = Workspaces(tmp_path).ensure("session")
+    workspace = Workspaces(tmp_path).ensure("u1-session")
     code = (
         "import numpy as np, pandas as pd\n"
         "df = pd.DataFrame({'a': [1, 2, 3]})\n"
@@ -155,12 +155,12 @@ async def test_a_run_that_kills_its_zygote_costs_a_restart_not_the_state(
 
 
 async def test_without_bubblewrap_only_explicit_none_runs(tmp_path: Path) -> None:
-    workspace = Workspaces(tmp_path).ensure("session")
+    workspace = Workspaces(tmp_path).ensure("u1-session")
     with pytest.raises(RuntimeError, match="Code execution is off"):
         SandboxedExecutor(workspace, LIMITS, SandboxStatus("unavailable", "no bwrap"))
     async with SandboxedExecutor(workspace, LIMITS, SandboxStatus("none", "off")) as bare:
         result = await bare.run("import os\nprint(os.getcwd())")
-    assert result.stdout.strip() == str(workspace)
+    assert result.stdout.strip() == "/workspace"  # the server's path is never shown
 
 
 def test_the_factory_refuses_unknown_and_missing_modes(
@@ -170,26 +170,26 @@ def test_the_factory_refuses_unknown_and_missing_modes(
     workspaces = Workspaces(tmp_path)
     settings = load_settings(DATA_DIR=tmp_path)
     pool = ExecutorPool(settings, BWRAP, workspaces)
-    assert isinstance(pool.get_python_executor("s"), SandboxedExecutor)
-    assert pool.get_python_executor("s") is pool.get_python_executor("s")
+    assert isinstance(pool.get_python_executor("u1-s"), SandboxedExecutor)
+    assert pool.get_python_executor("u1-s") is pool.get_python_executor("u1-s")
     interpreter = ExecutorPool(
         settings.model_copy(update={"PYTHON_EXECUTOR_MODE": "openinterpreter"}), BWRAP, workspaces
     )
     with pytest.raises(ImportError, match="make openinterpreter"):
-        interpreter.get_python_executor("s")
+        interpreter.get_python_executor("u1-s")
     unknown = ExecutorPool(
         settings.model_copy(update={"PYTHON_EXECUTOR_MODE": "docker"}), BWRAP, workspaces
     )
     with pytest.raises(ValueError, match="native, openinterpreter"):
-        unknown.get_python_executor("s")
+        unknown.get_python_executor("u1-s")
 
 
 async def test_idle_workers_are_reaped_and_come_back_with_their_variables(tmp_path: Path) -> None:
     settings = load_settings(DATA_DIR=tmp_path, PYTHON_CODE_TIMEOUT=5)
     pool = ExecutorPool(settings, BWRAP, Workspaces(tmp_path))
-    await pool.get_python_executor("s").run("x = 3")
+    await pool.get_python_executor("u1-s").run("x = 3")
     assert await pool.reap_idle(idle_seconds=0) == 1
-    result = await pool.get_python_executor("s").run("print(x * 2)")
+    result = await pool.get_python_executor("u1-s").run("print(x * 2)")
     await pool.close_all()
     assert result.stdout == "6\n"
 
@@ -259,7 +259,7 @@ async def test_a_cancelled_run_does_not_leak_its_reply_into_the_next(
 async def test_after_a_restart_with_a_restored_frame_a_run_can_still_plot(tmp_path: Path) -> None:
     """Restoring parquet variables maps much address space before any run; a run's
     RLIMIT_AS is on top of that, so loading matplotlib's backend still fits."""
-    workspace = Workspaces(tmp_path).ensure("restart")
+    workspace = Workspaces(tmp_path).ensure("u1-restart")
     limits = ExecutorLimits(timeout=20, max_memory_mb=512, max_file_mb=20)
     async with SandboxedExecutor(workspace, limits, BWRAP) as first:
         made = await first.run("import pandas as pd\nframe = pd.DataFrame({'a': [1, 2]})")

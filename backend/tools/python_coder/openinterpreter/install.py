@@ -17,6 +17,6 @@ def worker_python(venv: Path | None = None) -> Path:
     if not (python.exists() and (venv / ".installed").exists()):
         raise ImportError(
             "PYTHON_EXECUTOR_MODE=openinterpreter needs the optional open-interpreter "
-            f"worker, which is not installed in {venv}: run `{INSTALL_COMMAND}`"
+            f"worker, which is not installed in {venv.name}: run `{INSTALL_COMMAND}`"
         )
     return python

@@ -52,6 +52,6 @@ def scripted_llm(replies: list[Any]) -> tuple[CoderLLM, RecordingModel]:
 
 @pytest.fixture
 async def executor(tmp_path: Path) -> AsyncIterator[SandboxedExecutor]:
-    workspace = Workspaces(tmp_path / "workspaces").ensure("session")
+    workspace = Workspaces(tmp_path / "workspaces").ensure("u1-session")
     async with SandboxedExecutor(workspace, LIMITS, SandboxStatus("bwrap", "test")) as running:
         yield running
