@@ -133,3 +133,23 @@ def test_run_frontend_forwards_the_real_client_address(
         assert login(owner, "admin", ADMIN_PASSWORD).status_code == 200
         # Through the proxy the attacker's own address is still the one throttled.
         assert login(attacker, "admin", ADMIN_PASSWORD).status_code == 429
+
+
+def test_guessing_the_current_password_of_a_stolen_token_is_throttled(server: LiveServer) -> None:
+    """A stolen token must not turn /api/auth/password into an unthrottled password oracle."""
+    token = server.token()
+    headers = {"Authorization": f"Bearer {token}"}
+    with from_address(server.url, ATTACKER) as thief, from_address(server.url, OWNER) as owner:
+        codes = [
+            thief.post(
+                "/api/auth/password",
+                json={"current_password": f"guess-{i}", "new_password": "x" * 12},
+                headers=headers,
+            ).status_code
+            for i in range(FREE + 2)
+        ]
+        assert codes == [400] * (FREE + 1) + [429], codes
+        right = {"current_password": ADMIN_PASSWORD, "new_password": "y" * 12}
+        assert thief.post("/api/auth/password", json=right, headers=headers).status_code == 429
+        # The owner, from their own address, still signs in.
+        assert login(owner, "admin", ADMIN_PASSWORD).status_code == 200

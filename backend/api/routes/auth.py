@@ -14,7 +14,8 @@ from backend.core.security import (
     hash_password,
     verify_password,
 )
-from backend.core.throttle import login_keys
+from backend.core.services import Services
+from backend.core.throttle import LoginKeys, login_keys
 from backend.models.auth import LoginRequest, PasswordChange, Token
 from backend.models.errors import ErrorBody
 
@@ -33,15 +34,7 @@ def login(body: LoginRequest, services: ServicesDep, request: Request, response:
     """Exchange a username and password for a JWT access token (also set as a cookie).
     Repeated failures of one user name from one address, or of one address, back off
     exponentially (429 with Retry-After); another address's failures never lock you out."""
-    keys = login_keys(body.username, request.client.host if request.client else None)
-    wait = services.login_throttle.retry_after(*keys)
-    if wait:
-        raise ApiError(
-            429,
-            f"Too many failed logins: try again in {wait} s.",
-            code="too_many_attempts",
-            headers={"Retry-After": str(wait)},
-        )
+    keys = _unthrottled_keys(services, body.username, request)
     user = services.store.get_user(body.username)
     # Hash even for unknown users, so response time does not reveal which names exist.
     valid = verify_password(body.password, user.password_hash if user else DUMMY_PASSWORD_HASH)
@@ -51,8 +44,29 @@ def login(body: LoginRequest, services: ServicesDep, request: Request, response:
     services.login_throttle.succeeded(*keys)
     if user.disabled:
         raise ApiError(401, "This account is disabled: ask an admin.", code="account_disabled")
+    return _signed_in(services, user.id, user.password_hash, request, response)
+
+
+def _unthrottled_keys(services: Services, username: str, request: Request) -> LoginKeys:
+    """The throttle's keys for `username` from this client; a 429 while they are locked."""
+    keys = login_keys(username, request.client.host if request.client else None)
+    wait = services.login_throttle.retry_after(*keys)
+    if wait:
+        raise ApiError(
+            429,
+            f"Too many failed attempts: try again in {wait} s.",
+            code="too_many_attempts",
+            headers={"Retry-After": str(wait)},
+        )
+    return keys
+
+
+def _signed_in(
+    services: Services, user_id: int, password_hash: str, request: Request, response: Response
+) -> Token:
+    """A new token for the user, also set as the login cookie."""
     hours = services.settings.JWT_EXPIRATION_HOURS
-    token = create_access_token(user.id, user.password_hash, services.secret_key, hours)
+    token = create_access_token(user_id, password_hash, services.secret_key, hours)
     response.set_cookie(
         AUTH_COOKIE,
         token,
@@ -84,7 +98,7 @@ def logout(request: Request, services: ServicesDep) -> Response:
     return response
 
 
-@router.post("/password")
+@router.post("/password", responses={429: _THROTTLED})
 def change_password(
     body: PasswordChange,
     user: CurrentUser,
@@ -92,21 +106,14 @@ def change_password(
     request: Request,
     response: Response,
 ) -> Token:
-    """Change your password (the current one is required). Every other token of yours
-    ends; the answer holds a new one for this session (also set as the cookie)."""
+    """Change your password (the current one is required; wrong guesses are throttled as
+    failed logins). Every other token of yours ends; the answer holds a new one for this
+    session (also set as the cookie)."""
+    keys = _unthrottled_keys(services, user.username, request)
     if not verify_password(body.current_password, user.password_hash):
+        services.login_throttle.failed(*keys)
         raise ApiError(400, "The current password is not right.", code="wrong_password")
+    services.login_throttle.succeeded(*keys)
     password_hash = hash_password(body.new_password)
     services.store.set_password_hash(user.id, password_hash)
-    hours = services.settings.JWT_EXPIRATION_HOURS
-    token = create_access_token(user.id, password_hash, services.secret_key, hours)
-    response.set_cookie(
-        AUTH_COOKIE,
-        token,
-        max_age=int(hours * 3600),
-        path="/api",
-        secure=request.url.scheme == "https",
-        httponly=True,
-        samesite="strict",
-    )
-    return Token(access_token=token)
+    return _signed_in(services, user.id, password_hash, request, response)
