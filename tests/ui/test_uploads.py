@@ -6,6 +6,7 @@ import httpx
 from playwright.sync_api import Route, expect
 
 from tests.support.agent_script import SALES
+from tests.support.live_server import LiveServer
 from tests.ui.browser import ConsoleWatch, Person, drop_file, login, screenshot
 from tests.ui.conftest import OpenPage
 
@@ -105,3 +106,24 @@ def test_unsupported_and_too_large_files_get_a_clear_message(
     expect(errors.last).to_contain_text("over the 1")
     expect(page.get_by_test_id("file-card")).to_have_count(0)
     screenshot(page, "upload-refused")
+
+
+def test_an_upload_past_the_users_disk_quota_says_so(
+    open_page: OpenPage, person: Person, ui_server: LiveServer, watch: ConsoleWatch
+) -> None:
+    """A 507 for the user's quota reads as the quota, not as a broken upload."""
+    with ui_server.client() as admin:
+        (user,) = [u for u in admin.get("/api/users").json() if u["username"] == person.username]
+        limits = {"max_sandboxes": None, "max_runs": None, "max_disk_mb": 1}
+        assert admin.patch(f"/api/users/{user['id']}", json={"limits": limits}).status_code == 200
+    watch.expect_status(507)
+    page = open_page()
+    login(page, person)
+    table = b"a,b\n" + b"1,2\n" * 150_000  # 0.6 MB: under the upload cap, twice over the quota
+    drop_file(page, "first.csv", table)
+    expect(page.get_by_test_id("file-card")).to_contain_text("first.csv")
+    drop_file(page, "second.csv", table)
+    error = page.get_by_test_id("upload-error")
+    expect(error).to_contain_text("disk quota")
+    expect(error).to_contain_text("1 MB")
+    screenshot(page, "upload-over-quota")

@@ -216,15 +216,20 @@ class SandboxedExecutor(BasePythonExecutor):
         try:
             hello = json.loads(await asyncio.wait_for(process.stdout.readline(), _START_TIMEOUT))
         except (TimeoutError, ValueError):
-            self._kill(process)
+            await self._discard(process)
             raise RuntimeError("The sandbox did not start; see the server log.") from None
         if not hello.get("ready"):
-            self._kill(process)
+            await self._discard(process)
             raise RuntimeError("The sandbox failed to start its Python worker.")
         self.restored = hello.get("restored", [])
         for problem in hello.get("problems", []):
             logger.warning("Could not restore variable %s", problem)
         return process
+
+    async def _discard(self, process: asyncio.subprocess.Process) -> None:
+        """Kill a worker that never became ready, and reap it (no zombie, no open pipe)."""
+        self._kill(process)
+        await process.wait()
 
     async def _started(self) -> asyncio.subprocess.Process:
         self._starting = True  # counted by the caps from now: the others see it
@@ -256,7 +261,13 @@ class SandboxedExecutor(BasePythonExecutor):
                     self._kill(process)
                     await process.wait()
                     self._process = None
-                process = self._process = await self._started()
+                try:
+                    process = self._process = await self._started()
+                except RuntimeError as exc:  # the caller gets a failed run, never a crash
+                    logger.error("A sandbox did not start: %s", exc)
+                    return ExecutionResult(
+                        success=False, error=f"RuntimeError: {exc} Try again shortly."
+                    )
             assert process.stdin is not None and process.stdout is not None
             request = {"id": uuid.uuid4().hex[:12], "code": code, "timeout": timeout}
             started = time.monotonic()

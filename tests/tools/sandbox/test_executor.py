@@ -271,3 +271,18 @@ async def test_after_a_restart_with_a_restored_frame_a_run_can_still_plot(tmp_pa
     assert second.restored == ["frame"]
     assert plotted.success, plotted.error
     assert plotted.stdout == "2\n" and plotted.figures
+
+
+async def test_a_sandbox_that_does_not_start_is_a_failed_run_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from backend.tools.sandbox import executor as module
+
+    workspace = Workspaces(tmp_path).ensure("u1-session")
+    monkeypatch.setattr(module, "_START_TIMEOUT", 0.5)
+    silent = SandboxedExecutor(workspace, LIMITS, SandboxStatus("none", "off"))
+    monkeypatch.setattr(silent, "_command", lambda: (["sleep", "30"], {}, str(workspace)))
+    async with silent:
+        result = await silent.run("print(1)")
+    assert not result.success
+    assert result.error is not None and "did not start" in result.error
