@@ -19,6 +19,7 @@ rlimits only.
 from __future__ import annotations
 
 import builtins
+import concurrent.futures
 import io
 import os
 import pickle
@@ -45,6 +46,7 @@ MAX_ANSWER = 64 * 1024**2
 SOURCE_ROOT = Path(__file__).resolve().parents[2]  # holds the `backend` package
 SANDBOX_CODE = "/opt/app"
 _HEADER = struct.Struct("!Q")
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="helper-spawner")
 _BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
     "from backend.files.isolation import serve; serve()"
@@ -102,9 +104,16 @@ class IsolatedRunner:
                 [sys.executable, "-I", "-c", _BOOT, SANDBOX_CODE], code, network=network
             )
         try:
-            process = subprocess.Popen(  # the socket is its stdin
-                argv, stdin=theirs.fileno(), stdout=subprocess.DEVNULL, start_new_session=True
-            )
+            # bubblewrap's --die-with-parent kills the helper when the *thread* that started
+            # it ends, and the server's worker threads end when idle: so one thread that
+            # lives as long as the server starts every helper.
+            process = _SPAWNER.submit(
+                subprocess.Popen,
+                argv,
+                stdin=theirs.fileno(),  # the socket is its stdin
+                stdout=subprocess.DEVNULL,
+                start_new_session=True,
+            ).result()
         finally:
             theirs.close()
         return process, ours

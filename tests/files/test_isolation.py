@@ -7,6 +7,7 @@ import asyncio
 import io
 import os
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -157,3 +158,19 @@ def test_metadata_is_still_extracted_by_the_confined_reader(
     info = asyncio.run(WorkspaceCatalog(workspaces, confined).info("u1-s", "sales.csv"))
     assert info.error is None and info.kind == "tabular", info
     assert [column["name"] for column in info.details["columns"]] == ["region", "price"]
+
+
+def test_a_confined_reader_outlives_the_thread_that_first_called_it() -> None:
+    """The server's worker threads end when idle; bubblewrap's --die-with-parent once killed
+    the helper with the thread that started it, and the next file "crashed the reader"."""
+    if bwrap_problem() is not None:
+        pytest.skip(f"no bubblewrap here: {bwrap_problem()}")
+    runner = IsolatedRunner(timeout=20, confine=helper_command, packages=("backend", "tests"))
+    try:
+        first: list[int] = []
+        thread = threading.Thread(target=lambda: first.append(runner.call(pid)))
+        thread.start()
+        thread.join()  # the thread that started the helper is gone
+        assert runner.call(pid) == first[0]  # the same helper, still alive
+    finally:
+        runner.close()
