@@ -72,7 +72,10 @@ def test_over_the_cap_is_refused_and_leaves_nothing(server: LiveServer) -> None:
 
 def test_more_than_the_disk_can_take_is_507(start_server: StartServer, tmp_path: Path) -> None:
     replies = write_replies(tmp_path / "r.json", [])
-    server = start_server(SCRIPTED_REPLIES=replies, MAX_UPLOAD_SIZE_MB=str(10**12))
+    # A quota past a petabyte: what refuses it is the disk, not the user's quota.
+    server = start_server(
+        SCRIPTED_REPLIES=replies, MAX_UPLOAD_SIZE_MB=str(10**12), USER_MAX_DISK_MB=str(10**9)
+    )
     host, port = server.url.removeprefix("http://").split(":")
     headers = {"Authorization": f"Bearer {server.token()}"}
     # Declare a petabyte and send nothing: the server must answer before reading.
@@ -122,10 +125,14 @@ def test_a_cut_upload_is_never_listed_and_leaves_nothing(server: LiveServer) -> 
         )
         raw.sendall(request.encode() + b"a,b\n" + b"1,2\n" * MB)  # 4 MB of 7: one write lands
         uploads = uploads_dir(server, "cut")
-        wait_for(lambda: any(p.name.startswith(".draft-") for p in uploads.iterdir()))
+        # The draft is written outside the workspace, in the server's own staging folder.
+        drafts = server.data_dir / "staging" / "u1-cut" / "drafts"
+        wait_for(lambda: drafts.is_dir() and any(drafts.iterdir()))
+        assert [p.name for p in uploads.iterdir()] == ["seed.csv"]
         listed = [f["path"] for f in http.get("/api/sessions/cut/files").json()]
         assert listed == ["notepad.json", "uploads/seed.csv"], listed
         data_files = [f["name"] for f in http.get("/api/files?session_id=cut").json()]
         assert data_files == ["uploads/seed.csv"], data_files
         raw.close()  # cut off mid-body
-        wait_for(lambda: [p.name for p in uploads.iterdir()] == ["seed.csv"])
+        wait_for(lambda: not any(drafts.iterdir()))
+        assert [p.name for p in uploads.iterdir()] == ["seed.csv"]

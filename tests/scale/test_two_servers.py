@@ -25,6 +25,7 @@ from tests.support.seaweedfs import S3Server
 from tests.support.waiting import wait_for
 
 SESSION = "alternating"
+KEY = f"u1-{SESSION}"  # the admin's session key: the actor's name
 
 
 @pytest.fixture
@@ -134,14 +135,14 @@ def test_a_conversation_alternating_between_two_servers_keeps_its_state(
     # The node holding the session's actor is lost: the next run, on B, has everything.
     connect(cluster.address, "tests")
     namespace = a.env["RAY_NAMESPACE"]
-    holder = str(ray.get(ray.get_actor(actor_name(SESSION), namespace=namespace).node.remote()))
+    holder = str(ray.get(ray.get_actor(actor_name(KEY), namespace=namespace).node.remote()))
     survivor = next(node.node_id for node in cluster.nodes if node.node_id != holder)
     cluster.remove_node(cluster.node(holder))
     try:
 
         def moved() -> bool:
             try:
-                actor = ray.get_actor(actor_name(SESSION), namespace=namespace)
+                actor = ray.get_actor(actor_name(KEY), namespace=namespace)
                 return bool(ray.get(actor.node.remote(), timeout=5) == survivor)
             except ray.exceptions.RayError:
                 return False

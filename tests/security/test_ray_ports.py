@@ -93,7 +93,7 @@ def outward_addresses() -> list[str]:
 async def test_sandboxed_code_reaches_no_ray_port(cluster: LoopbackCluster, tmp_path: Path) -> None:
     settings = ray_settings(cluster.address, tmp_path / "data", tmp_path / "ray-cache")
     pool = RayExecutorPool(settings, Workspaces(settings.DATA_DIR), None)
-    executor = pool.get_python_executor(f"rt-ray-ports-{uuid.uuid4().hex[:8]}")
+    executor = pool.get_python_executor(f"u1-rt-ray-ports-{uuid.uuid4().hex[:8]}")
     assert (await executor.run("print('warm')")).stdout == "warm\n"  # its actor is up
 
     named = ray_ports(cluster)

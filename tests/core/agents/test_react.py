@@ -122,7 +122,8 @@ async def test_react_answers_from_a_csv_and_a_failed_attempt_reaches_the_next_ge
     workspaces = Workspaces(tmp_path)
     workspace = workspaces.ensure("u1-s")
     (workspace / "uploads" / "sales.csv").write_text(SALES)
-    coder = PythonCoder(settings, workspaces, WorkspaceCatalog(workspaces))
+    catalog = WorkspaceCatalog(workspaces)
+    coder = PythonCoder(settings, workspaces, catalog)
     replies = [
         {"when": "[stage: react]", "content": act("python_coder", "mean of cost")},
         {"when": ["[stage: generate]", "mean of cost"],
@@ -137,6 +138,7 @@ async def test_react_answers_from_a_csv_and_a_failed_attempt_reaches_the_next_ge
     async with SandboxedExecutor(workspace, LIMITS, SandboxStatus("bwrap", "test")) as executor:
         tool = PythonCoderTool(coder=coder, llm=llm, executor=executor, session_id="u1-s")
         state, events = await run(build_react_graph([tool], llm), "What is the mean price?")
+    catalog.runner.close()  # the file reader's helper process
 
     assert state["final_answer"] == "The mean price is 20.0."
     first, second = state["steps"]
