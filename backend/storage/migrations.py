@@ -143,6 +143,10 @@ TABLES = (
     "session_steps",
     "api_keys",
     "revoked_tokens",
+    # Migration 4's: workspaces still to rename, and rows kept aside (never served).
+    "legacy_sessions",
+    "quarantined_conversations",
+    "quarantined_messages",
 )
 NUMBERED = ("users", "messages", "session_steps", "api_keys")
 

@@ -11,9 +11,11 @@ import pytest
 
 from backend.storage import open_store, sql_store
 from backend.storage.legacy_sessions import adopt_legacy_workspaces
+from backend.storage.migrate import copy_store
 from backend.storage.migrations import MIGRATIONS
 from backend.storage.sql_store import SQLStore
 from backend.storage.workspaces import Workspaces
+from tests.support.postgres import PostgresServer
 
 
 def _version_3_store(database_url: str, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,3 +96,23 @@ def test_a_key_is_the_only_name_a_workspace_answers_to(tmp_path: Path) -> None:
         with pytest.raises(ValueError):
             workspaces.path(name)
     assert workspaces.ensure("u1-analysis") == tmp_path / "scratch" / "u1-analysis"
+
+
+def test_the_copy_to_postgresql_keeps_what_migration_4_set_aside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres_server: PostgresServer
+) -> None:
+    """Copied before the server ever started on the new schema: the workspaces still to
+    rename and the quarantined rows come along."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    source = f"sqlite:///{data_dir / 'app.db'}"
+    _version_3_store(source, data_dir, monkeypatch)
+    url = postgres_server.new_database()
+    copied = copy_store(data_dir / "app.db", url)
+    assert copied["legacy_sessions"] == 1 and copied["quarantined_conversations"] == 1
+    store = open_store(url, data_dir)
+    try:
+        assert store.legacy_sessions() == [("analysis", "u1-analysis")]
+        assert store.session_owner("u1-analysis") == 1
+    finally:
+        store.close()
