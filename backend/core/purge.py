@@ -11,11 +11,13 @@ so no run can write into a workspace being deleted.
 from __future__ import annotations
 
 import logging
+import shutil
 from typing import TYPE_CHECKING
 
 from starlette.concurrency import run_in_threadpool
 
 from backend.storage.sessions import check_key
+from backend.tools.python_coder.tdd.cache import TDD_CACHE, user_cache_dir
 
 if TYPE_CHECKING:
     from backend.core.services import Services
@@ -44,9 +46,16 @@ class SessionPurge:
         return deleted
 
     async def user(self, user_id: int) -> None:
-        """Every session of the user (before the user's row is deleted)."""
-        for conversation in self.services.store.list_conversations(user_id):
+        """Every session of the user, then what they kept across sessions: their TDD cache
+        and their passage index (before the user's row is deleted)."""
+        services = self.services
+        for conversation in services.store.list_conversations(user_id):
             await self.session(user_id, conversation.id)
+        cache = user_cache_dir(services.settings.DATA_DIR / TDD_CACHE, user_id)
+        await run_in_threadpool(shutil.rmtree, cache, True)
+        if services.chat.agents is not None:
+            index = services.chat.agents.rag.store.path(user_id)
+            await run_in_threadpool(index.unlink, True)
 
     async def leftovers(self, user_id: int, key: str) -> None:
         """What the session keeps outside its conversation's rows."""

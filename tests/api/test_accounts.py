@@ -221,9 +221,23 @@ def test_a_deleted_user_is_gone_with_their_sessions(
         )
         assert chat.status_code == 200, chat.text
         assert len(http.get("/api/conversations").json()) == 1
+        uploaded = http.post(
+            "/api/upload", data={"session_id": "mine"}, files={"file": ("a.csv", b"a\n1\n")}
+        )
+        assert uploaded.status_code == 201, uploaded.text
+    workspace = server.data_dir / "scratch" / f"u{person.id}-mine"
+    assert workspace.is_dir()
+    # What a user keeps across sessions: a TDD solution, their passage index.
+    cache = server.data_dir / "tdd_cache" / f"u{person.id}"
+    cache.mkdir(parents=True)
+    (cache / "solved.json").write_text("{}")
+    index = server.data_dir / "rag" / f"user_{person.id}.sqlite3"
+    index.parent.mkdir(exist_ok=True)
+    index.write_bytes(b"")
 
     deleted = admin.delete(f"/api/users/{person.id}")
     assert deleted.status_code == 204
+    assert not workspace.exists() and not cache.exists() and not index.exists()
     assert me(server, token).status_code == 401
     assert me(server, key).status_code == 401
     assert person.login().status_code == 401

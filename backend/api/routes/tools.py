@@ -34,7 +34,7 @@ from backend.tools.python_coder.request import CoderRequest
 from backend.tools.python_coder.result import new_run_id
 from backend.tools.python_coder.steps import FileLoad, SessionStep, file_loads
 from backend.tools.python_coder.tdd import solve_tdd
-from backend.tools.python_coder.tdd.cache import user_cache_dir
+from backend.tools.python_coder.tdd.cache import TDD_CACHE, user_cache_dir
 from backend.tools.python_coder.tdd.standalone import standalone_tests
 from backend.tools.sandbox.ast_check import check_code
 from backend.tools.sandbox.command import SANDBOX_WORKSPACE
@@ -147,7 +147,7 @@ async def _run_tdd(
         body.query or "",
         llm,
         executor,
-        user_cache_dir(settings.DATA_DIR / "tdd_cache", owner_of(key)),
+        user_cache_dir(settings.DATA_DIR / TDD_CACHE, owner_of(key)),
         max_iterations=settings.PYTHON_CODE_MAX_ITERATIONS,
         settings_key={"prefilter": settings.AST_PREFILTER, "timeout": settings.PYTHON_CODE_TIMEOUT},
     )

@@ -29,6 +29,9 @@ logger = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 
 
+TDD_CACHE = "tdd_cache"  # under DATA_DIR
+
+
 def user_cache_dir(root: Path, user_id: int) -> Path:
     """`user_id`'s own folder of solutions under the cache `root`."""
     if isinstance(user_id, bool) or not isinstance(user_id, int) or user_id < 0:
