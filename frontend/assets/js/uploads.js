@@ -18,7 +18,7 @@ function extensionOf(name) {
   return dot > 0 ? name.slice(dot + 1).toLowerCase() : "";
 }
 
-/** Why the server would refuse `file`, or "" (the limits come from /health). */
+/** Why the server would refuse `file`, or "" (the limits come from /api/status, kept in state.health). */
 function problemWith(file) {
   const limits = state.health && state.health.upload;
   if (!limits) return "";
