@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from backend.core.router import Agent, AgentType, decide_route, model_classifier
-from tests.tools.python_coder.tdd.conftest import scripted_llm
+from tests.support.scripted_llm import scripted_llm
 
 
 @pytest.mark.parametrize(

@@ -49,10 +49,20 @@ def test_a_damaged_binary_format_reports_a_human_error(tmp_path: Path, name: str
 
 
 def test_an_empty_file_is_fine(tmp_path: Path) -> None:
+    """Described without raising: empty text is 0 lines, an empty table or JSON document
+    is a one-line human reason."""
+    described = {}
     for name in ("empty.csv", "empty.txt", "empty.json"):
         path = tmp_path / name
         path.write_bytes(b"")
-        describe(path)
+        described[name] = describe(path)
+    for metadata in described.values():
+        assert metadata.size == 0 and metadata.summary and "\n" not in metadata.summary
+    text = described["empty.txt"]
+    assert text.error is None and text.details["lines"] == 0
+    for name in ("empty.csv", "empty.json"):
+        error = described[name].error or ""
+        assert error.startswith(f"Could not read this .{name.rsplit('.', 1)[1]} file: ")
 
 
 def test_workspace_files_open_without_following_links(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from backend.core.agents.plan_execute.graph import build_plan_execute_graph, sequenced_goals
 from backend.core.agents.tools import ToolContext, ToolResult
 from tests.core.agents.streams import run
-from tests.tools.python_coder.tdd.conftest import scripted_llm
+from tests.support.scripted_llm import scripted_llm
 
 
 @dataclass

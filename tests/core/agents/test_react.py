@@ -18,7 +18,7 @@ from backend.tools.rag import RagIndex
 from backend.tools.sandbox.availability import SandboxStatus
 from backend.tools.sandbox.executor import ExecutorLimits, SandboxedExecutor
 from tests.core.agents.streams import run
-from tests.tools.python_coder.tdd.conftest import scripted_llm
+from tests.support.scripted_llm import scripted_llm
 
 TOOLS = ["python_coder", "list_files", "rag_retrieval"]
 LIMITS = ExecutorLimits(timeout=20, max_memory_mb=1024, max_file_mb=20)

@@ -11,7 +11,7 @@ import pytest
 
 from backend.files import FileMetadata
 from backend.tools.python_coder.analysis_spec import plan_analysis, render_code
-from tests.tools.python_coder.tdd.conftest import scripted_llm
+from tests.support.scripted_llm import scripted_llm
 
 SALES = FileMetadata(
     name="uploads/sales.csv",

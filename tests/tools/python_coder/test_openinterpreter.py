@@ -222,11 +222,20 @@ async def test_without_the_venv_the_mode_names_the_install_command(
         pool.get_python_executor("u1-s")
 
 
-def test_with_the_venv_the_mode_runs_in_the_normal_sandbox(tmp_path: Path) -> None:
+async def test_with_the_venv_the_mode_runs_in_the_normal_sandbox(tmp_path: Path) -> None:
+    """Its code runs in bubblewrap like native mode's: in /workspace, seeing no host path."""
     _installed()
     settings = load_settings(DATA_DIR=tmp_path, PYTHON_EXECUTOR_MODE="openinterpreter")
     pool = ExecutorPool(settings, BWRAP, Workspaces(tmp_path))
-    assert isinstance(pool.get_python_executor("u1-s"), SandboxedExecutor)
+    executor = pool.get_python_executor("u1-s")
+    try:
+        result = await executor.run(
+            f"import os\nprint(os.getcwd(), os.path.exists({str(tmp_path)!r}))"
+        )
+    finally:
+        await pool.close_all()
+    assert isinstance(executor, SandboxedExecutor)
+    assert result.stdout.split() == ["/workspace", "False"], result
 
 
 def test_generate_mode_over_http_uses_open_interpreter_and_our_sandbox(

@@ -11,7 +11,7 @@ from backend.tools.python_coder.tdd import TDDSolution, solve_tdd
 from backend.tools.python_coder.tdd.solver import functions_to_fix
 from backend.tools.python_coder.tdd.specs import MAX_FUNCTIONS
 from backend.tools.sandbox.executor import SandboxedExecutor
-from tests.tools.python_coder.tdd.conftest import scripted_llm
+from tests.support.scripted_llm import scripted_llm
 
 INSTRUCTION = "Give the mean of the numbers in a text like '1, 2.5 3'."
 
