@@ -12,9 +12,10 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from backend.api.disconnect import ClientGone
 from backend.core.limits import LimitReached
 from backend.core.llm import LLMError
 from backend.files.s3_objects import S3Error
@@ -165,6 +166,10 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _sandbox_refused(request: Request, exc: SandboxRefused) -> JSONResponse:
         headers = {"Retry-After": f"{exc.retry_after:.0f}"}
         return error_response(request, 429, exc.message, code="too_many_sandboxes", headers=headers)
+
+    @app.exception_handler(ClientGone)
+    async def _client_gone(request: Request, exc: ClientGone) -> Response:
+        return Response(status_code=499)  # nobody is listening any more
 
     @app.exception_handler(SessionOwnedByAnotherUser)
     @app.exception_handler(InvalidSession)  # an id no check let through: still never a path

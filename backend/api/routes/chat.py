@@ -10,7 +10,7 @@ from fastapi.responses import Response
 from langchain_core.messages import HumanMessage
 
 from backend.api.deps import ChatServiceDep, CurrentUser
-from backend.api.disconnect import ClientGone, unless_disconnected
+from backend.api.disconnect import unless_disconnected
 from backend.api.errors import CLIENT_ERRORS
 from backend.api.sse import SSE_HEADERS, Last, SSEResponse, sse_data, sse_responses
 from backend.api.streaming import start_stream
@@ -41,10 +41,7 @@ async def create_chat_message(
     if body.stream:
         events = await start_stream(turn.events)
         return SSEResponse(_typed_events(turn, events), headers=SSE_HEADERS)
-    try:
-        answer = await unless_disconnected(http, turn.collect())
-    except ClientGone:
-        return Response(status_code=499)  # nobody is listening any more
+    answer = await unless_disconnected(http, turn.collect())
     return ChatResponse(
         answer=answer,
         model=turn.model,

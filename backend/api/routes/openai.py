@@ -10,7 +10,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from backend.api.deps import ChatServiceDep, CurrentUser, ServicesDep
-from backend.api.disconnect import ClientGone, unless_disconnected
+from backend.api.disconnect import unless_disconnected
 from backend.api.errors import OPENAI_CLIENT_ERRORS, ApiError, error_body
 from backend.api.sse import SSE_HEADERS, Last, SSEResponse, sse_data, sse_responses
 from backend.api.streaming import start_stream
@@ -118,10 +118,7 @@ async def create_chat_completion(
     )
     turn = await chat.open_turn(user, turn_request)
     if not body.stream:
-        try:
-            answer = await unless_disconnected(http, turn.collect())
-        except ClientGone:
-            return Response(status_code=499)  # nobody is listening any more
+        answer = await unless_disconnected(http, turn.collect())
         return JSONResponse(
             completion_body(
                 new_completion_id(),

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from backend.api.deps import ChatServiceDep, CurrentUser, StoreDep
-from backend.api.disconnect import ClientGone, unless_disconnected
+from backend.api.disconnect import unless_disconnected
 from backend.api.errors import OPENAI_CLIENT_ERRORS, ApiError
 from backend.api.routes.openai import check_parameters
 from backend.api.sse import SSE_HEADERS, Last, SSEResponse, sse_data, sse_responses
@@ -81,10 +81,7 @@ async def create_response(
     )
     response_id = new_response_id(turn.conversation.id)
     if not body.stream:
-        try:
-            answer = await unless_disconnected(http, turn.collect())
-        except ClientGone:
-            return Response(status_code=499)
+        answer = await unless_disconnected(http, turn.collect())
         return JSONResponse(_finished(turn, response_id, answer, body.previous_response_id))
     events = await start_stream(turn.events)
     return SSEResponse(

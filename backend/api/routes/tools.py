@@ -13,7 +13,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from backend.api.deps import CurrentUser, ServicesDep
-from backend.api.disconnect import ClientGone, unless_disconnected
+from backend.api.disconnect import unless_disconnected
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.core.services import Services
 from backend.files import UnsupportedFileType, loader_code, plain_loads
@@ -67,13 +67,9 @@ async def run_python_coder(
     )
     executor = _executor(services, key)
     await services.shared.pull(key)
-    try:
-        if body.mode == "tdd":
-            return await unless_disconnected(http, _run_tdd(body, key, services, llm, executor))
-        generate = _run_generate(body, key, user, services, llm, executor)
-        return await unless_disconnected(http, generate)
-    except ClientGone:
-        return Response(status_code=499)
+    if body.mode == "tdd":
+        return await unless_disconnected(http, _run_tdd(body, key, services, llm, executor))
+    return await unless_disconnected(http, _run_generate(body, key, user, services, llm, executor))
 
 
 def _executor(services: Services, session_id: str) -> BasePythonExecutor:
