@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from backend.core.llm import GenerationOptions
 from backend.core.llm.schema_bounds import check_schema
 from backend.core.router import AgentType
 from backend.models.common import SessionId, Text
@@ -187,6 +188,21 @@ class ChatCompletionRequest(BaseModel):
         if self.response_format is None or self.response_format.type == "text":
             return None
         return self.response_format.model_dump(by_alias=True, exclude_none=True)
+
+    def generation_options(self) -> GenerationOptions:
+        """The sampling and output parameters, as every backend takes them."""
+        return GenerationOptions(
+            temperature=self.temperature,
+            top_p=self.top_p,
+            max_tokens=self.max_completion_tokens or self.max_tokens,
+            stop=self.stop_list,
+            seed=self.seed,
+            frequency_penalty=self.frequency_penalty,
+            presence_penalty=self.presence_penalty,
+            response_format=self.response_format_dict,
+            logprobs=bool(self.logprobs),
+            top_logprobs=self.top_logprobs,
+        )
 
     def unsupported_parameter(self) -> str | None:
         """The first parameter this server would have to ignore, if any."""

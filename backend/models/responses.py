@@ -15,6 +15,7 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import BaseModel, ConfigDict, Field
 
+from backend.core.llm import GenerationOptions
 from backend.core.router import AgentType
 from backend.models.common import SessionId, Text
 from backend.models.openai import JsonSchema, first_unsupported
@@ -141,6 +142,15 @@ class ResponseRequest(BaseModel):
         if isinstance(choice, NamedFunctionChoice):
             return tools, {"type": "function", "function": {"name": choice.name}}
         return tools, choice
+
+    def generation_options(self) -> GenerationOptions:
+        """The sampling and output parameters, as every backend takes them."""
+        return GenerationOptions(
+            temperature=self.temperature,
+            top_p=self.top_p,
+            max_tokens=self.max_output_tokens,
+            response_format=self.response_format,
+        )
 
     @property
     def response_format(self) -> dict[str, Any] | None:

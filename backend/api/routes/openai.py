@@ -17,7 +17,7 @@ from backend.api.streaming import start_stream
 from backend.core.agents.client_tools import ClientTools
 from backend.core.chat_service import Turn, TurnRequest
 from backend.core.events import STEP_EVENTS, AgentEvent
-from backend.core.llm import GenerationOptions, LLMError
+from backend.core.llm import LLMError
 from backend.core.llm.embeddings import create_embeddings
 from backend.models.openai import (
     ChatCompletionRequest,
@@ -96,24 +96,12 @@ async def create_chat_completion(
             code="unsupported_parameter",
             param="logprobs",
         )
-    options = GenerationOptions(
-        temperature=body.temperature,
-        top_p=body.top_p,
-        max_tokens=body.max_completion_tokens or body.max_tokens,
-        stop=body.stop_list,
-        seed=body.seed,
-        frequency_penalty=body.frequency_penalty,
-        presence_penalty=body.presence_penalty,
-        response_format=response_format,
-        logprobs=bool(body.logprobs),
-        top_logprobs=body.top_logprobs,
-    )
     turn_request = TurnRequest(
         messages=body.langchain_messages(),
         model=body.model,
         session_id=body.session_id,
         agent_type=body.agent_type,
-        options=options,
+        options=body.generation_options(),
         tools=ClientTools(*client_tools) if client_tools else None,
     )
     turn = await chat.open_turn(user, turn_request)

@@ -24,7 +24,7 @@ from backend.api.streaming import start_stream
 from backend.core.agents.client_tools import ClientTools
 from backend.core.chat_service import Turn, TurnRequest
 from backend.core.events import AgentEvent
-from backend.core.llm import GenerationOptions, LLMError
+from backend.core.llm import LLMError
 from backend.models.responses import (
     ResponseRequest,
     conversation_of,
@@ -62,12 +62,6 @@ async def create_response(
                 param="previous_response_id",
             )
         session_id = conversation.session_id
-    options = GenerationOptions(
-        temperature=body.temperature,
-        top_p=body.top_p,
-        max_tokens=body.max_output_tokens,
-        response_format=response_format,
-    )
     turn = await chat.open_turn(
         user,
         TurnRequest(
@@ -75,7 +69,7 @@ async def create_response(
             model=body.model,
             session_id=session_id,
             agent_type=body.agent_type,
-            options=options,
+            options=body.generation_options(),
             tools=ClientTools(*client_tools) if client_tools else None,
         ),
     )
