@@ -24,50 +24,43 @@ class InvalidSession(ValueError):
 
 
 def valid_session_id(session_id: object) -> bool:
-    # `fullmatch` with `$` would still accept a trailing newline; check it is not there.
     return isinstance(session_id, str) and _SESSION_ID.fullmatch(session_id) is not None
-
-
-def check_session_id(session_id: object) -> str:
-    """`session_id` if it is a valid client session id, else `InvalidSession`."""
-    if not valid_session_id(session_id):
-        raise InvalidSession(repr(session_id)[:80])
-    assert isinstance(session_id, str)
-    return session_id
 
 
 def session_key(user_id: int, session_id: str) -> str:
     """The key of `user_id`'s session `session_id` (`InvalidSession` for a bad id)."""
     if isinstance(user_id, bool) or not isinstance(user_id, int) or user_id < 0:
         raise InvalidSession(f"user {user_id!r}")
-    return f"u{user_id}-{check_session_id(session_id)}"
+    if not valid_session_id(session_id):
+        raise InvalidSession(repr(session_id)[:80])
+    return f"u{user_id}-{session_id}"
 
 
 def valid_key(key: object) -> bool:
     return isinstance(key, str) and _KEY.fullmatch(key) is not None
 
 
+def _parts(key: object) -> re.Match[str]:
+    match = _KEY.fullmatch(key) if isinstance(key, str) else None
+    if match is None:
+        raise InvalidSession(repr(key)[:80])
+    return match
+
+
 def check_key(key: object) -> str:
     """`key` if it is a session key, else `InvalidSession`: what every path, prefix,
     actor name and cache entry built from a session goes through."""
-    if not valid_key(key):
-        raise InvalidSession(repr(key)[:80])
-    assert isinstance(key, str)
-    return key
+    return _parts(key).group(0)
 
 
 def owner_of(key: str) -> int:
     """The id of the user whose session `key` is."""
-    match = _KEY.fullmatch(check_key(key))
-    assert match is not None
-    return int(match.group(1))
+    return int(_parts(key).group(1))
 
 
 def client_id(key: str) -> str:
     """The session id its owner chose, as the API shows it."""
-    match = _KEY.fullmatch(check_key(key))
-    assert match is not None
-    return match.group(2)
+    return _parts(key).group(2)
 
 
 def user_prefix(user_id: int) -> str:

@@ -59,11 +59,11 @@ def owned_session(services: Services, user: User, session_id: str) -> str:
     return key
 
 
-def opened_session(services: Services, user: User, session_id: str, title: str = "") -> str:
+def opened_session(services: Services, user: User, session_id: str) -> str:
     """The key of the user's session `session_id`, started (as an untitled conversation,
     named by its first message) if it is new."""
     key = session_key(user.id, session_id)
-    services.store.conversation_for_session(user.id, key, title)
+    services.store.conversation_for_session(user.id, key, "")
     return key
 
 

@@ -34,6 +34,7 @@ from typing import Any
 
 # Our own read-only modules, beside this file (-I keeps the workspace off sys.path).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import arrivals
 import cell
 import out_of_core
 import reaping
@@ -44,7 +45,6 @@ from reaping import kill_run, sweep
 SANDBOX_WORKSPACE = "/workspace"  # command.py binds the workspace there
 WORKSPACE = SANDBOX_WORKSPACE  # replaced by the config's "workspace" at start-up
 ARRIVALS = "/opt/arrivals"  # command.py's SANDBOX_ARRIVALS; its real path without bubblewrap
-MAX_ARRIVALS = 10_000
 OUTPUT_CAP = 1_000_000
 DISK_FLOOR_BYTES = 1024**3  # stop a run that leaves the disk with less than this free
 DISK_FLOOR_INODES = 20_000
@@ -93,33 +93,6 @@ def run_child(
     os.dup2(state["stderr_fd"], 2)
     sys.stderr = sys.__stderr__
     sweep({os.getpid(), state["keeper_pid"]})
-
-
-def with_server_moves(
-    before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]
-) -> dict[str, tuple[int, int]]:
-    """`before`, plus the files the server moved in while the run went on, as they are now.
-
-    A run is judged only on what it wrote: an upload or a Parquet copy that landed
-    meanwhile is not listed as its file, nor counted against its limits, nor undone
-    with it. The server records each move-in before it makes it (read-only to us).
-    """
-    moved = dict(before)
-    try:
-        names = [n for n in os.listdir(ARRIVALS) if n.endswith(".json")][:MAX_ARRIVALS]
-    except OSError:
-        return moved
-    for name in names:
-        try:
-            with open(os.path.join(ARRIVALS, name), "rb") as handle:
-                record = json.loads(handle.read(4096))
-            mark = (int(record["mtime_ns"]), int(record["size"]))
-            path = str(record["path"])
-        except (OSError, ValueError, TypeError, KeyError):
-            continue
-        if after.get(path) == mark:
-            moved[path] = mark
-    return moved
 
 
 def disk_is_low() -> bool:
@@ -207,7 +180,7 @@ def serve_run(
     outcome = None if timed_out or disk_full else _result_of(pid, res)
     out_of_core.remove_spill(WORKSPACE)
     after = variables.snapshot_files(WORKSPACE)
-    before = with_server_moves(before, after)
+    before = arrivals.with_server_moves(ARRIVALS, before, after)
     too_many_files = len(after) > variables.MAX_WORKSPACE_FILES
     max_file_mb = state["config"]["max_file_mb"]
     oversized = variables.oversized_files(before, after, int(max_file_mb * 1024 * 1024))
