@@ -9,7 +9,7 @@ first token, then run concurrent streams through the server and count errors.
 The floor is a minimal Starlette + httpx pass-through proxy (benchmarks/baseline_proxy.py)
 measured in the same run: what any proxy adds. A fourth path calls langchain-openai's
 `ChatOpenAI` in this process: what that client alone costs (the agents use it; plain
-chat streams straight from the upstream, `backend/core/llm/upstream.py`).
+chat streams straight from the upstream, `backend/llm/upstream.py`).
 
     .venv/bin/python -m benchmarks.gateway_overhead [--requests 200] [--concurrency 64]
 

@@ -17,10 +17,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from backend.api.disconnect import ClientGone
 from backend.core.limits import LimitReached
-from backend.core.llm import LLMError
-from backend.files.s3_objects import S3Error
+from backend.llm import LLMError
 from backend.models.errors import ErrorBody, OpenAIErrorBody
 from backend.storage import SessionOwnedByAnotherUser, StoreBusy, StoreFull, StoreUnavailable
+from backend.storage.s3_objects import S3Error
 from backend.storage.sessions import InvalidSession
 from backend.tools.sandbox.admission import SandboxRefused
 

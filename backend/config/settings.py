@@ -83,7 +83,7 @@ class Settings(BaseSettings):
     # /docs, /redoc and /openapi.json (off: not served).
     API_DOCS: bool = True
 
-    # S3 sources (backend/files/s3_objects.py): only buckets or bucket/prefix in S3_BUCKETS
+    # S3 sources (backend/storage/s3_objects.py): only buckets or bucket/prefix in S3_BUCKETS
     # (comma-separated) are listed or read. Empty S3_ENDPOINT_URL: AWS itself.
     S3_ENDPOINT_URL: str = ""
     S3_ACCESS_KEY_ID: str = ""

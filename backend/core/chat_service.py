@@ -21,16 +21,16 @@ from starlette.concurrency import run_in_threadpool
 from backend.core.agents.chat import run_chat
 from backend.core.agents.client_tools import ClientTools, as_plain_messages
 from backend.core.agents.runner import AgentRunner
-from backend.core.audit import AuditLog
 from backend.core.citations import turn_citations
 from backend.core.events import STEP_EVENTS, AgentEvent
 from backend.core.limits import Limits
-from backend.core.llm import GenerationOptions, LLMBackend
 from backend.core.router import AgentType, RouteDecision, decide_route, model_classifier
 from backend.core.run_slots import RunSlot
+from backend.llm import GenerationOptions, LLMBackend
+from backend.llm.turn import TurnLLM
 from backend.storage import Conversation, ConversationNotFound, Message, Store, User
+from backend.storage.audit import AuditLog
 from backend.storage.sessions import session_key
-from backend.tools.python_coder.llm import CoderLLM
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class Turn:
     steps: list[dict[str, Any]] = field(default_factory=list)  # the agent's step events
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # calls of the client's tools
     logprobs: list[dict[str, Any]] = field(default_factory=list)  # the tokens', when asked for
-    agent_llm: CoderLLM | None = None  # counts the router's and the agents' model calls
+    agent_llm: TurnLLM | None = None  # counts the router's and the agents' model calls
     opening: Callable[[], None] | None = None  # a new session's first write, not done yet
     placeholder: int | None = None  # an agent turn's answer, stored `running` as it starts
     question: str = ""  # the user's message this turn answers
@@ -181,7 +181,7 @@ class ChatService:
             )
             messages = _with_history(stored, messages) if stored else messages
         session_id = conversation.session_key
-        coder_llm = CoderLLM.for_backend(
+        coder_llm = TurnLLM.for_backend(
             self.llm, model, self.audit, user=user.username, session_id=session_id
         )
         if request.agent_type == "auto" and request.tools is not None:
@@ -247,7 +247,7 @@ class ChatService:
         )
 
     async def _route(
-        self, requested: AgentType, text: str, session_id: str, llm: CoderLLM, *, fresh: bool
+        self, requested: AgentType, text: str, session_id: str, llm: TurnLLM, *, fresh: bool
     ) -> RouteDecision:
         """`fresh`: the session was made for this turn, so it has no files yet."""
         if self.agents is None:

@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from backend.tools.python_coder.llm import CoderLLM, StructuredReplyError
+from backend.llm.turn import StructuredReplyError, TurnLLM
 
 AgentType = Literal["auto", "react", "plan_execute", "chat"]
 Agent = Literal["react", "plan_execute", "chat"]
@@ -133,7 +133,7 @@ Which agent should answer INPUT?
 Reply with JSON: {{"agent": "chat" or "react" or "plan_execute"}}"""
 
 
-def model_classifier(llm: CoderLLM) -> Classifier:
+def model_classifier(llm: TurnLLM) -> Classifier:
     """A classifier that asks `llm`; None when its reply is not a valid choice."""
 
     async def classify(message: str) -> Agent | None:

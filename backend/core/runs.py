@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
 
 from backend.core.chat_service import Turn
-from backend.core.llm import LLMError
+from backend.llm import LLMError
 from backend.storage.sessions import session_key
 
 logger = logging.getLogger(__name__)

@@ -13,12 +13,10 @@ from dataclasses import dataclass
 from backend.config import ConfigError, Settings
 from backend.core.accounts import ensure_admin
 from backend.core.agents.runner import AgentRunner
-from backend.core.audit import AuditLog
 from backend.core.chat_service import ChatService
 from backend.core.disk_usage import DiskUsage
 from backend.core.instance import server_id
 from backend.core.limits import Limits
-from backend.core.llm import LLMBackend, create_llm_backend
 from backend.core.runs import RunRegistry
 from backend.core.security import load_or_create_secret_key
 from backend.core.step_log import StoreStepLog
@@ -26,12 +24,14 @@ from backend.core.throttle import LoginThrottle
 from backend.files.catalog import WorkspaceCatalog
 from backend.files.conversion import ParquetConversions
 from backend.files.isolation import IsolatedRunner
-from backend.files.s3_objects import S3Config
 from backend.files.s3_source import S3Source
+from backend.llm import LLMBackend, create_llm_backend
 from backend.storage import Store, open_store
+from backend.storage.audit import AuditLog
 from backend.storage.legacy_sessions import adopt_legacy_workspaces
 from backend.storage.mirror import WorkspaceMirror
 from backend.storage.resumable import ResumableUploads
+from backend.storage.s3_objects import S3Config
 from backend.storage.shared import SharedWorkspaces
 from backend.storage.workspaces import Workspaces
 from backend.tools.python_coder.coder import PythonCoder

@@ -34,8 +34,8 @@ from backend.files.conversion import (
     twin_of,
 )
 from backend.files.isolation import IsolatedCallFailed, IsolatedRunner
-from backend.files.s3_objects import S3Error, S3Forbidden, is_s3
 from backend.files.s3_source import S3Source
+from backend.storage.s3_objects import S3Error, S3Forbidden, is_s3
 from backend.storage.workspaces import (
     SUPPORTED_EXTENSIONS,
     NotARegularFile,

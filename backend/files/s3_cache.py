@@ -18,7 +18,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from backend.files.s3_objects import (
+from backend.storage.drafts import Draft
+from backend.storage.s3_objects import (
     S3Config,
     S3Location,
     S3NoRoom,
@@ -28,7 +29,6 @@ from backend.files.s3_objects import (
     head,
     translated,
 )
-from backend.storage.drafts import Draft
 from backend.storage.workspaces import NotARegularFile, WorkspaceFile, Workspaces
 
 PIECE = 4 * 1024 * 1024

@@ -15,7 +15,7 @@ from typing import Any
 
 from backend.files.metadata import extract_file_metadata
 from backend.files.model import FileMetadata
-from backend.files.s3_objects import S3Config, S3Object, client, translated
+from backend.storage.s3_objects import S3Config, S3Object, client, translated
 
 BLOCK = 1024 * 1024  # bytes per range request
 MAX_READ_BYTES = 64 * 1024 * 1024

@@ -14,7 +14,7 @@ from backend.files.isolation import IsolatedCallFailed, IsolatedRunner
 from backend.files.model import FileMetadata
 from backend.files.s3_cache import S3Cache
 from backend.files.s3_metadata import describe_object
-from backend.files.s3_objects import (
+from backend.storage.s3_objects import (
     S3Config,
     S3Object,
     check_allowed,

@@ -16,7 +16,7 @@ from typing import Any
 
 from backend.files.metadata import file_extension
 from backend.files.model import FileMetadata
-from backend.files.s3_objects import S3Location, is_s3
+from backend.storage.s3_objects import S3Location, is_s3
 from backend.storage.workspaces import UnsafePath, safe_relative
 
 MAX_MAPPED = 100

@@ -14,9 +14,9 @@ from typing import Annotated, Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from backend.core.llm import GenerationOptions
-from backend.core.llm.schema_bounds import check_schema
 from backend.core.router import AgentType
+from backend.llm import GenerationOptions
+from backend.llm.schema_bounds import check_schema
 from backend.models.common import SessionId, Text
 
 # A schema a reply is constrained to: it becomes a grammar, so it is bounded (a 400 past).

@@ -15,8 +15,8 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import BaseModel, ConfigDict, Field
 
-from backend.core.llm import GenerationOptions
 from backend.core.router import AgentType
+from backend.llm import GenerationOptions
 from backend.models.common import SessionId, Text
 from backend.models.openai import JsonSchema, first_unsupported
 

@@ -22,8 +22,8 @@ from typing import Any
 import psycopg
 
 from backend.config import ConfigError, load_settings
-from backend.core.agents.checkpoints import open_checkpointer
 from backend.storage import is_postgres
+from backend.storage.checkpoints import open_checkpointer
 from backend.storage.migrations import NUMBERED, TABLES
 from backend.storage.postgres import PostgresStore, describe
 from backend.storage.sqlite import SQLiteStore

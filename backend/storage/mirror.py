@@ -25,10 +25,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from backend.config import Settings
-from backend.files.s3_objects import S3Config
 from backend.storage import workspace_tree
 from backend.storage.drafts import is_draft
 from backend.storage.object_transfer import MULTIPART_THRESHOLD, ObjectTransfer, S3File, Synced
+from backend.storage.s3_objects import S3Config
 from backend.storage.sessions import check_key
 from backend.storage.workspaces import UnsafePath, listable_name, safe_relative
 

@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
-from backend.files.s3_objects import S3Config, S3Error, S3NoRoom, client, translated
 from backend.storage import workspace_tree
+from backend.storage.s3_objects import S3Config, S3Error, S3NoRoom, client, translated
 from backend.storage.workspaces import NotARegularFile
 
 MIB = 1024**2

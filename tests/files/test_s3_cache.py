@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from backend.files.s3_cache import S3Cache
-from backend.files.s3_objects import (
+from backend.storage.s3_objects import (
     Allowed,
     S3Config,
     S3Location,

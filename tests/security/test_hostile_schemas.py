@@ -16,8 +16,8 @@ import openai
 import pytest
 from pydantic import BaseModel
 
-from backend.core.llm.embedded import EmbeddedChatModel, shipped_model_path
-from backend.core.llm.errors import LLMError
+from backend.llm.embedded import EmbeddedChatModel, shipped_model_path
+from backend.llm.errors import LLMError
 from tests.conftest import ADMIN_PASSWORD
 from tests.support.live_server import LiveServer
 

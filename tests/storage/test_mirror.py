@@ -13,9 +13,9 @@ import pytest
 from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 
 from backend.config import Settings
-from backend.files.s3_objects import S3Config, S3Error
 from backend.storage import workspace_tree
 from backend.storage.mirror import WorkspaceMirror, parse_location, workspace_path
+from backend.storage.s3_objects import S3Config, S3Error
 from backend.storage.workspaces import NotARegularFile
 from backend.tools.sandbox.variables import CATALOG
 from tests.support.seaweedfs import S3Server

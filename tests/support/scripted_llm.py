@@ -12,9 +12,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from pydantic import Field
 
-from backend.core.llm import LLMBackend
-from backend.core.llm.scripted import ScriptedChatModel
-from backend.tools.python_coder.llm import CoderLLM
+from backend.llm import LLMBackend
+from backend.llm.scripted import ScriptedChatModel
+from backend.llm.turn import TurnLLM
 
 
 class RecordingModel(ScriptedChatModel):
@@ -41,6 +41,6 @@ class _Backend(LLMBackend):
         return self._model
 
 
-def scripted_llm(replies: list[Any]) -> tuple[CoderLLM, RecordingModel]:
+def scripted_llm(replies: list[Any]) -> tuple[TurnLLM, RecordingModel]:
     model = RecordingModel(replies=replies)
-    return CoderLLM(backend=_Backend(model), model=model, model_name="scripted"), model
+    return TurnLLM(backend=_Backend(model), model=model, model_name="scripted"), model

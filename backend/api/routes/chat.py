@@ -16,7 +16,7 @@ from backend.api.sse import SSE_HEADERS, Last, SSEResponse, sse_data, sse_respon
 from backend.api.streaming import start_stream
 from backend.core.chat_service import Turn, TurnRequest
 from backend.core.events import AgentEvent
-from backend.core.llm import LLMError
+from backend.llm import LLMError
 from backend.models.chat import ChatRequest, ChatResponse, Citation
 
 router = APIRouter(prefix="/api", tags=["chat"], responses=CLIENT_ERRORS)

@@ -27,7 +27,6 @@ from backend.files import (
 )
 from backend.files.archive_checks import EXTRACT_LIMITS
 from backend.files.catalog import FileNotInWorkspace
-from backend.files.s3_objects import is_s3
 from backend.models.common import SessionId
 from backend.models.tools import (
     ExtractedArchive,
@@ -36,6 +35,7 @@ from backend.models.tools import (
     WorkspaceFilePublic,
 )
 from backend.storage import User
+from backend.storage.s3_objects import is_s3
 from backend.storage.sessions import session_key
 from backend.storage.workspaces import (
     DISK_FLOOR,

@@ -17,8 +17,8 @@ from backend.api.streaming import start_stream
 from backend.core.agents.client_tools import ClientTools
 from backend.core.chat_service import Turn, TurnRequest
 from backend.core.events import STEP_EVENTS, AgentEvent
-from backend.core.llm import LLMError
-from backend.core.llm.embeddings import create_embeddings
+from backend.llm import LLMError
+from backend.llm.embeddings import create_embeddings
 from backend.models.openai import (
     ChatCompletionRequest,
     CompletionChunks,

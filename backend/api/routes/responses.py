@@ -24,7 +24,7 @@ from backend.api.streaming import start_stream
 from backend.core.agents.client_tools import ClientTools
 from backend.core.chat_service import Turn, TurnRequest
 from backend.core.events import AgentEvent
-from backend.core.llm import LLMError
+from backend.llm import LLMError
 from backend.models.responses import (
     ResponseRequest,
     conversation_of,

@@ -18,6 +18,7 @@ from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.core.services import Services
 from backend.files import UnsupportedFileType, loader_code, plain_loads
 from backend.files.catalog import FileNotInWorkspace
+from backend.llm.turn import TurnLLM
 from backend.models.tools import (
     CoderResponse,
     PythonCoderRequest,
@@ -29,7 +30,6 @@ from backend.models.tools import (
 from backend.storage import User
 from backend.storage.sessions import owner_of, session_key
 from backend.storage.workspaces import NotARegularFile, UnsafePath
-from backend.tools.python_coder.llm import CoderLLM
 from backend.tools.python_coder.request import CoderRequest
 from backend.tools.python_coder.result import new_run_id
 from backend.tools.python_coder.steps import FileLoad, SessionStep, file_loads
@@ -62,7 +62,7 @@ async def run_python_coder(
             code="session_not_found",
         )
     model = await services.llm.resolve_model(body.model or services.llm.default_model)
-    llm = CoderLLM.for_backend(
+    llm = TurnLLM.for_backend(
         services.llm, model, services.audit, user=user.username, session_id=key
     )
     executor = _executor(services, key)
@@ -84,7 +84,7 @@ async def _run_generate(
     key: str,
     user: User,
     services: Services,
-    llm: CoderLLM,
+    llm: TurnLLM,
     executor: BasePythonExecutor,
 ) -> CoderResponse:
     conversation = services.store.conversation_for_session(user.id, key, "")
@@ -133,7 +133,7 @@ async def _run_tdd(
     body: PythonCoderRequest,
     key: str,
     services: Services,
-    llm: CoderLLM,
+    llm: TurnLLM,
     executor: BasePythonExecutor,
 ) -> TDDResponse:
     """Build the functions test-first; a solution that passes its tests joins the session's

@@ -15,8 +15,8 @@ from langchain_core.messages import BaseMessage
 
 from backend.core.agents.client_tools import ClientTools, as_plain_messages
 from backend.core.events import AgentEvent
-from backend.core.llm import LLMError
-from backend.core.llm.chat_stream import ChatStream
+from backend.llm import LLMError
+from backend.llm.chat_stream import ChatStream
 
 _MAYBE_A_CALL = "{`<"  # how a reply that holds a call (JSON, a fence, reasoning first) opens
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from backend.core.llm.chat_stream import new_call_id
+from backend.llm.chat_stream import new_call_id
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from starlette.concurrency import run_in_threadpool
 
 from backend.config import Settings
-from backend.core.agents.checkpoints import Closer, open_checkpointer
 from backend.core.agents.plan_execute.graph import build_plan_execute_graph
 from backend.core.agents.react.graph import build_react_graph
 from backend.core.agents.tools import (
@@ -33,13 +32,15 @@ from backend.core.agents.tools import (
 )
 from backend.core.events import AgentEvent
 from backend.files.catalog import DATA_FOLDER, WorkspaceCatalog
+from backend.llm.embedder import embedder_for_backend
+from backend.llm.turn import LLMCallLimit, TurnLLM
+from backend.storage.checkpoints import Closer, open_checkpointer
 from backend.storage.sessions import client_id
 from backend.storage.shared import SharedWorkspaces
 from backend.tools.python_coder.answer import plots
 from backend.tools.python_coder.coder import PythonCoder
-from backend.tools.python_coder.llm import CoderLLM, LLMCallLimit
 from backend.tools.python_coder.result import new_run_id
-from backend.tools.rag import RAG_EXTENSIONS, RagIndex, embedder_for_backend
+from backend.tools.rag import RAG_EXTENSIONS, RagIndex
 from backend.tools.sandbox.pool import SessionExecutors
 from backend.tools.web_search import web_search_from_settings
 
@@ -110,7 +111,7 @@ class AgentRunner:
         self,
         user_id: int,
         session_id: str,
-        llm: CoderLLM,
+        llm: TurnLLM,
         history: list[tuple[str, str]],
         question: str = "",
     ) -> list[AgentTool]:
@@ -133,7 +134,7 @@ class AgentRunner:
         history: list[tuple[str, str]],
         user_id: int,
         session_id: str,
-        llm: CoderLLM,
+        llm: TurnLLM,
     ) -> AsyncGenerator[AgentEvent, None]:
         await self.shared.pull(session_id)  # what other servers and the sandbox wrote
         tools = await self.tools(user_id, session_id, llm, history, question)

@@ -12,8 +12,8 @@ from typing import Any, Protocol
 
 from backend.core.agents.react.state import Step
 from backend.files.catalog import WorkspaceCatalog
+from backend.llm.turn import TurnLLM
 from backend.tools.python_coder.coder import CoderProgress, PythonCoder
-from backend.tools.python_coder.llm import CoderLLM
 from backend.tools.python_coder.request import CoderRequest
 from backend.tools.python_coder.result import ExecutionAttempt
 from backend.tools.rag import RagIndex, rag_retrieval
@@ -77,7 +77,7 @@ def react_context(steps: list[Step]) -> list[str]:
 @dataclass
 class PythonCoderTool:
     coder: PythonCoder
-    llm: CoderLLM
+    llm: TurnLLM
     executor: BasePythonExecutor
     session_id: str
     history: list[tuple[str, str]] = field(default_factory=list)

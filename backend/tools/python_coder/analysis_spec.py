@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, create_model
 
 from backend.files import FileMetadata
-from backend.tools.python_coder.llm import CoderLLM, StructuredReplyError
+from backend.llm.turn import StructuredReplyError, TurnLLM
 
 # Earlier entries win: "how many unique regions" is nunique, not count.
 _OPERATION_WORDS: list[tuple[str, tuple[str, ...]]] = [
@@ -147,7 +147,7 @@ def _is_numeric(dtype: str) -> bool:
 
 
 async def plan_analysis(
-    question: str, files: list[FileMetadata], mapping: dict[str, str], llm: CoderLLM
+    question: str, files: list[FileMetadata], mapping: dict[str, str], llm: TurnLLM
 ) -> AnalysisSpec | None:
     """The spec for `question`, or None when the form cannot express it."""
     frames = [(mapping[f.name], _dtypes(f)) for f in files if f.name in mapping and _dtypes(f)]
@@ -211,7 +211,7 @@ def _valid(spec: AnalysisSpec, dtypes: dict[str, str]) -> bool:
 
 
 async def _ask_model(
-    question: str, frame: str, columns: list[str], llm: CoderLLM
+    question: str, frame: str, columns: list[str], llm: TurnLLM
 ) -> dict[str, str] | None:
     schema: type[BaseModel] = create_model(
         "AnalysisChoice",

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from backend.llm.turn import TurnLLM
 from backend.tools.python_coder import prompts
-from backend.tools.python_coder.llm import CoderLLM
 from backend.tools.python_coder.numbers import claims, numbers_in, rounds_from
 
 # A prompt section header, or the prompt's instructions, repeated back.
@@ -83,7 +83,7 @@ def _without_echo(draft: str) -> str:
     return "\n".join(kept).strip()
 
 
-async def write_answer(query: str, output: str, files: list[str], llm: CoderLLM) -> str:
+async def write_answer(query: str, output: str, files: list[str], llm: TurnLLM) -> str:
     """The model's markdown answer if every number in it is grounded, else `output_answer`."""
     reply = await llm.text("answer", prompts.SYSTEM, prompts.answer(query, output, files))
     draft = _without_echo(reply)

@@ -15,16 +15,16 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 
 from backend.config import Settings
-from backend.core.llm import LLMError
 from backend.files import describe_for_prompt, loader_code, plain_loads
 from backend.files.catalog import WorkspaceCatalog
+from backend.llm import LLMError
+from backend.llm.turn import TurnLLM
 from backend.storage.workspaces import NotARegularFile, UnsafePath, Workspaces
 from backend.tools.python_coder import notepad, prompts
 from backend.tools.python_coder.analysis_spec import plan_analysis, render_code
 from backend.tools.python_coder.answer import output_answer, write_answer
 from backend.tools.python_coder.execution import OnAttempt, OnRun, execute_with_fixes
 from backend.tools.python_coder.extraction import extract_code
-from backend.tools.python_coder.llm import CoderLLM
 from backend.tools.python_coder.openinterpreter.bridge import run_openinterpreter
 from backend.tools.python_coder.prompts import CodingContext
 from backend.tools.python_coder.provenance import RunOutput, cite
@@ -63,7 +63,7 @@ class PythonCoder:
     async def run(
         self,
         request: CoderRequest,
-        llm: CoderLLM,
+        llm: TurnLLM,
         executor: BasePythonExecutor,
         progress: CoderProgress | None = None,
     ) -> CoderResult:
@@ -88,7 +88,7 @@ class PythonCoder:
     async def _run(
         self,
         request: CoderRequest,
-        llm: CoderLLM,
+        llm: TurnLLM,
         executor: BasePythonExecutor,
         result: CoderResult,
         progress: CoderProgress,
@@ -180,7 +180,7 @@ class PythonCoder:
         await self._finish(request, llm, known, result, executed.code, loads)
 
     async def _spec_first(
-        self, request: CoderRequest, chosen: ChosenFiles, llm: CoderLLM, result: CoderResult
+        self, request: CoderRequest, chosen: ChosenFiles, llm: TurnLLM, result: CoderResult
     ) -> str | None:
         """Small models fill a spec and the code is rendered from it; None: write freely."""
         if not llm.small_model:
@@ -195,7 +195,7 @@ class PythonCoder:
     async def _finish(
         self,
         request: CoderRequest,
-        llm: CoderLLM,
+        llm: TurnLLM,
         known: set[str],
         result: CoderResult,
         code: str,
@@ -239,7 +239,7 @@ class PythonCoder:
         self,
         request: CoderRequest,
         context: CodingContext,
-        llm: CoderLLM,
+        llm: TurnLLM,
         executor: BasePythonExecutor,
         preamble: str,
         known: set[str],

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from backend.llm.turn import TurnLLM
 from backend.tools.python_coder import prompts
 from backend.tools.python_coder.extraction import extract_code
-from backend.tools.python_coder.llm import CoderLLM
 from backend.tools.python_coder.prompts import CodingContext
 from backend.tools.python_coder.result import ExecutionAttempt, Modification
 from backend.tools.python_coder.verification import static_problems
@@ -43,7 +43,7 @@ class Executed:
 async def execute_with_fixes(
     code: str,
     context: CodingContext,
-    llm: CoderLLM,
+    llm: TurnLLM,
     executor: BasePythonExecutor,
     *,
     max_attempts: int,

@@ -19,9 +19,9 @@ from backend.files import (
     rank_files,
 )
 from backend.files.catalog import WorkspaceCatalog
-from backend.files.s3_objects import is_s3
+from backend.llm.turn import StructuredReplyError, TurnLLM
+from backend.storage.s3_objects import is_s3
 from backend.tools.python_coder import prompts
-from backend.tools.python_coder.llm import CoderLLM, StructuredReplyError
 from backend.tools.python_coder.request import CoderRequest
 from backend.tools.python_coder.result import SelectedFile
 
@@ -45,7 +45,7 @@ class ChosenFiles:
 
 
 async def choose_files(
-    request: CoderRequest, catalog: WorkspaceCatalog, llm: CoderLLM, *, limit: int
+    request: CoderRequest, catalog: WorkspaceCatalog, llm: TurnLLM, *, limit: int
 ) -> ChosenFiles:
     given = request.file_paths or {}
     if request.files is not None or given:
@@ -97,7 +97,7 @@ def _resolved(given: dict[str, str], files: list[FileMetadata]) -> dict[str, str
 
 
 async def _pick(
-    query: str, files: list[FileMetadata], llm: CoderLLM, limit: int
+    query: str, files: list[FileMetadata], llm: TurnLLM, limit: int
 ) -> tuple[list[FileMetadata], dict[str, str]]:
     ranked = rank_files(query, files)
     shortlist = [metadata for _, metadata in ranked[: max(_SHORTLIST, limit)]]

@@ -11,9 +11,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from backend.llm.turn import StructuredReplyError, TurnLLM
 from backend.tools.python_coder import prompts
 from backend.tools.python_coder.extraction import extract_code
-from backend.tools.python_coder.llm import CoderLLM, StructuredReplyError
 from backend.tools.python_coder.prompts import CodingContext
 from backend.tools.python_coder.result import Modification, Review, VerificationRound
 from backend.tools.sandbox.ast_check import check_code
@@ -34,7 +34,7 @@ def static_problems(code: str, prefilter: bool = True) -> list[str]:
     return check_code(code) if prefilter else []
 
 
-def review_skip_reason(llm: CoderLLM, code: str, max_iterations: int) -> str | None:
+def review_skip_reason(llm: TurnLLM, code: str, max_iterations: int) -> str | None:
     """Why an LLM review would not help here, or None if it should run."""
     if max_iterations <= 0:
         return "PYTHON_CODE_MAX_ITERATIONS is 0"
@@ -63,7 +63,7 @@ class Verified:
 async def verify(
     code: str,
     context: CodingContext,
-    llm: CoderLLM,
+    llm: TurnLLM,
     *,
     max_iterations: int,
     prefilter: bool = True,
@@ -119,7 +119,7 @@ async def verify(
     return verified
 
 
-async def _review(context: CodingContext, code: str, llm: CoderLLM) -> Review | None:
+async def _review(context: CodingContext, code: str, llm: TurnLLM) -> Review | None:
     """The verdict, or None when the reply cannot be read (no verdict is not approval)."""
     try:
         return await llm.json("review", prompts.SYSTEM, prompts.review(context, code), Review)

@@ -16,27 +16,16 @@ from backend.tools.rag.documents import (
     UnreadableDocument,
     UnsupportedDocument,
 )
-from backend.tools.rag.embeddings import (
-    DEFAULT_EMBEDDING_MODEL,
-    Embedder,
-    EmbeddingFailed,
-    OllamaEmbedder,
-    embedder_for_backend,
-)
 from backend.tools.rag.index import DocumentNotFound, IndexedFile, RagIndex, Retrieval
 from backend.tools.rag.query import match_expression, query_terms
 from backend.tools.rag.store import Passage
 from backend.tools.rag.tool import RagResult, rag_retrieval
 
 __all__ = [
-    "DEFAULT_EMBEDDING_MODEL",
     "RAG_EXTENSIONS",
     "Chunk",
     "DocumentNotFound",
-    "Embedder",
-    "EmbeddingFailed",
     "IndexedFile",
-    "OllamaEmbedder",
     "Passage",
     "RagIndex",
     "RagResult",
@@ -45,7 +34,6 @@ __all__ = [
     "UnreadableDocument",
     "UnsupportedDocument",
     "chunk_sections",
-    "embedder_for_backend",
     "match_expression",
     "query_terms",
     "rag_retrieval",

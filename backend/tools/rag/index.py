@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from backend.files.isolation import IsolatedCallFailed, IsolatedRunner
+from backend.llm.embedder import Embedder
 from backend.storage.workspaces import NotARegularFile, Workspaces, safe_relative
 from backend.tools.rag.chunking import chunk_sections
 from backend.tools.rag.documents import (
@@ -32,7 +33,7 @@ from backend.tools.rag.documents import (
     read_sections,
     section_rows,
 )
-from backend.tools.rag.embeddings import Embedder, pack_vector, unpack_vector
+from backend.tools.rag.embeddings import pack_vector, unpack_vector
 from backend.tools.rag.query import match_expression
 from backend.tools.rag.store import FileVersion, Passage, PassageStore
 

@@ -18,7 +18,6 @@ from typing import Protocol
 from backend.config import Settings
 from backend.storage.sessions import check_key
 from backend.storage.workspaces import Workspaces
-from backend.tools.python_coder.openinterpreter.install import worker_python
 from backend.tools.sandbox.admission import SandboxCaps
 from backend.tools.sandbox.availability import SandboxStatus
 from backend.tools.sandbox.cgroups import remove_stale
@@ -28,6 +27,7 @@ from backend.tools.sandbox.executor import (
     ExecutorLimits,
     SandboxedExecutor,
 )
+from backend.tools.sandbox.openinterpreter_venv import worker_python
 
 logger = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ import ray
 
 from backend.config import ConfigError
 from backend.config.settings import SandboxMode
-from backend.files.s3_objects import S3Config, S3Error
 from backend.storage.mirror import WorkspaceMirror
+from backend.storage.s3_objects import S3Config, S3Error
 from backend.storage.workspaces import Workspaces
 from backend.tools.sandbox.availability import SandboxStatus, resolve_sandbox
 from backend.tools.sandbox.executor import ExecutionResult, ExecutorLimits, SandboxedExecutor

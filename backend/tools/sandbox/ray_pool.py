@@ -22,8 +22,8 @@ import time
 from typing import TYPE_CHECKING, Any, cast
 
 from backend.config import ConfigError, Settings
-from backend.files.s3_objects import S3Error
 from backend.storage.mirror import WorkspaceMirror
+from backend.storage.s3_objects import S3Error
 from backend.storage.sessions import check_key
 from backend.storage.workspaces import Workspaces
 from backend.tools.sandbox.executor import BasePythonExecutor, ExecutionResult, ExecutorLimits

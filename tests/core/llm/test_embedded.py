@@ -8,7 +8,7 @@ import time
 import pytest
 from pydantic import BaseModel
 
-from backend.core.llm.embedded import EmbeddedChatModel, shipped_model_path
+from backend.llm.embedded import EmbeddedChatModel, shipped_model_path
 
 
 @pytest.fixture(scope="module")

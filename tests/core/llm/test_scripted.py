@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import HumanMessage
 
-from backend.core.llm.scripted import ScriptedChatModel, ScriptExhausted
+from backend.llm.scripted import ScriptedChatModel, ScriptExhausted
 
 
 def test_replies_come_in_order_then_run_out() -> None:

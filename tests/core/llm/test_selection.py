@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from backend.config import load_settings
-from backend.core.llm import create_llm_backend
+from backend.llm import create_llm_backend
 from tests.support.fake_ollama import FakeOllama
 from tests.support.live_server import free_port
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from backend.core.llm.upstream import (
+from backend.llm.upstream import (
     RETRIES,
     Upstream,
     UpstreamError,

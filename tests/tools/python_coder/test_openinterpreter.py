@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 from backend.config import load_settings
-from backend.core.audit import AuditLog
-from backend.core.llm import LLMError
-from backend.core.llm.backends import ScriptedBackend
+from backend.llm import LLMError
+from backend.llm.backends import ScriptedBackend
+from backend.llm.turn import TurnLLM
+from backend.storage.audit import AuditLog
 from backend.storage.workspaces import Workspaces
-from backend.tools.python_coder.llm import CoderLLM
-from backend.tools.python_coder.openinterpreter import install
 from backend.tools.python_coder.openinterpreter.bridge import run_openinterpreter
+from backend.tools.sandbox import openinterpreter_venv as install
 from backend.tools.sandbox.availability import SandboxStatus
 from backend.tools.sandbox.executor import (
     BasePythonExecutor,
@@ -61,12 +61,12 @@ def _installed() -> None:
         pytest.skip("the open-interpreter venv is missing: run `make openinterpreter`")
 
 
-def _coder_llm(tmp_path: Path, replies: list[str]) -> CoderLLM:
+def _coder_llm(tmp_path: Path, replies: list[str]) -> TurnLLM:
     script = tmp_path / "replies.json"
     script.write_text(json.dumps(replies))
     settings = load_settings(DATA_DIR=tmp_path, SCRIPTED_REPLIES=str(script))
     backend = ScriptedBackend(settings, "test")
-    return CoderLLM.for_backend(backend, "scripted", AuditLog(tmp_path), session_id="s")
+    return TurnLLM.for_backend(backend, "scripted", AuditLog(tmp_path), session_id="s")
 
 
 def _prompts(tmp_path: Path) -> list[dict[str, Any]]:

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from backend.files.isolation import IsolatedRunner
+from backend.llm.embedder import Embedder
 from backend.storage.workspaces import Workspaces
-from backend.tools.rag import Embedder, RagIndex
+from backend.tools.rag import RagIndex
 
 Upload = Callable[[str, str, bytes | str], Path]
 MakeIndex = Callable[..., RagIndex]

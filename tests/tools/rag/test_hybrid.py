@@ -9,12 +9,8 @@ import re
 import httpx
 import pytest
 
-from backend.tools.rag import (
-    EmbeddingFailed,
-    OllamaEmbedder,
-    RagIndex,
-    embedder_for_backend,
-)
+from backend.llm.embedder import EmbeddingFailed, OllamaEmbedder, embedder_for_backend
+from backend.tools.rag import RagIndex
 from backend.tools.rag.embeddings import pack_vector, unpack_vector
 from tests.tools.rag.conftest import MakeIndex, Upload
 

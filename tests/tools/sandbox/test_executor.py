@@ -12,7 +12,7 @@ import pytest
 
 from backend.config import load_settings
 from backend.storage.workspaces import Workspaces
-from backend.tools.python_coder.openinterpreter import install
+from backend.tools.sandbox import openinterpreter_venv as install
 from backend.tools.sandbox.availability import SandboxStatus, resolve_sandbox
 from backend.tools.sandbox.executor import ExecutorLimits, SandboxedExecutor
 from backend.tools.sandbox.pool import ExecutorPool

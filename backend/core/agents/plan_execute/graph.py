@@ -22,8 +22,8 @@ from backend.core.agents.plan_execute import prompts
 from backend.core.agents.plan_execute.state import Plan, PlanState, Replan, StepResult
 from backend.core.agents.react.parsing import match_tool
 from backend.core.agents.tools import AgentTool, ToolContext
+from backend.llm.turn import StructuredReplyError, TurnLLM
 from backend.tools.python_coder.answer import ungrounded_numbers
-from backend.tools.python_coder.llm import CoderLLM, StructuredReplyError
 
 MAX_TOTAL_STEPS = 10
 _SEQUENCE = re.compile(
@@ -52,7 +52,7 @@ def steps_answer(results: list[StepResult]) -> str:
 
 def build_plan_execute_graph(
     tools: Sequence[AgentTool],
-    llm: CoderLLM,
+    llm: TurnLLM,
     *,
     max_replans: int = 2,
     checkpointer: Checkpointer = None,

@@ -22,8 +22,8 @@ from backend.core.agents.react import prompts
 from backend.core.agents.react.parsing import parse_reply
 from backend.core.agents.react.state import ReactState, Step
 from backend.core.agents.tools import AgentTool, ToolContext, react_context
+from backend.llm.turn import TurnLLM
 from backend.tools.python_coder.answer import ungrounded_numbers
-from backend.tools.python_coder.llm import CoderLLM
 
 REPEAT_LIMIT = 2  # the same action and input this many times ends the loop
 
@@ -76,7 +76,7 @@ def _small_model_step(question: str, steps: list[Step]) -> dict[str, Any]:
 
 def build_react_graph(
     tools: Sequence[AgentTool],
-    llm: CoderLLM,
+    llm: TurnLLM,
     *,
     max_iterations: int = 6,
     checkpointer: Checkpointer = None,

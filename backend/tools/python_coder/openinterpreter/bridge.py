@@ -1,7 +1,7 @@
 """The server's side of the open-interpreter worker: it answers the LLM and code requests.
 
 `run_openinterpreter` starts `worker.py` with the open-interpreter venv's Python,
-relays the model's turns to `CoderLLM` and the code to the session's executor
+relays the model's turns to `TurnLLM` and the code to the session's executor
 (our sandbox), and returns what the worker reports. The worker runs in its own
 process group with a scratch HOME and none of the server's environment. One that
 crashes, outlives `timeout` or whose caller is cancelled is killed with its whole
@@ -22,11 +22,12 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from backend.tools.python_coder.llm import CoderLLM
-from backend.tools.python_coder.openinterpreter.install import WORKER_SCRIPT, worker_python
+from backend.llm.turn import TurnLLM
 from backend.tools.sandbox.executor import BasePythonExecutor
+from backend.tools.sandbox.openinterpreter_venv import worker_python
 
 STAGE = "openinterpreter"
+_WORKER_SCRIPT = Path(__file__).resolve().with_name("worker.py")
 _STDERR_TAIL = 4_000  # characters of the worker's stderr kept for a failure report
 _LINE_LIMIT = 16 * 1024 * 1024  # one protocol line: a whole conversation fits
 _ROLES: dict[str, type[BaseMessage]] = {"system": SystemMessage, "assistant": AIMessage}
@@ -59,7 +60,7 @@ class WorkerProtocolError(Exception):
 async def run_openinterpreter(
     query: str,
     context: str,
-    llm: CoderLLM,
+    llm: TurnLLM,
     executor: BasePythonExecutor,
     *,
     max_attempts: int = 3,
@@ -77,7 +78,7 @@ async def run_openinterpreter(
         process = await asyncio.create_subprocess_exec(
             str(python),
             "-I",
-            str(WORKER_SCRIPT),
+            str(_WORKER_SCRIPT),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -126,7 +127,7 @@ class _Conversation:
     """Answers one worker's requests until it reports `done`."""
 
     def __init__(
-        self, process: asyncio.subprocess.Process, llm: CoderLLM, executor: BasePythonExecutor
+        self, process: asyncio.subprocess.Process, llm: TurnLLM, executor: BasePythonExecutor
     ) -> None:
         assert process.stdin is not None and process.stdout is not None
         self.stdin = process.stdin

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from backend.tools.python_coder.llm import CoderLLM, StructuredReplyError
+from backend.llm.turn import StructuredReplyError, TurnLLM
 from backend.tools.python_coder.tdd import prompts
 from backend.tools.python_coder.tdd.code_extract import Implementation, extract_function
 from backend.tools.python_coder.tdd.models import (
@@ -30,7 +30,7 @@ class StepFailed(Exception):
     """A step got no usable reply, even after a retry."""
 
 
-async def plan_functions(llm: CoderLLM, instruction: str) -> list[FunctionSpec]:
+async def plan_functions(llm: TurnLLM, instruction: str) -> list[FunctionSpec]:
     """Checked specs whose dependencies form no cycle."""
     feedback: str | None = None
     for _attempt in range(2):
@@ -47,7 +47,7 @@ async def plan_functions(llm: CoderLLM, instruction: str) -> list[FunctionSpec]:
 
 
 async def write_tests(
-    llm: CoderLLM, spec: FunctionSpec, specs: Sequence[FunctionSpec]
+    llm: TurnLLM, spec: FunctionSpec, specs: Sequence[FunctionSpec]
 ) -> list[TestCase]:
     """Up to `MAX_TESTS` tests for `spec`, each calling it with its own parameter names."""
     feedback: str | None = None
@@ -74,7 +74,7 @@ async def write_tests(
 
 
 async def implement(
-    llm: CoderLLM, spec: FunctionSpec, specs: Sequence[FunctionSpec], tests: Sequence[TestCase]
+    llm: TurnLLM, spec: FunctionSpec, specs: Sequence[FunctionSpec], tests: Sequence[TestCase]
 ) -> Implementation:
     prompt = prompts.implement_prompt(spec, _dependencies(spec, specs), tests)
     reply = await llm.text("tdd_implement", prompts.SYSTEM, prompt)
@@ -82,7 +82,7 @@ async def implement(
 
 
 async def fix(
-    llm: CoderLLM,
+    llm: TurnLLM,
     spec: FunctionSpec,
     specs: Sequence[FunctionSpec],
     current: Implementation,

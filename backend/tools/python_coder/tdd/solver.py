@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from backend.core.llm import LLMError
-from backend.tools.python_coder.llm import CoderLLM
+from backend.llm import LLMError
+from backend.llm.turn import TurnLLM
 from backend.tools.python_coder.tdd import drafting
 from backend.tools.python_coder.tdd.cache import cache_key, load_solution, save_solution
 from backend.tools.python_coder.tdd.code_extract import Implementation
@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 
 async def solve_tdd(
     instruction: str,
-    llm: CoderLLM,
+    llm: TurnLLM,
     executor: BasePythonExecutor,
     cache_dir: Path,
     *,
@@ -63,7 +63,7 @@ async def solve_tdd(
 
 async def _develop(
     solution: TDDSolution,
-    llm: CoderLLM,
+    llm: TurnLLM,
     executor: BasePythonExecutor,
     max_iterations: int,
     run_timeout: float | None,

@@ -36,9 +36,9 @@ from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, PrivateAttr
 
-from backend.core.llm.errors import LLMError
-from backend.core.llm.schema_bounds import SchemaTooLarge, check_schema
-from backend.core.llm.token_logprobs import TokenLogprobs
+from backend.llm.errors import LLMError
+from backend.llm.schema_bounds import SchemaTooLarge, check_schema
+from backend.llm.token_logprobs import TokenLogprobs
 
 SHIPPED_MODEL_NAME = "smollm2-135m-instruct"
 _SHIPPED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import numpy as np
 
-from backend.core.llm.backends import LLMBackend, OllamaBackend, OpenAIBackend
-from backend.core.llm.errors import LLMError
-from backend.tools.rag.embeddings import EmbeddingFailed, OllamaEmbedder
+from backend.llm.backends import LLMBackend, OllamaBackend, OpenAIBackend
+from backend.llm.embedder import EmbeddingFailed, OllamaEmbedder
+from backend.llm.errors import LLMError
 
 NO_EMBEDDINGS = (
     "Embeddings need Ollama or an OpenAI-compatible upstream: the {name} backend has no "

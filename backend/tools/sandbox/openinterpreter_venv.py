@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 INSTALL_COMMAND = "make openinterpreter"
-DEFAULT_VENV = Path(__file__).resolve().parents[4] / ".venv-openinterpreter"
-WORKER_SCRIPT = Path(__file__).resolve().with_name("worker.py")
+DEFAULT_VENV = Path(__file__).resolve().parents[3] / ".venv-openinterpreter"
 
 
 def worker_python(venv: Path | None = None) -> Path:

@@ -15,11 +15,11 @@ import logging
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
 from backend.config import Settings
-from backend.files.metadata import file_extension
 from backend.storage.workspaces import SUPPORTED_EXTENSIONS, UnsafePath, safe_relative
 
 MAX_LISTED = 500  # objects per listing, across the allowlist
@@ -232,7 +232,7 @@ def list_objects(config: S3Config) -> list[S3Object]:
                 location = S3Location.parse(f"{PREFIX}{allowed.bucket}/{entry['Key']}")
             except UnsafePath:
                 continue
-            if file_extension(location.key) in SUPPORTED_EXTENSIONS:
+            if PurePosixPath(location.key).suffix.lower().removeprefix(".") in SUPPORTED_EXTENSIONS:
                 etag = str(entry.get("ETag", ""))
                 found[location] = S3Object(location, int(entry["Size"]), etag)
     return sorted(found.values(), key=lambda o: o.location.name)

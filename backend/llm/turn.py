@@ -1,7 +1,7 @@
 """The coder's view of the LLM: plain or JSON replies, counted and logged.
 
 Every stage (select, generate, review, fix, answer, the TDD steps) calls the
-model through `CoderLLM`, so each prompt and reply reaches the prompt log with
+model through `TurnLLM`, so each prompt and reply reaches the prompt log with
 its stage, and a run can report how many calls and tokens it took. Structured
 replies use the backend's JSON-schema-constrained decoding where it has one
 (llama.cpp grammars, Ollama's `format`); otherwise the JSON is dug out of the
@@ -19,8 +19,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ValidationError
 
-from backend.core.audit import AuditLog
-from backend.core.llm import GenerationOptions, LLMBackend
+from backend.llm import GenerationOptions, LLMBackend
+from backend.storage.audit import AuditLog
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -59,7 +59,7 @@ class LLMUsage:
 
 
 @dataclass
-class CoderLLM:
+class TurnLLM:
     backend: LLMBackend
     model: BaseChatModel
     model_name: str
@@ -79,7 +79,7 @@ class CoderLLM:
         *,
         user: str = "",
         session_id: str = "",
-    ) -> CoderLLM:
+    ) -> TurnLLM:
         return cls(
             backend=backend,
             model=backend.chat_model(model_name),

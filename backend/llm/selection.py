@@ -8,7 +8,7 @@ from collections.abc import Callable
 import httpx
 
 from backend.config import Settings
-from backend.core.llm.backends import (
+from backend.llm.backends import (
     EmbeddedBackend,
     LLMBackend,
     OllamaBackend,

@@ -20,7 +20,7 @@ import httpx
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from backend.core.events import AgentEvent
-from backend.core.llm.chat_stream import CallPieces, ChatStream, usage_event
+from backend.llm.chat_stream import CallPieces, ChatStream, usage_event
 
 _ROLES = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
 POOLS = 8  # connection pools per upstream, used in turn (see `Upstream.client`)

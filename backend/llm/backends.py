@@ -18,10 +18,10 @@ import httpx
 from langchain_core.language_models import BaseChatModel
 
 from backend.config import ConfigError, Settings
-from backend.core.llm.chat_stream import ChatStream, langchain_stream
-from backend.core.llm.errors import LLMError
-from backend.core.llm.options import GenerationOptions
-from backend.core.llm.upstream import Upstream, UpstreamError, ollama_stream, openai_stream
+from backend.llm.chat_stream import ChatStream, langchain_stream
+from backend.llm.errors import LLMError
+from backend.llm.options import GenerationOptions
+from backend.llm.upstream import Upstream, UpstreamError, ollama_stream, openai_stream
 
 _CONNECT_TIMEOUT = 2.0
 
@@ -299,7 +299,7 @@ class EmbeddedBackend(LLMBackend):
     supports_logprobs = True  # read from the logits llama.cpp samples from
 
     def __init__(self, settings: Settings, reason: str) -> None:
-        from backend.core.llm.embedded import EmbeddedChatModel, shipped_model_path
+        from backend.llm.embedded import EmbeddedChatModel, shipped_model_path
 
         path = settings.EMBEDDED_MODEL_PATH or str(shipped_model_path())
         try:
@@ -346,7 +346,7 @@ class ScriptedBackend(LLMBackend):
     name = "scripted"
 
     def __init__(self, settings: Settings, reason: str) -> None:
-        from backend.core.llm.scripted import ScriptedChatModel
+        from backend.llm.scripted import ScriptedChatModel
 
         if not settings.SCRIPTED_REPLIES:
             raise ConfigError("SCRIPTED_REPLIES: required when LLM_BACKEND=scripted")
@@ -365,7 +365,7 @@ class ScriptedBackend(LLMBackend):
         return self._model
 
     def explain(self, exc: Exception) -> LLMError:
-        from backend.core.llm.scripted import ScriptedFailure, ScriptExhausted
+        from backend.llm.scripted import ScriptedFailure, ScriptExhausted
 
         if isinstance(exc, ScriptExhausted):
             return LLMError(f"The scripted model has no reply left: {exc}.")
