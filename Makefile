@@ -1,5 +1,8 @@
 # `make run` starts the server and UI; `make test` runs lint, types and the suite.
 # Both create .venv and install whatever is missing, including Debian packages as root.
+# `make run` installs the runtime lock (requirements.txt) only; `make test` the dev lock
+# (requirements-dev.txt: runtime, Ray and the test tools). `make lock` regenerates the
+# locks from pyproject.toml, the one place where direct requirements are pinned.
 
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -18,7 +21,7 @@ VENDOR := frontend/assets/vendor
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
 	-DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
 
-.PHONY: run test install install-dev system-deps lint typecheck openinterpreter frontend
+.PHONY: run test install install-dev system-deps lint typecheck openinterpreter frontend lock
 
 # The API serves the UI too; run_frontend.py is there for a UI on a port of its own.
 run: install system-deps frontend
@@ -33,6 +36,7 @@ test: install-dev system-deps frontend openinterpreter lint typecheck
 lint: install-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 typecheck: install-dev
 	$(VENV)/bin/mypy
@@ -46,13 +50,44 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
+# Hash-checking mode: every package must be in the lock and match one of its hashes.
+# llama-cpp-python's sdist is checked against its hash, then built (or taken from
+# pip's wheel cache, which records the sdist's hash); pip does not hash-check the
+# build's own tools (scikit-build-core, cmake), which it installs in an isolated env.
 $(VENV)/.installed-runtime: requirements.txt | $(PY)
-	$(PY) -m pip install -r requirements.txt
+	$(PY) -m pip install --require-hashes -r requirements.txt
 	touch $@
 
-$(VENV)/.installed-dev: requirements.txt requirements-ray.txt requirements-dev.txt | $(PY)
-	$(PY) -m pip install -r requirements-dev.txt
+# The dev lock is a superset of the runtime lock at the same versions (see lock).
+$(VENV)/.installed-dev: requirements-dev.txt | $(PY)
+	$(PY) -m pip install --require-hashes -r requirements-dev.txt
 	touch $@ $(VENV)/.installed-runtime
+
+# The locks pin every transitive package with its hashes, resolved for CPython 3.11 on
+# x86-64 Linux. The dev lock is resolved first; the others are constrained by it, so each
+# package has one version in all three and `make run` after `make test` installs nothing.
+# uv keeps the pins already in a lock; `make lock LOCK_ARGS=--upgrade` (or
+# `--upgrade-package NAME`) moves them. uv only generates the locks, from a throwaway
+# venv: it is never a requirement of the project.
+UV_VERSION := 0.13.9
+LOCK_TOOLS := $(or $(TMPDIR),/tmp)/python-data-agent-uv-$(UV_VERSION)
+UV := $(LOCK_TOOLS)/bin/uv
+LOCK_COMPILE := $(UV) pip compile pyproject.toml --generate-hashes --python-version 3.11 \
+	--python-platform linux --annotation-style line --no-header --quiet $(LOCK_ARGS)
+lock: | $(UV)
+	$(LOCK_COMPILE) --extra dev -o requirements-dev.txt
+	$(LOCK_COMPILE) --extra ray -c requirements-dev.txt -o requirements-ray.txt
+	$(LOCK_COMPILE) -c requirements-dev.txt -o requirements.txt
+	for lock in requirements.txt requirements-ray.txt requirements-dev.txt; do \
+	  { printf '%s\n' '# Lock file: every package of one install set, pinned with its sha256 hashes;' \
+	    '# generated from pyproject.toml by `make lock` (uv pip compile). To change it, edit' \
+	    '# pyproject.toml and run `make lock`; never edit this file by hand.'; \
+	    cat $$lock; } > $$lock.new && mv $$lock.new $$lock; \
+	done
+
+$(UV):
+	$(PYTHON) -m venv $(LOCK_TOOLS)
+	$(LOCK_TOOLS)/bin/pip install --quiet uv==$(UV_VERSION)
 
 $(OI_PY):
 	$(PYTHON) -m venv $(OI_VENV)
