@@ -1,0 +1,1 @@
+"""Maintenance scripts run by hand (docs/development.md)."""
