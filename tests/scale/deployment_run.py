@@ -1,4 +1,4 @@
-"""Run the README's "Running on several machines" commands, as written, and use the result.
+"""Run docs/scale-out.md's "Running on several machines" commands, as written, and use them.
 
 Started by `test_deployment.py` inside network and pid namespaces of its own (`unshare
 --net --pid`, only loopback), so the Ray head keeps its documented port 6379, its nodes
@@ -38,7 +38,7 @@ START_TIMEOUT = 180.0
 
 
 def section() -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "scale-out.md").read_text()
     start = text.index(SECTION)
     end = text.find("\n## ", start + len(SECTION))
     return text[start : end if end > 0 else None]

@@ -1,4 +1,4 @@
-"""The README's "Running on several machines" commands, run exactly as written.
+"""docs/scale-out.md's "Running on several machines" commands, run exactly as written.
 
 `deployment_run.py` does the work inside network and pid namespaces made for it
 (`unshare --net --pid`, loopback only): PostgreSQL and SeaweedFS, then every command line
