@@ -15,8 +15,8 @@ import statistics
 import time
 from collections.abc import Callable
 
-from backend.tools.python_coder.numbers import claims, numbers_in
-from backend.tools.python_coder.provenance import RunOutput, cite
+from backend.tools.provenance import RunOutput, cite
+from backend.tools.provenance.numbers import claims, numbers_in
 
 ROUNDS = 7
 

@@ -14,11 +14,23 @@ from fastapi.security import HTTPBearer
 from starlette.requests import HTTPConnection
 
 from backend.api.errors import ApiError
+from backend.config import Settings
 from backend.core.accounts import authenticate
 from backend.core.chat_service import ChatService
+from backend.core.limits import Limits
+from backend.core.purge import SessionPurge
+from backend.core.python_coder_service import PythonCoderService
 from backend.core.runs import RunRegistry
 from backend.core.services import Services
+from backend.core.step_log import StoreStepLog
+from backend.core.throttle import LoginThrottle
+from backend.files.catalog import WorkspaceCatalog
+from backend.llm import LLMBackend
 from backend.storage import Store, User
+from backend.storage.resumable import ResumableUploads
+from backend.storage.shared import SharedWorkspaces
+from backend.storage.workspaces import Workspaces
+from backend.tools.sandbox import SandboxStatus
 
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
@@ -28,12 +40,23 @@ def _services(request: HTTPConnection) -> Services:
     return services
 
 
-async def get_services(request: Request) -> Services:
-    return _services(request)
+# Each route takes only the services it uses, so its signature says what it touches.
+
+
+async def get_settings(request: Request) -> Settings:
+    return _services(request).settings
+
+
+async def get_secret_key(request: Request) -> str:
+    return _services(request).secret_key
 
 
 async def get_store(request: Request) -> Store:
     return _services(request).store
+
+
+async def get_llm(request: Request) -> LLMBackend:
+    return _services(request).llm
 
 
 async def get_chat_service(request: Request) -> ChatService:
@@ -44,10 +67,62 @@ async def get_runs(request: Request) -> RunRegistry:
     return _services(request).runs
 
 
-ServicesDep = Annotated[Services, Depends(get_services)]
+async def get_sandbox(request: Request) -> SandboxStatus:
+    return _services(request).sandbox
+
+
+async def get_workspaces(request: Request) -> Workspaces:
+    return _services(request).workspaces
+
+
+async def get_shared(request: Request) -> SharedWorkspaces:
+    return _services(request).shared
+
+
+async def get_catalog(request: Request) -> WorkspaceCatalog:
+    return _services(request).catalog
+
+
+async def get_uploads(request: Request) -> ResumableUploads:
+    return _services(request).uploads
+
+
+async def get_steps(request: Request) -> StoreStepLog:
+    return _services(request).steps
+
+
+async def get_limits(request: Request) -> Limits:
+    return _services(request).limits
+
+
+async def get_login_throttle(request: Request) -> LoginThrottle:
+    return _services(request).login_throttle
+
+
+async def get_python_coder(request: Request) -> PythonCoderService:
+    return _services(request).python_coder
+
+
+async def get_purge(request: Request) -> SessionPurge:
+    return SessionPurge(_services(request))
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+SecretKeyDep = Annotated[str, Depends(get_secret_key)]
 StoreDep = Annotated[Store, Depends(get_store)]
+LLMDep = Annotated[LLMBackend, Depends(get_llm)]
 ChatServiceDep = Annotated[ChatService, Depends(get_chat_service)]
 RunsDep = Annotated[RunRegistry, Depends(get_runs)]
+SandboxDep = Annotated[SandboxStatus, Depends(get_sandbox)]
+WorkspacesDep = Annotated[Workspaces, Depends(get_workspaces)]
+SharedDep = Annotated[SharedWorkspaces, Depends(get_shared)]  # the workspaces' S3 copy
+CatalogDep = Annotated[WorkspaceCatalog, Depends(get_catalog)]
+UploadsDep = Annotated[ResumableUploads, Depends(get_uploads)]  # tus uploads in progress
+StepsDep = Annotated[StoreStepLog, Depends(get_steps)]
+LimitsDep = Annotated[Limits, Depends(get_limits)]
+LoginThrottleDep = Annotated[LoginThrottle, Depends(get_login_throttle)]
+PythonCoderDep = Annotated[PythonCoderService, Depends(get_python_coder)]
+PurgeDep = Annotated[SessionPurge, Depends(get_purge)]
 
 
 # Set by login; HttpOnly and SameSite=Strict. Only GET routes that read session files

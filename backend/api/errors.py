@@ -17,11 +17,15 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from backend.api.disconnect import ClientGone
 from backend.core.limits import LimitReached
+from backend.core.python_coder_service import ExecutorUnavailable, UnknownSession
+from backend.files import UnsupportedFileType
+from backend.files.catalog import FileNotInWorkspace
 from backend.llm import LLMError
 from backend.models.errors import ErrorBody, OpenAIErrorBody
 from backend.storage import SessionOwnedByAnotherUser, StoreBusy, StoreFull, StoreUnavailable
 from backend.storage.s3_objects import S3Error
 from backend.storage.sessions import InvalidSession
+from backend.storage.workspaces import NotARegularFile, UnsafePath
 from backend.tools.sandbox.admission import SandboxRefused
 
 logger = logging.getLogger(__name__)
@@ -166,6 +170,30 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _sandbox_refused(request: Request, exc: SandboxRefused) -> JSONResponse:
         headers = {"Retry-After": f"{exc.retry_after:.0f}"}
         return error_response(request, 429, exc.message, code="too_many_sandboxes", headers=headers)
+
+    @app.exception_handler(ExecutorUnavailable)
+    async def _executor_unavailable(request: Request, exc: ExecutorUnavailable) -> JSONResponse:
+        return error_response(request, 503, str(exc), code="executor_unavailable")
+
+    @app.exception_handler(UnknownSession)
+    async def _unknown_session(request: Request, exc: UnknownSession) -> JSONResponse:
+        message = f"Session '{exc.session_id}' not found: upload a file to it or chat in it first."
+        return error_response(request, 404, message, code="session_not_found")
+
+    # A file named in a request; routes that answer one differently catch it themselves.
+    @app.exception_handler(FileNotInWorkspace)
+    async def _file_not_found(request: Request, exc: FileNotInWorkspace) -> JSONResponse:
+        message = f"File not found in the session: {exc}"
+        return error_response(request, 404, message, code="file_not_found")
+
+    @app.exception_handler(UnsupportedFileType)
+    async def _unsupported_file(request: Request, exc: UnsupportedFileType) -> JSONResponse:
+        return error_response(request, 415, str(exc), code="unsupported_file_type")
+
+    @app.exception_handler(UnsafePath)
+    @app.exception_handler(NotARegularFile)
+    async def _bad_path(request: Request, exc: Exception) -> JSONResponse:
+        return error_response(request, 400, f"Invalid file path: {exc}", code="bad_path")
 
     @app.exception_handler(ClientGone)
     async def _client_gone(request: Request, exc: ClientGone) -> Response:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from typing import TYPE_CHECKING
 
 from backend.config import Settings
 from backend.core.purge import SessionPurge
@@ -21,9 +20,6 @@ from backend.core.security import (
     verify_password,
 )
 from backend.storage import ApiKey, Store, User, UsernameTaken
-
-if TYPE_CHECKING:
-    from backend.core.services import Services
 
 logger = logging.getLogger(__name__)
 
@@ -59,13 +55,13 @@ def create_api_key(store: Store, user_id: int, name: str) -> tuple[ApiKey, str]:
     return store.create_api_key(user_id, name, api_key_hash(key)), key
 
 
-async def delete_user(services: Services, user_id: int) -> bool:
+async def delete_user(store: Store, purge: SessionPurge, user_id: int) -> bool:
     """Delete the user and every session of theirs; False if there is no such user."""
     # Disabled first, so that no new session of theirs starts while the old ones are purged.
-    if services.store.update_user(user_id, disabled=True) is None:
+    if store.update_user(user_id, disabled=True) is None:
         return False
-    await SessionPurge(services).user(user_id)
-    return services.store.delete_user(user_id)
+    await purge.user(user_id)
+    return store.delete_user(user_id)
 
 
 def ensure_admin(store: Store, settings: Settings) -> None:

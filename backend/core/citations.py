@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from backend.tools.python_coder.provenance import Passage, RunOutput, cite
+from backend.tools.provenance import Passage, RunOutput, cite
 
 _PASSAGE = re.compile(r"^\[(\d+)\] \(source: ([^)]*)\) (.*)$", re.MULTILINE)
 

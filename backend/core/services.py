@@ -17,6 +17,7 @@ from backend.core.chat_service import ChatService
 from backend.core.disk_usage import DiskUsage
 from backend.core.instance import server_id
 from backend.core.limits import Limits
+from backend.core.python_coder_service import PythonCoderService
 from backend.core.runs import RunRegistry
 from backend.core.security import load_or_create_secret_key
 from backend.core.step_log import StoreStepLog
@@ -61,6 +62,7 @@ class Services:
     audit: AuditLog
     catalog: WorkspaceCatalog
     coder: PythonCoder
+    python_coder: PythonCoderService  # POST /api/tools/python_coder
     steps: StoreStepLog  # each session's successful runs, for its export
     runs: RunRegistry
     login_throttle: LoginThrottle
@@ -117,6 +119,19 @@ def build_services(settings: Settings) -> Services:
     else:
         executors = ExecutorPool(settings, sandbox, workspaces, limits.max_sandboxes)
     agents = AgentRunner(settings, shared, catalog, coder, executors, llm.name)
+    python_coder = PythonCoderService(
+        settings=settings,
+        store=store,
+        llm=llm,
+        audit=audit,
+        executors=executors,
+        shared=shared,
+        workspaces=workspaces,
+        catalog=catalog,
+        coder=coder,
+        steps=steps,
+        limits=limits,
+    )
     return Services(
         settings=settings,
         secret_key=secret_key,
@@ -131,6 +146,7 @@ def build_services(settings: Settings) -> Services:
         audit=audit,
         catalog=catalog,
         coder=coder,
+        python_coder=python_coder,
         steps=steps,
         runs=RunRegistry(),
         limits=limits,

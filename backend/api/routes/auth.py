@@ -5,8 +5,16 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response, status
 from fastapi.security.utils import get_authorization_scheme_param
 
-from backend.api.deps import AUTH_COOKIE, CurrentUser, ServicesDep
+from backend.api.deps import (
+    AUTH_COOKIE,
+    CurrentUser,
+    LoginThrottleDep,
+    SecretKeyDep,
+    SettingsDep,
+    StoreDep,
+)
 from backend.api.errors import CLIENT_ERRORS, ApiError
+from backend.config import Settings
 from backend.core import accounts
 from backend.core.security import (
     DUMMY_PASSWORD_HASH,
@@ -14,8 +22,7 @@ from backend.core.security import (
     hash_password,
     verify_password,
 )
-from backend.core.services import Services
-from backend.core.throttle import LoginKeys, login_keys
+from backend.core.throttle import LoginKeys, LoginThrottle, login_keys
 from backend.models.auth import LoginRequest, PasswordChange, Token
 from backend.models.errors import ErrorBody
 
@@ -30,27 +37,35 @@ _THROTTLED = {
 
 
 @router.post("/login", responses={429: _THROTTLED})
-def login(body: LoginRequest, services: ServicesDep, request: Request, response: Response) -> Token:
+def login(
+    body: LoginRequest,
+    store: StoreDep,
+    throttle: LoginThrottleDep,
+    settings: SettingsDep,
+    secret_key: SecretKeyDep,
+    request: Request,
+    response: Response,
+) -> Token:
     """Exchange a username and password for a JWT access token (also set as a cookie).
     Repeated failures of one user name from one address, or of one address, back off
     exponentially (429 with Retry-After); another address's failures never lock you out."""
-    keys = _unthrottled_keys(services, body.username, request)
-    user = services.store.get_user(body.username)
+    keys = _unthrottled_keys(throttle, body.username, request)
+    user = store.get_user(body.username)
     # Hash even for unknown users, so response time does not reveal which names exist.
     valid = verify_password(body.password, user.password_hash if user else DUMMY_PASSWORD_HASH)
     if user is None or not valid:
-        services.login_throttle.failed(*keys)
+        throttle.failed(*keys)
         raise ApiError(401, "Incorrect username or password.", code="invalid_credentials")
-    services.login_throttle.succeeded(*keys)
+    throttle.succeeded(*keys)
     if user.disabled:
         raise ApiError(401, "This account is disabled: ask an admin.", code="account_disabled")
-    return _signed_in(services, user.id, user.password_hash, request, response)
+    return _signed_in(settings, secret_key, user.id, user.password_hash, request, response)
 
 
-def _unthrottled_keys(services: Services, username: str, request: Request) -> LoginKeys:
+def _unthrottled_keys(throttle: LoginThrottle, username: str, request: Request) -> LoginKeys:
     """The throttle's keys for `username` from this client; a 429 while they are locked."""
     keys = login_keys(username, request.client.host if request.client else None)
-    wait = services.login_throttle.retry_after(*keys)
+    wait = throttle.retry_after(*keys)
     if wait:
         raise ApiError(
             429,
@@ -62,11 +77,16 @@ def _unthrottled_keys(services: Services, username: str, request: Request) -> Lo
 
 
 def _signed_in(
-    services: Services, user_id: int, password_hash: str, request: Request, response: Response
+    settings: Settings,
+    secret_key: str,
+    user_id: int,
+    password_hash: str,
+    request: Request,
+    response: Response,
 ) -> Token:
     """A new token for the user, also set as the login cookie."""
-    hours = services.settings.JWT_EXPIRATION_HOURS
-    token = create_access_token(user_id, password_hash, services.secret_key, hours)
+    hours = settings.JWT_EXPIRATION_HOURS
+    token = create_access_token(user_id, password_hash, secret_key, hours)
     response.set_cookie(
         AUTH_COOKIE,
         token,
@@ -80,13 +100,13 @@ def _signed_in(
 
 
 @router.post("/logout", status_code=status.HTTP_204_NO_CONTENT)
-def logout(request: Request, services: ServicesDep) -> Response:
+def logout(request: Request, store: StoreDep, secret_key: SecretKeyDep) -> Response:
     """Sign out: the token presented (bearer or cookie) stops working now, and the cookie
     is cleared."""
     scheme, bearer = get_authorization_scheme_param(request.headers.get("Authorization"))
     presented = {bearer if scheme.lower() == "bearer" else "", request.cookies.get(AUTH_COOKIE)}
     for credential in presented - {"", None}:
-        accounts.sign_out(services.store, services.secret_key, str(credential))
+        accounts.sign_out(store, secret_key, str(credential))
     response = Response(status_code=status.HTTP_204_NO_CONTENT)
     response.delete_cookie(
         AUTH_COOKIE,
@@ -102,18 +122,21 @@ def logout(request: Request, services: ServicesDep) -> Response:
 def change_password(
     body: PasswordChange,
     user: CurrentUser,
-    services: ServicesDep,
+    store: StoreDep,
+    throttle: LoginThrottleDep,
+    settings: SettingsDep,
+    secret_key: SecretKeyDep,
     request: Request,
     response: Response,
 ) -> Token:
     """Change your password (the current one is required; wrong guesses are throttled as
     failed logins). Every other token of yours ends; the answer holds a new one for this
     session (also set as the cookie)."""
-    keys = _unthrottled_keys(services, user.username, request)
+    keys = _unthrottled_keys(throttle, user.username, request)
     if not verify_password(body.current_password, user.password_hash):
-        services.login_throttle.failed(*keys)
+        throttle.failed(*keys)
         raise ApiError(400, "The current password is not right.", code="wrong_password")
-    services.login_throttle.succeeded(*keys)
+    throttle.succeeded(*keys)
     password_hash = hash_password(body.new_password)
-    services.store.set_password_hash(user.id, password_hash)
-    return _signed_in(services, user.id, password_hash, request, response)
+    store.set_password_hash(user.id, password_hash)
+    return _signed_in(settings, secret_key, user.id, password_hash, request, response)

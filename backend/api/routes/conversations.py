@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response, status
 
-from backend.api.deps import CurrentUser, RunsDep, ServicesDep, StoreDep
+from backend.api.deps import CurrentUser, PurgeDep, RunsDep, StoreDep
 from backend.api.errors import CLIENT_ERRORS, ApiError
-from backend.core.purge import SessionPurge
 from backend.core.runs import RunRegistry
 from backend.models.conversations import ConversationDetail, ConversationPublic, MessagePublic
 from backend.storage import Conversation
@@ -52,11 +51,9 @@ async def read_conversation(
 
 
 @router.delete("/{conversation_id}", status_code=status.HTTP_204_NO_CONTENT)
-async def delete_conversation(
-    conversation_id: str, user: CurrentUser, services: ServicesDep
-) -> Response:
+async def delete_conversation(conversation_id: str, user: CurrentUser, purge: PurgeDep) -> Response:
     """Delete a conversation and all of its session: its run, sandbox, files, checkpoints,
     passages and unfinished uploads. The same session id used again starts empty."""
-    if not await SessionPurge(services).session(user.id, conversation_id):
+    if not await purge.session(user.id, conversation_id):
         raise ApiError(404, "Conversation not found.", code="conversation_not_found")
     return Response(status_code=status.HTTP_204_NO_CONTENT)

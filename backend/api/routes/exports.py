@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from backend.api.deps import FileReader, ServicesDep
+from backend.api.deps import FileReader, SharedDep, StepsDep, StoreDep, WorkspacesDep
 from backend.api.errors import CLIENT_ERRORS
 from backend.api.routes.files import current_session
 from backend.core.export import ExportFormat, export_session
@@ -27,16 +27,18 @@ _EXPORTS: dict[str, dict[str, object]] = {"application/x-ipynb+json": {}, "text/
 async def export_session_steps(
     session_id: SessionId,
     user: FileReader,
-    services: ServicesDep,
+    store: StoreDep,
+    shared: SharedDep,
+    steps: StepsDep,
+    workspaces: WorkspacesDep,
     format: Annotated[ExportFormat, Query()] = "ipynb",
 ) -> Response:
     """The session's successful steps as a notebook (`ipynb`) or a script (`py`) that reruns
     on copies of its input files; the header records their SHA-256 and the library versions."""
-    key = await current_session(services, user, session_id)
-    conversation = services.store.conversation_for_session(user.id, key, "")
-    steps = await services.steps.steps(key)
+    key = await current_session(store, shared, user, session_id)
+    conversation = store.conversation_for_session(user.id, key, "")
     export = await run_in_threadpool(
-        export_session, services.workspaces, key, conversation.title, steps, format
+        export_session, workspaces, key, conversation.title, await steps.steps(key), format
     )
     disposition = f'attachment; filename="{export.filename}"'  # a name of [A-Za-z0-9_-]
     return Response(

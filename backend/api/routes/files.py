@@ -16,9 +16,15 @@ from fastapi import APIRouter, Query, status
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from backend.api.deps import CurrentUser, FileReader, ServicesDep
+from backend.api.deps import (
+    CatalogDep,
+    CurrentUser,
+    FileReader,
+    SharedDep,
+    StoreDep,
+    WorkspacesDep,
+)
 from backend.api.errors import CLIENT_ERRORS, ApiError
-from backend.core.services import Services
 from backend.files import (
     ArchiveLimits,
     UnsafeArchive,
@@ -34,13 +40,15 @@ from backend.models.tools import (
     FileInfoPublic,
     WorkspaceFilePublic,
 )
-from backend.storage import User
+from backend.storage import Store, User
 from backend.storage.s3_objects import is_s3
 from backend.storage.sessions import session_key
+from backend.storage.shared import SharedWorkspaces
 from backend.storage.workspaces import (
     DISK_FLOOR,
     NotARegularFile,
     UnsafePath,
+    Workspaces,
 )
 from backend.tools.sandbox.variables import MAX_WORKSPACE_FILES
 
@@ -51,27 +59,29 @@ _MAX_EXTRACTED_FILES = MAX_WORKSPACE_FILES // 5  # one archive may not use up th
 _INLINE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 
-def owned_session(services: Services, user: User, session_id: str) -> str:
+def owned_session(store: Store, user: User, session_id: str) -> str:
     """The key of the user's session `session_id`; 404 if the user has no such session."""
     key = session_key(user.id, session_id)
-    if services.store.session_owner(key) != user.id:
+    if store.session_owner(key) != user.id:
         raise ApiError(404, "Session not found.", code="session_not_found")
     return key
 
 
-def opened_session(services: Services, user: User, session_id: str) -> str:
+def opened_session(store: Store, user: User, session_id: str) -> str:
     """The key of the user's session `session_id`, started (as an untitled conversation,
     named by its first message) if it is new."""
     key = session_key(user.id, session_id)
-    services.store.conversation_for_session(user.id, key, "")
+    store.conversation_for_session(user.id, key, "")
     return key
 
 
-async def current_session(services: Services, user: User, session_id: str) -> str:
+async def current_session(
+    store: Store, shared: SharedWorkspaces, user: User, session_id: str
+) -> str:
     """The key of the user's session, its workspace brought up to date with the other
     servers'."""
-    key = owned_session(services, user, session_id)
-    await services.shared.pull(key)
+    key = owned_session(store, user, session_id)
+    await shared.pull(key)
     return key
 
 
@@ -79,13 +89,15 @@ async def current_session(services: Services, user: User, session_id: str) -> st
 async def read_data_files(
     session_id: Annotated[SessionId, Query()],
     user: CurrentUser,
-    services: ServicesDep,
+    store: StoreDep,
+    shared: SharedDep,
+    catalog: CatalogDep,
     source: Annotated[Literal["all", "uploads", "s3"], Query()] = "all",
 ) -> list[FileInfoPublic]:
     """The session's uploaded data files, then the allowlisted S3 objects, with their metadata
     (seed 002's get_available_files); an S3 failure is a 502 or 503 naming the endpoint."""
-    key = await current_session(services, user, session_id)
-    files = await services.catalog.data_files(key, include_s3=source != "uploads", strict=True)
+    key = await current_session(store, shared, user, session_id)
+    files = await catalog.data_files(key, include_s3=source != "uploads", strict=True)
     if source == "s3":
         files = [f for f in files if is_s3(f.name)]
     return [FileInfoPublic(**f.to_dict()) for f in files]
@@ -96,13 +108,15 @@ async def read_file_info(
     session_id: Annotated[SessionId, Query()],
     name: Annotated[str, Query(min_length=1, max_length=1000)],
     user: CurrentUser,
-    services: ServicesDep,
+    store: StoreDep,
+    shared: SharedDep,
+    catalog: CatalogDep,
 ) -> FileInfoPublic:
     """One file's metadata, read without loading the whole file (seed 002's get_file_info);
     `name` may be `s3://bucket/key` under S3_BUCKETS (read by ranged requests)."""
-    key = await current_session(services, user, session_id)
+    key = await current_session(store, shared, user, session_id)
     try:
-        metadata = await services.catalog.info(key, name)
+        metadata = await catalog.info(key, name)
     except UnsafePath:
         raise ApiError(400, "Invalid file path.", code="bad_path") from None
     except (FileNotInWorkspace, NotARegularFile):
@@ -114,12 +128,17 @@ async def read_file_info(
 
 @router.post("/files/extract", status_code=status.HTTP_201_CREATED)
 async def extract_archive(
-    body: ExtractRequest, user: CurrentUser, services: ServicesDep
+    body: ExtractRequest,
+    user: CurrentUser,
+    store: StoreDep,
+    shared: SharedDep,
+    catalog: CatalogDep,
+    workspaces: WorkspacesDep,
 ) -> ExtractedArchive:
     """Unpack an uploaded archive into a new folder beside it, refusing anything unsafe."""
-    key = await current_session(services, user, body.session_id)
+    key = await current_session(store, shared, user, body.session_id)
     try:
-        found = services.catalog.resolve(key, body.name)
+        found = catalog.resolve(key, body.name)
     except UnsafePath:
         raise ApiError(400, "Invalid file path.", code="bad_path") from None
     except FileNotInWorkspace:
@@ -128,7 +147,7 @@ async def extract_archive(
     if folder is None:
         raise ApiError(415, f"{found.path} is not a zip, tar, gz or bz2 archive.")
     try:
-        files = await run_in_threadpool(_extract, services, key, found.path, folder)
+        files = await run_in_threadpool(_extract, workspaces, key, found.path, folder)
     except FileExistsError:
         raise ApiError(409, f"{folder} already exists.", code="exists") from None
     except UnsafeArchive as exc:
@@ -137,7 +156,7 @@ async def extract_archive(
         raise ApiError(
             409, "The session's uploads folder is not usable.", code="bad_workspace"
         ) from None
-    await services.shared.push(key)
+    await shared.push(key)
     return ExtractedArchive(folder=folder, files=[f"{folder}/{name}" for name in files])
 
 
@@ -149,8 +168,7 @@ def _archive_folder(path: str) -> str | None:
     return None
 
 
-def _extract(services: Services, session_id: str, archive: str, folder: str) -> list[str]:
-    workspaces = services.workspaces
+def _extract(workspaces: Workspaces, session_id: str, archive: str, folder: str) -> list[str]:
     with workspaces.open_file(session_id, archive) as source:
         root = workspaces.new_folder(session_id, folder)
         try:
@@ -185,11 +203,15 @@ def _remove_empty(folder: int, name: str) -> None:
 
 @router.get("/sessions/{session_id}/files")
 async def read_session_files(
-    session_id: SessionId, user: FileReader, services: ServicesDep
+    session_id: SessionId,
+    user: FileReader,
+    store: StoreDep,
+    shared: SharedDep,
+    workspaces: WorkspacesDep,
 ) -> list[WorkspaceFilePublic]:
     """Every file in the session's workspace."""
-    key = await current_session(services, user, session_id)
-    files = await run_in_threadpool(services.workspaces.list_files, key)
+    key = await current_session(store, shared, user, session_id)
+    files = await run_in_threadpool(workspaces.list_files, key)
     return [WorkspaceFilePublic(path=f.path, size=f.size, modified=f.modified) for f in files]
 
 
@@ -202,12 +224,17 @@ _ANY_FILE: dict[str, dict[str, object]] = {"*/*": {}}  # typed by its extension
     responses={200: {"description": "The file's bytes.", "content": _ANY_FILE}},
 )
 async def read_session_file(
-    session_id: SessionId, path: str, user: FileReader, services: ServicesDep
+    session_id: SessionId,
+    path: str,
+    user: FileReader,
+    store: StoreDep,
+    shared: SharedDep,
+    workspaces: WorkspacesDep,
 ) -> StreamingResponse:
     """Download one workspace file; links and special files are refused."""
-    key = await current_session(services, user, session_id)
+    key = await current_session(store, shared, user, session_id)
     try:
-        chunks = services.workspaces.read_chunks(key, path)
+        chunks = workspaces.read_chunks(key, path)
     except UnsafePath:
         raise ApiError(400, "Invalid file path.", code="bad_path") from None
     except (NotARegularFile, FileNotFoundError):

@@ -11,46 +11,48 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from backend.api.deps import BearerUser, CurrentUser, ServicesDep
+from backend.api.deps import BearerUser, CurrentUser, LLMDep, SandboxDep, SettingsDep
 from backend.api.errors import CLIENT_ERRORS, ApiError
-from backend.core.services import Services
+from backend.config import Settings
 from backend.storage import describe_database
 from backend.storage.workspaces import SUPPORTED_EXTENSIONS
+from backend.tools.sandbox import SandboxStatus
 from backend.tools.sandbox.availability import NO_CGROUP
 
 router = APIRouter(tags=["health"])
 
 
 @router.get("/health")
-async def read_health(services: ServicesDep, request: Request) -> dict[str, Any]:
+async def read_health(
+    settings: SettingsDep, llm: LLMDep, sandbox: SandboxDep, request: Request
+) -> dict[str, Any]:
     """Report that the server is up. With an admin's bearer token, also the database,
     where code runs, the LLM backend and model, the sandbox isolation and upload limits."""
     if not await _is_admin(request):
         return {"status": "ok"}
-    settings = services.settings
     executor: dict[str, Any] = {"backend": settings.EXECUTOR_BACKEND}
     if settings.EXECUTOR_BACKEND == "ray":
         executor.update(ray_address=settings.RAY_ADDRESS, workspaces=settings.WORKSPACE_BUCKET)
-    llm = services.llm
     return {
         "status": "ok",
         "database": describe_database(settings.DATABASE_URL, settings.DATA_DIR),
         "executor": executor,
         "llm": {"backend": llm.name, "model": llm.default_model, "reason": llm.reason},
-        "sandbox": _sandbox(services),
-        "upload": _upload_limits(services),
+        "sandbox": _sandbox(sandbox),
+        "upload": _upload_limits(settings),
     }
 
 
 @router.get("/api/status", responses=CLIENT_ERRORS)
-async def read_status(services: ServicesDep, user: CurrentUser) -> dict[str, Any]:
+async def read_status(
+    settings: SettingsDep, llm: LLMDep, sandbox: SandboxDep, user: CurrentUser
+) -> dict[str, Any]:
     """The LLM backend and model, the sandbox isolation and the upload limits: what the
     UI's status line shows and what an upload may be (no paths, hosts or buckets)."""
-    llm = services.llm
     return {
         "llm": {"backend": llm.name, "model": llm.default_model},
-        "sandbox": _sandbox(services),
-        "upload": _upload_limits(services),
+        "sandbox": _sandbox(sandbox),
+        "upload": _upload_limits(settings),
     }
 
 
@@ -67,8 +69,7 @@ async def _is_admin(request: Request) -> bool:
     return user.is_admin
 
 
-def _sandbox(services: Services) -> dict[str, Any]:
-    sandbox = services.sandbox
+def _sandbox(sandbox: SandboxStatus) -> dict[str, Any]:
     body: dict[str, Any] = {
         "mode": sandbox.mode,
         "isolated": sandbox.isolated,
@@ -84,9 +85,8 @@ def _sandbox(services: Services) -> dict[str, Any]:
     return body
 
 
-def _upload_limits(services: Services) -> dict[str, Any]:
+def _upload_limits(settings: Settings) -> dict[str, Any]:
     """What an upload may be, so a client can refuse a file before sending it."""
-    settings = services.settings
     return {
         "max_file_mb": settings.PYTHON_CODE_MAX_FILE_SIZE,  # POST /api/upload
         "max_upload_mb": settings.MAX_UPLOAD_SIZE_MB,  # tus and PUT

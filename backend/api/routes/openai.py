@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from backend.api.deps import ChatServiceDep, CurrentUser, ServicesDep
+from backend.api.deps import ChatServiceDep, CurrentUser, LLMDep
 from backend.api.disconnect import unless_disconnected
 from backend.api.errors import OPENAI_CLIENT_ERRORS, ApiError, error_body
 from backend.api.sse import SSE_HEADERS, Last, SSEResponse, sse_data, sse_responses
@@ -51,10 +51,10 @@ def check_parameters(unsupported: str | None, agent_type: str, **for_chat: objec
 
 
 @router.get("/models")
-async def read_models(services: ServicesDep, user: CurrentUser) -> dict[str, Any]:
+async def read_models(llm: LLMDep, user: CurrentUser) -> dict[str, Any]:
     """The models this server can answer with, in OpenAI's list shape."""
-    models = await services.llm.list_models()
-    owner = services.llm.name
+    models = await llm.list_models()
+    owner = llm.name
     return {
         "object": "list",
         "data": [{"id": m, "object": "model", "created": 0, "owned_by": owner} for m in models],
@@ -63,12 +63,10 @@ async def read_models(services: ServicesDep, user: CurrentUser) -> dict[str, Any
 
 @router.post("/embeddings")
 async def create_embedding(
-    body: EmbeddingRequest, user: CurrentUser, services: ServicesDep
+    body: EmbeddingRequest, user: CurrentUser, llm: LLMDep
 ) -> dict[str, Any]:
     """Embeddings from Ollama or the OpenAI-compatible upstream, in OpenAI's shape."""
-    return await create_embeddings(
-        services.llm, body.model, body.texts, body.encoding_format, body.extra
-    )
+    return await create_embeddings(llm, body.model, body.texts, body.encoding_format, body.extra)
 
 
 @router.post(

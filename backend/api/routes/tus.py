@@ -28,16 +28,24 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 from backend.api.bodies import MEGABYTE, UploadQuota, no_room, write_body
-from backend.api.deps import CurrentUser, ServicesDep
+from backend.api.deps import (
+    CurrentUser,
+    LimitsDep,
+    SettingsDep,
+    SharedDep,
+    StoreDep,
+    UploadsDep,
+    WorkspacesDep,
+)
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.api.routes.files import opened_session
 from backend.api.routes.uploads import checked_name, too_large, unusable
-from backend.core.services import Services
 from backend.storage import User
 from backend.storage.drafts import write_all
-from backend.storage.resumable import Upload
+from backend.storage.resumable import ResumableUploads, Upload
 from backend.storage.sessions import valid_session_id
-from backend.storage.workspaces import NotARegularFile, UnsafePath
+from backend.storage.shared import SharedWorkspaces
+from backend.storage.workspaces import NotARegularFile, UnsafePath, Workspaces
 
 router = APIRouter(prefix="/api/tus", tags=["files"], responses=CLIENT_ERRORS)
 STREAMED_PATCH = re.compile(r"/api/tus/[0-9a-f]{32}")  # past the body size cap
@@ -50,22 +58,31 @@ def _headers(**more: str) -> dict[str, str]:
 
 
 @router.options("/", status_code=status.HTTP_204_NO_CONTENT)
-async def tus_options(services: ServicesDep) -> Response:
+async def tus_options(settings: SettingsDep) -> Response:
     """The tus version, extensions and largest upload this server takes."""
-    max_size = str(int(services.settings.MAX_UPLOAD_SIZE_MB * MEGABYTE))
+    max_size = str(int(settings.MAX_UPLOAD_SIZE_MB * MEGABYTE))
     extensions = {"Tus-Version": VERSION, "Tus-Extension": "creation,termination"}
     headers = _headers(**extensions, **{"Tus-Max-Size": max_size})
     return Response(status_code=status.HTTP_204_NO_CONTENT, headers=headers)
 
 
 @router.options("/{upload_id}", status_code=status.HTTP_204_NO_CONTENT)
-async def tus_upload_options(upload_id: str, services: ServicesDep) -> Response:
+async def tus_upload_options(upload_id: str, settings: SettingsDep) -> Response:
     """The same, at an upload's URL (a handler of its own, so OpenAPI declares `upload_id`)."""
-    return await tus_options(services)
+    return await tus_options(settings)
 
 
 @router.post("/", status_code=status.HTTP_201_CREATED, response_class=Response)
-async def create_upload(request: Request, user: CurrentUser, services: ServicesDep) -> Response:
+async def create_upload(
+    request: Request,
+    user: CurrentUser,
+    limits: LimitsDep,
+    settings: SettingsDep,
+    store: StoreDep,
+    workspaces: WorkspacesDep,
+    uploads: UploadsDep,
+    shared: SharedDep,
+) -> Response:
     """Start an upload of Upload-Length bytes for the session and file name in its metadata."""
     _check_version(request)
     declared = request.headers.get("upload-length", "")
@@ -79,68 +96,76 @@ async def create_upload(request: Request, user: CurrentUser, services: ServicesD
     checked_name(filename)
     if not valid_session_id(session_id):
         raise ApiError(400, "Upload-Metadata's session_id is not a valid session id.")
-    await UploadQuota(services.limits, user).check(length)
-    key = opened_session(services, user, session_id)
-    limit_mb = services.settings.MAX_UPLOAD_SIZE_MB
+    await UploadQuota(limits, user).check(length)
+    key = opened_session(store, user, session_id)
+    limit_mb = settings.MAX_UPLOAD_SIZE_MB
     if length > limit_mb * MEGABYTE:
         raise too_large(limit_mb)
     try:
-        room = await run_in_threadpool(services.workspaces.room, key)
+        room = await run_in_threadpool(workspaces.room, key)
     except (UnsafePath, NotARegularFile, NotADirectoryError, OSError):
         raise unusable() from None
     if length > room:
         raise no_room(room)
-    upload = await run_in_threadpool(services.uploads.create, user.id, key, filename, length)
+    upload = await run_in_threadpool(uploads.create, user.id, key, filename, length)
     if length == 0:  # complete as created: clients send no PATCH for an empty file
-        try:
-            await run_in_threadpool(services.uploads.finish, upload, services.workspaces)
-        except (UnsafePath, NotARegularFile, NotADirectoryError, OSError):
-            raise unusable() from None
-        await services.shared.push(upload.session_id)
+        await _finish(upload, uploads, workspaces, shared)
     location = f"/api/tus/{upload.id}"
     return Response(status_code=201, headers=_headers(Location=location, **{"Upload-Offset": "0"}))
 
 
 @router.head("/{upload_id}", response_class=Response)
-async def upload_offset(upload_id: str, user: CurrentUser, services: ServicesDep) -> Response:
+async def upload_offset(upload_id: str, user: CurrentUser, uploads: UploadsDep) -> Response:
     """How much of the upload has arrived."""
-    upload = _own(services, user, upload_id)
-    offset = await run_in_threadpool(services.uploads.offset, upload)
+    upload = _own(uploads, user, upload_id)
+    offset = await run_in_threadpool(uploads.offset, upload)
     headers = {"Upload-Offset": str(offset), "Upload-Length": str(upload.length)}
     return Response(status_code=200, headers=_headers(**headers))
 
 
 @router.patch("/{upload_id}", status_code=status.HTTP_204_NO_CONTENT)
 async def append_to_upload(
-    upload_id: str, request: Request, user: CurrentUser, services: ServicesDep
+    upload_id: str,
+    request: Request,
+    user: CurrentUser,
+    limits: LimitsDep,
+    workspaces: WorkspacesDep,
+    uploads: UploadsDep,
+    shared: SharedDep,
 ) -> Response:
     """Append the body at Upload-Offset; the last piece moves the file into uploads/."""
     _check_version(request)
-    upload = _own(services, user, upload_id)
+    upload = _own(uploads, user, upload_id)
     if request.headers.get("content-type") != "application/offset+octet-stream":
         raise ApiError(415, "A PATCH body must be application/offset+octet-stream.")
-    busy = services.uploads.busy
+    busy = uploads.busy
     if upload.id in busy:
         raise ApiError(423, "Another PATCH to this upload is in progress: retry shortly.")
     busy.add(upload.id)
     try:
-        return await _append(upload, request, services, UploadQuota(services.limits, user))
+        quota = UploadQuota(limits, user)
+        return await _append(upload, request, quota, uploads, workspaces, shared)
     finally:
         busy.discard(upload.id)
 
 
 async def _append(
-    upload: Upload, request: Request, services: Services, quota: UploadQuota
+    upload: Upload,
+    request: Request,
+    quota: UploadQuota,
+    uploads: ResumableUploads,
+    workspaces: Workspaces,
+    shared: SharedWorkspaces,
 ) -> Response:
-    offset = await run_in_threadpool(services.uploads.offset, upload)
+    offset = await run_in_threadpool(uploads.offset, upload)
     if request.headers.get("upload-offset") != str(offset):
         raise ApiError(409, f"Upload-Offset must be {offset}, the bytes that have arrived.")
-    fd = await run_in_threadpool(services.uploads.appender, upload)
+    fd = await run_in_threadpool(uploads.appender, upload)
     try:
         written = await write_body(
             request,
             quota.counted(lambda piece: write_all(fd, piece)),
-            quota.room(lambda: run_in_threadpool(services.workspaces.room, upload.session_id)),
+            quota.room(lambda: run_in_threadpool(workspaces.room, upload.session_id)),
             upload.length - offset,
             ApiError(413, f"The upload is longer than its Upload-Length ({upload.length})."),
         )
@@ -150,27 +175,36 @@ async def _append(
         os.close(fd)
     offset += written
     if offset == upload.length:
-        try:
-            await run_in_threadpool(services.uploads.finish, upload, services.workspaces)
-        except (UnsafePath, NotARegularFile, NotADirectoryError, OSError):
-            raise unusable() from None
-        await services.shared.push(upload.session_id)
+        await _finish(upload, uploads, workspaces, shared)
     return Response(status_code=204, headers=_headers(**{"Upload-Offset": str(offset)}))
 
 
+async def _finish(
+    upload: Upload, uploads: ResumableUploads, workspaces: Workspaces, shared: SharedWorkspaces
+) -> None:
+    """Move the complete upload into the session's uploads/, and share it (S3)."""
+    try:
+        await run_in_threadpool(uploads.finish, upload, workspaces)
+    except (UnsafePath, NotARegularFile, NotADirectoryError, OSError):
+        raise unusable() from None
+    await shared.push(upload.session_id)
+
+
 @router.delete("/{upload_id}", status_code=status.HTTP_204_NO_CONTENT)
-async def terminate_upload(upload_id: str, user: CurrentUser, services: ServicesDep) -> Response:
+async def terminate_upload(
+    upload_id: str, user: CurrentUser, limits: LimitsDep, uploads: UploadsDep
+) -> Response:
     """Give the upload up: what arrived is deleted."""
-    upload = _own(services, user, upload_id)
-    if upload.id in services.uploads.busy:
+    upload = _own(uploads, user, upload_id)
+    if upload.id in uploads.busy:
         raise ApiError(423, "A PATCH to this upload is in progress: retry shortly.")
-    await run_in_threadpool(services.uploads.delete, upload)
-    UploadQuota(services.limits, user).recount()
+    await run_in_threadpool(uploads.delete, upload)
+    UploadQuota(limits, user).recount()
     return Response(status_code=204, headers=_headers())
 
 
-def _own(services: Services, user: User, upload_id: str) -> Upload:
-    upload = services.uploads.get(upload_id)
+def _own(uploads: ResumableUploads, user: User, upload_id: str) -> Upload:
+    upload = uploads.get(upload_id)
     if upload is None or upload.user_id != user.id:
         raise ApiError(404, "Upload not found.", code="upload_not_found")
     return upload

@@ -17,21 +17,30 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 from backend.api.bodies import MEGABYTE, UploadQuota, no_room, write_body
-from backend.api.deps import CurrentUser, ServicesDep
+from backend.api.deps import (
+    CatalogDep,
+    CurrentUser,
+    LimitsDep,
+    SettingsDep,
+    SharedDep,
+    StoreDep,
+    WorkspacesDep,
+)
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.api.routes.files import opened_session
-from backend.core.services import Services
 from backend.files import UnsupportedFileType
-from backend.files.catalog import FileNotInWorkspace
+from backend.files.catalog import FileNotInWorkspace, WorkspaceCatalog
 from backend.models.common import SessionId
 from backend.models.tools import UploadedFile
 from backend.storage.drafts import Draft
 from backend.storage.sessions import client_id
+from backend.storage.shared import SharedWorkspaces
 from backend.storage.workspaces import (
     SUPPORTED_EXTENSIONS,
     FileTooLarge,
     NotARegularFile,
     UnsafePath,
+    Workspaces,
     safe_filename,
 )
 
@@ -44,18 +53,23 @@ async def upload_file(
     session_id: Annotated[SessionId, Form()],
     file: Annotated[UploadFile, File()],
     user: CurrentUser,
-    services: ServicesDep,
+    limits: LimitsDep,
+    settings: SettingsDep,
+    store: StoreDep,
+    workspaces: WorkspacesDep,
+    shared: SharedDep,
+    catalog: CatalogDep,
 ) -> UploadedFile:
     """Store a file in the session's workspace, under uploads/ (a multipart form)."""
     name = file.filename or ""
     extension = checked_name(name)
-    quota = UploadQuota(services.limits, user)
+    quota = UploadQuota(limits, user)
     await quota.check(file.size or 0)
-    key = opened_session(services, user, session_id)
-    limit_mb = services.settings.PYTHON_CODE_MAX_FILE_SIZE
+    key = opened_session(store, user, session_id)
+    limit_mb = settings.PYTHON_CODE_MAX_FILE_SIZE
     try:
         size = await run_in_threadpool(
-            services.workspaces.write_upload, key, name, file.file, int(limit_mb * MEGABYTE)
+            workspaces.write_upload, key, name, file.file, int(limit_mb * MEGABYTE)
         )
     except FileTooLarge:
         raise ApiError(
@@ -65,49 +79,58 @@ async def upload_file(
         ) from None
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise no_room(await run_in_threadpool(services.workspaces.room, key)) from None
+            raise no_room(await run_in_threadpool(workspaces.room, key)) from None
         raise unusable() from None
     except (UnsafePath, NotARegularFile):
         raise unusable() from None
     quota.add(size)
-    return await described(services, key, name, extension, size)
+    return await described(shared, catalog, key, name, extension, size)
 
 
 @router.put("/sessions/{session_id}/uploads/{name}", status_code=status.HTTP_201_CREATED)
 async def put_upload(
-    session_id: SessionId, name: str, request: Request, user: CurrentUser, services: ServicesDep
+    session_id: SessionId,
+    name: str,
+    request: Request,
+    user: CurrentUser,
+    limits: LimitsDep,
+    settings: SettingsDep,
+    store: StoreDep,
+    workspaces: WorkspacesDep,
+    shared: SharedDep,
+    catalog: CatalogDep,
 ) -> UploadedFile:
     """Stream the raw request body into uploads/<name> (large files; up to MAX_UPLOAD_SIZE_MB)."""
     extension = checked_name(name)
-    limit_mb = services.settings.MAX_UPLOAD_SIZE_MB
+    limit_mb = settings.MAX_UPLOAD_SIZE_MB
     limit = int(limit_mb * MEGABYTE)
     declared = request.headers.get("content-length", "")
     expected = int(declared) if declared.isdigit() else None
     if expected is not None and expected > limit:
         raise too_large(limit_mb)
-    quota = UploadQuota(services.limits, user)
+    quota = UploadQuota(limits, user)
     await quota.check(expected or 0)
-    key = opened_session(services, user, session_id)
+    key = opened_session(store, user, session_id)
     try:
-        room = await run_in_threadpool(services.workspaces.room, key)
+        room = await run_in_threadpool(workspaces.room, key)
         if expected is not None and expected > room:
             raise no_room(room)
-        draft = await run_in_threadpool(services.workspaces.upload_draft, key, name)
+        draft = await run_in_threadpool(workspaces.upload_draft, key, name)
     except (UnsafePath, NotARegularFile, NotADirectoryError, OSError):
         raise unusable() from None
     try:
-        size = await _stream_into(draft, request, services, key, limit, limit_mb, quota)
+        size = await _stream_into(draft, request, workspaces, key, limit, limit_mb, quota)
     except ClientDisconnect:
         raise ApiError(
             400, "The upload was cut off before its end: send it again.", code="upload_incomplete"
         ) from None
-    return await described(services, key, name, extension, size)
+    return await described(shared, catalog, key, name, extension, size)
 
 
 async def _stream_into(
     draft: Draft,
     request: Request,
-    services: Services,
+    workspaces: Workspaces,
     key: str,
     limit: int,
     mb: float,
@@ -118,7 +141,7 @@ async def _stream_into(
         await write_body(
             request,
             quota.counted(draft.write),
-            quota.room(lambda: run_in_threadpool(services.workspaces.room, key)),
+            quota.room(lambda: run_in_threadpool(workspaces.room, key)),
             limit,
             too_large(mb),
         )
@@ -145,13 +168,18 @@ def checked_name(name: str) -> str:
 
 
 async def described(
-    services: Services, key: str, name: str, extension: str, size: int
+    shared: SharedWorkspaces,
+    catalog: WorkspaceCatalog,
+    key: str,
+    name: str,
+    extension: str,
+    size: int,
 ) -> UploadedFile:
     """The stored upload, shared with the other servers (S3), and its metadata."""
-    await services.shared.push(key)
+    await shared.push(key)
     path = f"uploads/{name}"
     try:
-        info = (await services.catalog.info(key, path)).to_dict()
+        info = (await catalog.info(key, path)).to_dict()
     except (FileNotInWorkspace, NotARegularFile, UnsafePath, UnsupportedFileType) as exc:
         # Replaced or removed by the session's code meanwhile: stored, but not described.
         info = {"kind": "unknown", "summary": "", "details": {}, "error": str(exc)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response, status
 
-from backend.api.deps import CurrentAdmin, CurrentUser, RecordId, ServicesDep, StoreDep
+from backend.api.deps import CurrentAdmin, CurrentUser, PurgeDep, RecordId, StoreDep
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.core import accounts
 from backend.core.security import hash_password
@@ -97,9 +97,11 @@ def reset_user_password(
 
 
 @router.delete("/{user_id}", status_code=status.HTTP_204_NO_CONTENT)
-async def delete_user(user_id: RecordId, services: ServicesDep, admin: CurrentAdmin) -> Response:
+async def delete_user(
+    user_id: RecordId, store: StoreDep, purge: PurgeDep, admin: CurrentAdmin
+) -> Response:
     """Delete a user with all their conversations, files and API keys (admin only)."""
     _not_yourself(admin, user_id, "delete")
-    if not await accounts.delete_user(services, user_id):
+    if not await accounts.delete_user(store, purge, user_id):
         raise _not_found()
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -11,11 +11,11 @@ straight from the output.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
 from backend.llm.turn import TurnLLM
+from backend.tools.provenance import ungrounded_numbers
+from backend.tools.provenance.numbers import claims, numbers_in
 from backend.tools.python_coder import prompts
-from backend.tools.python_coder.numbers import claims, numbers_in, rounds_from
 
 # A prompt section header, or the prompt's instructions, repeated back.
 _ECHO = re.compile(
@@ -24,16 +24,6 @@ _ECHO = re.compile(
 )
 _IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")
 _MAX_OUTPUT_IN_ANSWER = 3000
-
-
-def ungrounded_numbers(answer: str, output: str, files: Sequence[str] = ()) -> list[str]:
-    """Numbers in `answer` that no number in `output` rounds to."""
-    sources = [number.value for number in numbers_in(output)]
-    return [
-        f"{claim.value:g}"
-        for claim in claims(answer, files)
-        if not any(rounds_from(claim, source) for source in sources)
-    ]
 
 
 def _drops_the_result(draft: str, output: str, files: list[str]) -> bool:

@@ -20,6 +20,7 @@ from backend.files.catalog import WorkspaceCatalog
 from backend.llm import LLMError
 from backend.llm.turn import TurnLLM
 from backend.storage.workspaces import NotARegularFile, UnsafePath, Workspaces
+from backend.tools.provenance import RunOutput, cite
 from backend.tools.python_coder import notepad, prompts
 from backend.tools.python_coder.analysis_spec import plan_analysis, render_code
 from backend.tools.python_coder.answer import output_answer, write_answer
@@ -27,7 +28,6 @@ from backend.tools.python_coder.execution import OnAttempt, OnRun, execute_with_
 from backend.tools.python_coder.extraction import extract_code
 from backend.tools.python_coder.openinterpreter.bridge import run_openinterpreter
 from backend.tools.python_coder.prompts import CodingContext
-from backend.tools.python_coder.provenance import RunOutput, cite
 from backend.tools.python_coder.request import CoderRequest
 from backend.tools.python_coder.result import CoderResult, ExecutionAttempt
 from backend.tools.python_coder.selection import ChosenFiles, choose_files

@@ -23,7 +23,7 @@ from backend.core.agents.plan_execute.state import Plan, PlanState, Replan, Step
 from backend.core.agents.react.parsing import match_tool
 from backend.core.agents.tools import AgentTool, ToolContext
 from backend.llm.turn import StructuredReplyError, TurnLLM
-from backend.tools.python_coder.answer import ungrounded_numbers
+from backend.tools.provenance import ungrounded_numbers
 
 MAX_TOTAL_STEPS = 10
 _SEQUENCE = re.compile(

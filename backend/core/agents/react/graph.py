@@ -23,7 +23,7 @@ from backend.core.agents.react.parsing import parse_reply
 from backend.core.agents.react.state import ReactState, Step
 from backend.core.agents.tools import AgentTool, ToolContext, react_context
 from backend.llm.turn import TurnLLM
-from backend.tools.python_coder.answer import ungrounded_numbers
+from backend.tools.provenance import ungrounded_numbers
 
 REPEAT_LIMIT = 2  # the same action and input this many times ends the loop
 

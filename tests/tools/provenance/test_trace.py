@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from backend.tools.python_coder.provenance import Passage, RunOutput, cite
+from backend.tools.provenance import Passage, RunOutput, cite
 
 
 def _by_text(citations: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

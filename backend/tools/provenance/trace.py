@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from backend.tools.python_coder.numbers import (
+from backend.tools.provenance.numbers import (
     SENTENCE_END,
     Number,
     claims,
