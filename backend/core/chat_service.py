@@ -230,7 +230,7 @@ class ChatService:
     ) -> AsyncGenerator[AgentEvent, None]:
         tools = request.tools
         native = forced = None
-        if not self.llm.native_tools:
+        if not self.llm.profile.native_tools:
             # Earlier calls of the client's tools and their results reach the model as text.
             messages = as_plain_messages(messages)
         if tools is not None:

@@ -21,6 +21,7 @@ from backend.config import ConfigError, Settings
 from backend.llm.chat_stream import ChatStream, langchain_stream
 from backend.llm.errors import LLMError
 from backend.llm.options import GenerationOptions
+from backend.llm.profile import CAPABLE, CAPABLE_NATIVE_TOOLS, SMALL, ModelProfile
 from backend.llm.upstream import Upstream, UpstreamError, ollama_stream, openai_stream
 
 _CONNECT_TIMEOUT = 2.0
@@ -29,7 +30,7 @@ _CONNECT_TIMEOUT = 2.0
 class LLMBackend(ABC):
     name: str
     supports_logprobs = False  # whether `logprobs` can be honoured
-    native_tools = False  # whether the model reads tool calls and results in its history
+    profile: ModelProfile = CAPABLE  # what its model can be trusted to do
 
     def __init__(self, default_model: str, reason: str) -> None:
         self.default_model = default_model
@@ -98,7 +99,7 @@ def _rate_limited(status: int) -> dict[str, Any]:
 class OllamaBackend(LLMBackend):
     name = "ollama"
     supports_logprobs = True  # Ollama answers them since 0.12.11; older ones leave them out
-    native_tools = True
+    profile = CAPABLE_NATIVE_TOOLS
 
     def __init__(self, settings: Settings, reason: str) -> None:
         super().__init__(settings.OLLAMA_MODEL, reason)
@@ -212,7 +213,7 @@ class OllamaBackend(LLMBackend):
 class OpenAIBackend(LLMBackend):
     name = "openai"
     supports_logprobs = True  # passed through: the upstream answers them or says why not
-    native_tools = True
+    profile = CAPABLE_NATIVE_TOOLS
 
     def __init__(self, settings: Settings, reason: str) -> None:
         for variable in ("OPENAI_BASE_URL", "OPENAI_MODEL"):
@@ -297,6 +298,7 @@ class OpenAIBackend(LLMBackend):
 class EmbeddedBackend(LLMBackend):
     name = "embedded"
     supports_logprobs = True  # read from the logits llama.cpp samples from
+    profile = SMALL
 
     def __init__(self, settings: Settings, reason: str) -> None:
         from backend.llm.embedded import EmbeddedChatModel, shipped_model_path
@@ -344,6 +346,7 @@ class EmbeddedBackend(LLMBackend):
 
 class ScriptedBackend(LLMBackend):
     name = "scripted"
+    profile = CAPABLE  # replays what the test scripted, so every course is reachable
 
     def __init__(self, settings: Settings, reason: str) -> None:
         from backend.llm.scripted import ScriptedChatModel

@@ -1,8 +1,9 @@
-"""The coder's view of the LLM: plain or JSON replies, counted and logged.
+"""A turn's LLM client: plain or JSON replies, counted and logged.
 
-Every stage (select, generate, review, fix, answer, the TDD steps) calls the
-model through `TurnLLM`, so each prompt and reply reaches the prompt log with
-its stage, and a run can report how many calls and tokens it took. Structured
+Every stage of a turn (the router, the planner, ReAct, and the coder's select,
+generate, review, fix, answer and TDD steps) calls the model through `TurnLLM`,
+so each prompt and reply reaches the prompt log with its stage and agent, and a
+run can report how many calls and tokens it took. Structured
 replies use the backend's JSON-schema-constrained decoding where it has one
 (llama.cpp grammars, Ollama's `format`); otherwise the JSON is dug out of the
 text, which is what small models need anyway.
@@ -13,24 +14,55 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ValidationError
 
 from backend.llm import GenerationOptions, LLMBackend
+from backend.llm.profile import ModelProfile
 from backend.storage.audit import AuditLog
 
 T = TypeVar("T", bound=BaseModel)
 
-# Backends whose model is too small to review or write free-form code reliably.
-SMALL_MODEL_BACKENDS = frozenset({"embedded"})
+Agent = Literal["router", "plan_execute", "react", "python_coder", "openinterpreter"]
+Stage = Literal[
+    "route",
+    "plan",
+    "replan",
+    "final",
+    "react",
+    "select_files",
+    "analysis_spec",
+    "generate",
+    "review",
+    "modify",
+    "fix",
+    "answer",
+    "tdd_specs",
+    "tdd_tests",
+    "tdd_implement",
+    "tdd_fix",
+    "openinterpreter",
+]
+# Whose prompt each stage is (the prompt log's `agent_type`); every other stage is the coder's.
+_AGENT_OF_STAGE: dict[Stage, Agent] = {
+    "route": "router",
+    "plan": "plan_execute",
+    "replan": "plan_execute",
+    "final": "plan_execute",
+    "react": "react",
+    "openinterpreter": "openinterpreter",
+}
 # Replies longer than this are a model rambling, not code: cap them per stage.
-_MAX_TOKENS = {"review": 256, "select_files": 300, "answer": 500, "analysis_spec": 60}
+_MAX_TOKENS: dict[Stage, int] = {
+    "review": 256,
+    "select_files": 300,
+    "answer": 500,
+    "analysis_spec": 60,
+}
 _DEFAULT_MAX_TOKENS = 1024
-_SMALL_MODEL_MAX_TOKENS = 400
-_SMALL_MODEL_ANSWER_TOKENS = 120  # past a sentence or two it repeats the prompt
 
 _JSON_FENCE = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
 
@@ -90,28 +122,30 @@ class TurnLLM:
         )
 
     @property
-    def small_model(self) -> bool:
-        return self.backend.name in SMALL_MODEL_BACKENDS
+    def profile(self) -> ModelProfile:
+        return self.backend.profile
 
-    def _limits(self, stage: str, max_tokens: int | None) -> dict[str, Any]:
+    def _limits(self, stage: Stage, max_tokens: int | None) -> dict[str, Any]:
         limit = max_tokens or _MAX_TOKENS.get(stage, _DEFAULT_MAX_TOKENS)
-        if self.small_model:
-            cap = _SMALL_MODEL_ANSWER_TOKENS if stage == "answer" else _SMALL_MODEL_MAX_TOKENS
+        cap = self.profile.max_tokens
+        if stage == "answer" and self.profile.answer_tokens is not None:
+            cap = self.profile.answer_tokens
+        if cap is not None:
             limit = min(limit, cap)
         return self.backend.call_kwargs(GenerationOptions(max_tokens=limit))
 
     async def text(
-        self, stage: str, system: str, prompt: str, max_tokens: int | None = None
+        self, stage: Stage, system: str, prompt: str, max_tokens: int | None = None
     ) -> str:
         """One plain reply to `prompt`."""
         return await self._call(stage, _messages(system, prompt), self._limits(stage, max_tokens))
 
-    async def chat(self, stage: str, messages: list[BaseMessage]) -> str:
+    async def chat(self, stage: Stage, messages: list[BaseMessage]) -> str:
         """One plain reply to a whole conversation."""
         return await self._call(stage, messages, {})
 
     async def json(
-        self, stage: str, system: str, prompt: str, schema: type[T], max_tokens: int | None = None
+        self, stage: Stage, system: str, prompt: str, schema: type[T], max_tokens: int | None = None
     ) -> T:
         """A reply parsed into `schema`; raises `StructuredReplyError` if it is not one."""
         constrained = self.backend.structured_kwargs(schema.model_json_schema()) or {}
@@ -119,7 +153,7 @@ class TurnLLM:
         reply = await self._call(stage, _messages(system, prompt), constrained)
         return parse_json_reply(reply, schema)
 
-    async def _call(self, stage: str, messages: list[BaseMessage], extra: dict[str, Any]) -> str:
+    async def _call(self, stage: Stage, messages: list[BaseMessage], extra: dict[str, Any]) -> str:
         if self.max_calls is not None and self.usage.calls >= self.max_calls:
             raise LLMCallLimit(self.max_calls)
         error: str | None = None
@@ -144,7 +178,7 @@ class TurnLLM:
                     user=self.user,
                     session_id=self.session_id,
                     model=self.model_name,
-                    agent_type="python_coder",
+                    agent_type=_AGENT_OF_STAGE.get(stage, "python_coder"),
                     stage=stage,
                     prompt=[{"role": m.type, "content": str(m.content)} for m in messages],
                     answer=reply,

@@ -182,8 +182,8 @@ class PythonCoder:
     async def _spec_first(
         self, request: CoderRequest, chosen: ChosenFiles, llm: TurnLLM, result: CoderResult
     ) -> str | None:
-        """Small models fill a spec and the code is rendered from it; None: write freely."""
-        if not llm.small_model:
+        """A model short of free-form code fills a spec, rendered as code; None: write freely."""
+        if llm.profile.free_form_code:
             return None
         spec = await plan_analysis(request.query, chosen.files, chosen.mapping, llm)
         if spec is None:

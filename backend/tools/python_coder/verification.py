@@ -38,7 +38,7 @@ def review_skip_reason(llm: TurnLLM, code: str, max_iterations: int) -> str | No
     """Why an LLM review would not help here, or None if it should run."""
     if max_iterations <= 0:
         return "PYTHON_CODE_MAX_ITERATIONS is 0"
-    if llm.small_model:  # it approves whatever it is shown
+    if not llm.profile.reviews_code:
         return (
             f"the {llm.backend.name} model is too small to review code (it approves anything); "
             "execution errors drive the fixes instead"

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from backend.core.agents.plan_execute.graph import build_plan_execute_graph, sequenced_goals
 from backend.core.agents.tools import ToolContext, ToolResult
+from backend.llm.profile import SMALL
 from tests.core.agents.streams import run
 from tests.support.scripted_llm import scripted_llm
 
@@ -106,7 +107,7 @@ def test_a_question_that_spells_out_its_steps_is_split_into_them() -> None:
 async def test_a_small_model_follows_the_questions_steps_and_answers_from_them() -> None:
     coder = FakeTool("python_coder", {"count the rows": "40", "compute the mean score": "67.5"})
     llm, model = scripted_llm([])  # not one model call: the small model's plans are noise
-    llm.backend.name = "embedded"
+    llm.backend.profile = SMALL
     state, _ = await run(
         build_plan_execute_graph([coder], llm), "first count the rows, then compute the mean score"
     )

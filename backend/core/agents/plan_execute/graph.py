@@ -74,7 +74,7 @@ def build_plan_execute_graph(
 
     async def plan(state: PlanState) -> dict[str, Any]:
         question = state["question"]
-        if llm.small_model:  # its plans name steps like "write_a_plan": follow the question
+        if not llm.profile.plans:  # its plans name steps like "write_a_plan": follow the question
             goals = sequenced_goals(question)
             steps = [
                 {"goal": g, "tool": default_tool, "success_criterion": "answered"} for g in goals
@@ -111,7 +111,7 @@ def build_plan_execute_graph(
 
     async def replan(state: PlanState) -> dict[str, Any]:
         remaining, replans = state.get("plan", []), state.get("replans", 0)
-        if not remaining or replans >= max_replans or llm.small_model:
+        if not remaining or replans >= max_replans or not llm.profile.plans:
             return {}  # a small model answers "continue" whatever it is shown
         prompt = prompts.replan(state["question"], remaining, state.get("results", []))
         try:
@@ -132,7 +132,7 @@ def build_plan_execute_graph(
         if not any(r["ok"] for r in results):
             failures = "\n".join(f"- {r['goal']}: {r['observation'][:300]}" for r in results)
             return {"final_answer": f"I could not complete any step of the plan:\n\n{failures}"}
-        if llm.small_model:  # each step's own grounded answer, in order
+        if not llm.profile.plans:  # each step's own grounded answer, in order
             return {"final_answer": steps_answer(results)}
         reply = await llm.text("final", "", prompts.answer(state["question"], results))
         evidence = "\n".join(r["observation"] for r in results)

@@ -89,7 +89,7 @@ def build_react_graph(
         steps = state.get("steps", [])
         if len(steps) >= max_iterations:
             return {"pending": None, "stop_reason": "max_iterations"}
-        if llm.small_model and "python_coder" in by_name:
+        if not llm.profile.chooses_tools and "python_coder" in by_name:
             return _small_model_step(state["question"], steps)
         turn = prompts.turn(
             state["question"], state.get("history", []), steps, state.get("earlier", [])

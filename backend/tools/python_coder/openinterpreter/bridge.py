@@ -22,11 +22,11 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from backend.llm.turn import TurnLLM
+from backend.llm.turn import Stage, TurnLLM
 from backend.tools.sandbox.executor import BasePythonExecutor
 from backend.tools.sandbox.openinterpreter_venv import worker_python
 
-STAGE = "openinterpreter"
+STAGE: Stage = "openinterpreter"
 _WORKER_SCRIPT = Path(__file__).resolve().with_name("worker.py")
 _STDERR_TAIL = 4_000  # characters of the worker's stderr kept for a failure report
 _LINE_LIMIT = 16 * 1024 * 1024  # one protocol line: a whole conversation fits

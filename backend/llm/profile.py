@@ -1,0 +1,46 @@
+"""What a backend's model can be trusted to do, decided once when the backend is created.
+
+The agents and the coder read these named capabilities instead of asking which
+backend they run on. Each capability that is False has a fixed course that does
+not need the model for that job (see each field).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    # False: python_coder has it fill an analysis spec and renders the code from a template.
+    free_form_code: bool
+    # False: plan_execute follows the question's own steps, never replans, and answers with
+    # each step's grounded answer (its plans name steps like "write_a_plan").
+    plans: bool
+    # False: no LLM review of the code (it approves whatever it is shown); execution errors
+    # drive the fixes instead.
+    reviews_code: bool
+    # False: the ReAct agent hands the question straight to python_coder (the model answers
+    # "Action:" prompts with prose, which would end the turn with an invented answer).
+    chooses_tools: bool
+    # Whether the model reads tool calls and results in its history (else they reach it as text).
+    native_tools: bool = False
+    # A cap on every reply of a turn, past which the model only rambles; None: the stage's own.
+    max_tokens: int | None = None
+    # A tighter cap on the written answer (past a sentence or two it repeats the prompt).
+    answer_tokens: int | None = None
+
+
+# A model that does all of it, calling the client's tools through a prompt.
+CAPABLE = ModelProfile(free_form_code=True, plans=True, reviews_code=True, chooses_tools=True)
+# A model behind an API with tool calling of its own (Ollama, OpenAI-compatible servers).
+CAPABLE_NATIVE_TOOLS = replace(CAPABLE, native_tools=True)
+# The embedded demo model (a few hundred million parameters at most).
+SMALL = ModelProfile(
+    free_form_code=False,
+    plans=False,
+    reviews_code=False,
+    chooses_tools=False,
+    max_tokens=400,
+    answer_tokens=120,
+)
