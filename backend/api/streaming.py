@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 
-from backend.core.events import AgentEvent
+from backend.core.events import TurnEvent
 
 
 async def start_stream(
-    events: AsyncGenerator[AgentEvent, None],
-) -> AsyncGenerator[AgentEvent, None]:
+    events: AsyncGenerator[TurnEvent, None],
+) -> AsyncGenerator[TurnEvent, None]:
     """Wait for the agent's first event, then stream everything.
 
     Failing to reach the LLM raises here, before the response starts, so the
@@ -17,7 +17,7 @@ async def start_stream(
     An upstream that accepted the request (`accepted`) lets the response start
     while the model works on its first token.
     """
-    head: list[AgentEvent] = []
+    head: list[TurnEvent] = []
     async for event in events:
         head.append(event)
         if event.type != "router":
@@ -26,8 +26,8 @@ async def start_stream(
 
 
 async def _chain(
-    head: list[AgentEvent], rest: AsyncGenerator[AgentEvent, None]
-) -> AsyncGenerator[AgentEvent, None]:
+    head: list[TurnEvent], rest: AsyncGenerator[TurnEvent, None]
+) -> AsyncGenerator[TurnEvent, None]:
     try:
         for event in head:
             yield event

@@ -13,7 +13,6 @@ import contextlib
 import functools
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from starlette.concurrency import run_in_threadpool
@@ -22,7 +21,22 @@ from backend.core.agents.chat import run_chat
 from backend.core.agents.client_tools import ClientTools, as_plain_messages
 from backend.core.agents.runner import AgentRunner
 from backend.core.citations import turn_citations
-from backend.core.events import STEP_EVENTS, AgentEvent
+from backend.core.events import (
+    AnswerDelta,
+    ChatEvent,
+    Citation,
+    ClientToolCall,
+    Final,
+    Finish,
+    Routed,
+    StepEvent,
+    TokenLogprob,
+    ToolCalls,
+    ToolUse,
+    TurnEvent,
+    TurnSummary,
+    Usage,
+)
 from backend.core.limits import Limits
 from backend.core.router import AgentType, RouteDecision, decide_route, model_classifier
 from backend.core.run_slots import RunSlot
@@ -45,23 +59,25 @@ class TurnRequest:
 
 @dataclass
 class Turn:
+    """One turn as it runs: its events, and what they have told so far."""
+
     conversation: Conversation
     decision: RouteDecision
     model: str
-    events: AsyncGenerator[AgentEvent, None] = field(init=False)
+    events: AsyncGenerator[TurnEvent, None] = field(init=False)
     answer: list[str] = field(default_factory=list)
-    usage: dict[str, int] = field(default_factory=dict)
+    usage: Usage | None = None
     finish_reason: str = "stop"
     user: str = ""
     prompt: list[BaseMessage] = field(default_factory=list)
-    steps: list[dict[str, Any]] = field(default_factory=list)  # the agent's step events
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # calls of the client's tools
-    logprobs: list[dict[str, Any]] = field(default_factory=list)  # the tokens', when asked for
+    steps: list[StepEvent] = field(default_factory=list)  # the agent's steps
+    tool_calls: list[ClientToolCall] = field(default_factory=list)  # calls of the client's tools
+    logprobs: list[TokenLogprob] = field(default_factory=list)  # the tokens', when asked for
     agent_llm: TurnLLM | None = None  # counts the router's and the agents' model calls
     opening: Callable[[], None] | None = None  # a new session's first write, not done yet
     placeholder: int | None = None  # an agent turn's answer, stored `running` as it starts
     question: str = ""  # the user's message this turn answers
-    citations: list[dict[str, Any]] = field(default_factory=list)  # the answer's numbers' sources
+    citations: list[Citation] = field(default_factory=list)  # the answer's numbers' sources
     run_slot: RunSlot | None = None  # the user's place among their concurrent agent runs
 
     def write_opening(self) -> None:
@@ -70,50 +86,74 @@ class Turn:
         if opening is not None:
             opening()
 
-    @property
-    def metadata(self) -> dict[str, Any]:
-        def of(kind: str) -> list[dict[str, Any]]:
-            return [step for step in self.steps if step["type"] == kind]
-
-        return {
-            "agent_type": self.decision.agent_type,
-            "route_reason": self.decision.reason,
-            "session_id": self.conversation.session_id,
-            "conversation_id": self.conversation.id,
-            "tool_calls": [
-                {"tool": s.get("tool"), "input": s.get("input", s.get("goal"))}
-                for s in of("tool_call") + of("step_start")
-            ],
-            "code": [s["code"] for s in of("code")],
-            "files": sorted({f for s in of("execution") for f in s.get("files", [])}),
-            "iterations": len(of("execution")),
+    def summary(self) -> TurnSummary:
+        steps = self.steps
+        executions = [s for s in steps if s.type == "execution"]
+        return TurnSummary(
+            agent_type=self.decision.agent_type,
+            route_reason=self.decision.reason,
+            session_id=self.conversation.session_id,
+            conversation_id=self.conversation.id,
+            tool_calls=[_tool_use(s) for s in steps if s.type in ("tool_call", "step_start")],
+            code=[s.code for s in steps if s.type == "code"],
+            files=sorted({f for s in executions for f in s.files}),
+            iterations=len(executions),
             # The router's, the graph's and python_coder's calls; plain chat adds its own one.
-            "llm_calls": (self.agent_llm.usage.calls if self.agent_llm else 0)
+            llm_calls=(self.agent_llm.usage.calls if self.agent_llm else 0)
             + (1 if self.decision.agent_type == "chat" else 0),
-        }
+        )
 
-    @property
-    def response_metadata(self) -> dict[str, Any] | None:
-        """`/v1`'s `metadata`: an agent turn's citations. Plain chat leaves OpenAI's field
-        unset, as OpenAI does, so strict clients of plain chat see OpenAI's shape."""
-        if self.decision.agent_type == "chat":
-            return None
-        return {"citations": self.citations}
+    def routed(self) -> Routed:
+        return Routed(
+            agent_type=self.decision.agent_type,
+            reason=self.decision.reason,
+            model=self.model,
+            opening=self.summary(),
+        )
 
-    def public_event(self, event: AgentEvent) -> dict[str, Any] | None:
-        """What a client sees of `event` (typed SSE, the runs' replay); None: internal."""
-        if event.type in ("accepted", "usage", "finish"):
-            return None
-        payload = {"type": event.type, **event.data}
-        if event.type == "final":
-            payload.update(model=self.model, **self.metadata, citations=self.citations)
-        return payload
+    def final(self) -> Final:
+        return Final(
+            text="".join(self.answer),
+            model=self.model,
+            summary=self.summary(),
+            citations=self.citations,
+            finish_reason=self.finish_reason,
+            usage=self.usage,
+            tool_calls=self.tool_calls,
+            logprobs=self.logprobs,
+        )
 
-    async def collect(self) -> str:
-        """Run the turn to the end and return the answer."""
-        async for _ in self.events:
-            pass
-        return "".join(self.answer)
+    def take(self, event: ChatEvent | StepEvent) -> None:
+        """What `event` tells about the turn."""
+        if isinstance(event, AnswerDelta):
+            self.answer.append(event.text)
+            self.logprobs.extend(event.logprobs or ())
+        elif isinstance(event, Usage):
+            self.usage = event
+        elif isinstance(event, Finish):
+            self.finish_reason = event.reason
+        elif isinstance(event, ToolCalls):
+            self.tool_calls = event.calls
+        elif event.type != "accepted":
+            self.steps.append(event)
+
+    async def collect(self) -> Final:
+        """Run the turn to the end; its `Final` event."""
+        final: Final | None = None
+        async for event in self.events:
+            if isinstance(event, Final):
+                final = event
+        if final is None:  # a turn that ends without raising ends with Final
+            raise RuntimeError("the turn ended without its Final event")
+        return final
+
+
+def _tool_use(step: StepEvent) -> ToolUse:
+    if step.type == "tool_call":
+        return ToolUse(tool=step.tool, input=step.input)
+    if step.type == "step_start":
+        return ToolUse(tool=step.tool, input=step.goal)
+    raise ValueError(step.type)
 
 
 class ChatService:
@@ -227,7 +267,7 @@ class ChatService:
 
     def _chat(
         self, model: str, messages: list[BaseMessage], request: TurnRequest
-    ) -> AsyncGenerator[AgentEvent, None]:
+    ) -> AsyncGenerator[TurnEvent, None]:
         tools = request.tools
         native = forced = None
         if not self.llm.profile.native_tools:
@@ -259,8 +299,8 @@ class ChatService:
         )
 
     async def _recorded(
-        self, turn: Turn, events: AsyncGenerator[AgentEvent, None]
-    ) -> AsyncGenerator[AgentEvent, None]:
+        self, turn: Turn, events: AsyncGenerator[TurnEvent, None]
+    ) -> AsyncGenerator[TurnEvent, None]:
         """The turn's events; the turn is recorded when they end, however they end.
 
         A complete answer is recorded after `final`, when the consumer resumes or
@@ -270,24 +310,12 @@ class ChatService:
         finish, error = "stop", None
         answered = False
         try:
-            yield AgentEvent(
-                "router", {"agent_type": turn.decision.agent_type, "reason": turn.decision.reason}
-            )
+            yield turn.routed()
             async with contextlib.aclosing(events):
                 async for event in events:
                     turn.write_opening()  # the model has the request (see open_turn)
                     self._hold_place(turn)
-                    if event.type == "token":
-                        turn.answer.append(event.data["text"])
-                        turn.logprobs.extend(event.data.get("logprobs") or ())
-                    elif event.type == "usage":
-                        turn.usage = event.data
-                    elif event.type == "finish":
-                        turn.finish_reason = event.data["reason"]
-                    elif event.type == "tool_calls":
-                        turn.tool_calls = event.data["calls"]
-                    elif event.type in STEP_EVENTS:
-                        turn.steps.append({"type": event.type, **event.data})
+                    turn.take(event)  # type: ignore[arg-type]  # agents yield no turn ends
                     yield event
             answered = True
             finish = turn.finish_reason  # "length" when a limit stopped it
@@ -297,7 +325,7 @@ class ChatService:
                 turn.citations = await run_in_threadpool(
                     turn_citations, answer, turn.question, turn.steps
                 )
-            yield AgentEvent("final", {"text": answer})
+            yield turn.final()
         except (asyncio.CancelledError, GeneratorExit):
             if not answered:
                 finish = "cancelled"
@@ -325,7 +353,7 @@ class ChatService:
         if turn.placeholder is not None or turn.decision.agent_type == "chat":
             return
         metadata = {
-            **turn.metadata,
+            **turn.summary().model_dump(mode="json"),
             "model": turn.model,
             "finish_reason": "running",
             "server": self.server,
@@ -338,14 +366,14 @@ class ChatService:
         turn.write_opening()  # a turn that failed before its first event
         # The steps let a client redraw the turn's timeline from the stored answer.
         metadata = {
-            **turn.metadata,
+            **turn.summary().model_dump(mode="json"),
             "model": turn.model,
             "finish_reason": finish,
-            "steps": turn.steps,
-            "citations": turn.citations,
+            "steps": [step.payload() for step in turn.steps],
+            "citations": [c.model_dump(mode="json") for c in turn.citations],
         }
         if turn.tool_calls:
-            metadata["client_tool_calls"] = turn.tool_calls
+            metadata["client_tool_calls"] = [c.model_dump(mode="json") for c in turn.tool_calls]
         if error:
             metadata["error"] = error
         answer = "".join(turn.answer)

@@ -1,31 +1,250 @@
-"""What agents emit while they work; the API turns these into SSE or JSON."""
+"""The turn's event contract: one typed stream from the graphs to every wire format.
+
+A turn yields `Routed` first, then what its agent does (`Plan`, `StepStart`,
+`ToolCall`, `Code`, `Execution`, `PassageFound`, `Plot`), the answer as it is
+produced (`AnswerDelta`, or `ToolCalls` of the client's own tools), `Usage`,
+`Finish`, and `Final`, which sums the turn up. A run adds `Failed` and `Done`.
+The chat model's own events come from `backend/llm/stream.py`.
+
+The graphs emit these through LangGraph's custom stream; the runs buffer keeps
+them; a stored turn keeps its steps as their payloads, which `stored_steps`
+reads back. `backend/api/encoders/` turns the stream into each API's format.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-EventType = Literal[
-    "router",
-    "accepted",
-    "plan",
-    "step_start",
-    "tool_call",
-    "code",
-    "execution",
-    "plot",
-    "token",
-    "tool_calls",
-    "usage",
-    "finish",
-    "final",
-    "error",
-    "done",
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from backend.llm.stream import (
+    Accepted,
+    AnswerDelta,
+    ChatEvent,
+    ClientToolCall,
+    Event,
+    Finish,
+    FinishReason,
+    TokenLogprob,
+    ToolCalls,
+    Usage,
+)
+
+__all__ = [
+    "Accepted",
+    "AnswerDelta",
+    "ChatEvent",
+    "ClientToolCall",
+    "Event",
+    "Finish",
+    "FinishReason",
+    "TokenLogprob",
+    "ToolCalls",
+    "Usage",
 ]
-STEP_EVENTS = frozenset({"plan", "step_start", "tool_call", "code", "execution", "plot"})
 
 
-@dataclass(frozen=True)
-class AgentEvent:
-    type: EventType
-    data: dict[str, Any] = field(default_factory=dict)
+class PlannedStep(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    goal: str
+    tool: str
+    success_criterion: str
+
+
+class Plan(Event):
+    type: Literal["plan"] = "plan"
+    steps: list[PlannedStep]
+    revised: bool
+    reason: str | None = None  # why a revised plan changed
+
+
+class StepStart(Event):
+    """Plan-and-Execute starts step `index` (from 1) of its plan."""
+
+    type: Literal["step_start"] = "step_start"
+    index: int
+    goal: str
+    tool: str
+    success_criterion: str
+
+
+class ToolCall(Event):
+    """ReAct calls a tool."""
+
+    type: Literal["tool_call"] = "tool_call"
+    tool: str
+    input: str
+    thought: str
+
+
+class Code(Event):
+    """An attempt's code, before the sandbox runs it."""
+
+    type: Literal["code"] = "code"
+    tool: str | None = None
+    index: int | None = None  # the plan step, in Plan-and-Execute
+    attempt: int
+    code: str
+
+
+class Execution(Event):
+    """What an attempt (or a tool without attempts) did: its run, output and files."""
+
+    type: Literal["execution"] = "execution"
+    SENT_AS_NULL = frozenset({"error"})
+    tool: str | None = None
+    index: int | None = None
+    attempt: int
+    run_id: str
+    ok: bool
+    stdout: str
+    error: str | None
+    files: list[str]
+
+
+class PassageFound(Event):
+    """A document passage rag_retrieval showed the agent; the answer cites it as [ref]."""
+
+    type: Literal["passage"] = "passage"
+    tool: str | None = None
+    index: int | None = None
+    ref: int
+    source: str
+    page: int | None = None
+    section: str | None = None
+    text: str
+
+    @property
+    def where(self) -> str:
+        """`report.pdf, page 3`, as the agent was shown it."""
+        if self.page is not None:
+            return f"{self.source}, page {self.page}"
+        return f'{self.source}, section "{self.section}"' if self.section else self.source
+
+
+class Plot(Event):
+    type: Literal["plot"] = "plot"
+    path: str
+    url: str
+
+
+class Observation(Event):
+    """What a tool gave back to the agent (the runner's input, never sent): the
+    runner turns it into the steps a client sees."""
+
+    type: Literal["observation"] = "observation"
+    tool: str
+    index: int | None = None
+    ok: bool
+    observation: str
+    answer: str | None = None  # python_coder's worded answer
+    error: str | None = None
+    code: str | None = None
+    output: str | None = None
+    run_id: str | None = None
+    files: list[str] = Field(default_factory=list)
+    passages: list[PassageFound] = Field(default_factory=list)
+
+
+class Citation(BaseModel):
+    """Where one number of the answer came from; `start`/`end` index the answer (code points).
+
+    `computed`: a run printed it (`run_id`, its `code`, the `output_line` and its 1-based
+    `line`). `question`: the user wrote it. `document`: a passage holds it (`source`: "[n] file").
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    start: int
+    end: int
+    kind: Literal["computed", "question", "document"]
+    run_id: str | None = None
+    code: str | None = None
+    output_line: str | None = None
+    line: int | None = None
+    source: str | None = None
+
+
+class ToolUse(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    tool: str | None
+    input: str | None
+
+
+class TurnSummary(BaseModel):
+    """What a client is told about how a turn was answered (`metadata` on the wire)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agent_type: str
+    route_reason: str
+    session_id: str
+    conversation_id: str
+    tool_calls: list[ToolUse]
+    code: list[str]
+    files: list[str]
+    iterations: int
+    llm_calls: int
+
+
+class Routed(Event):
+    """Which agent answers, and why. The model and the turn's summary so far are for
+    the encoders (an OpenAI stream names them in its first chunk), not sent as is."""
+
+    type: Literal["router"] = "router"
+    agent_type: str
+    reason: str
+    model: str = Field(exclude=True)
+    opening: TurnSummary = Field(exclude=True)
+
+
+class Final(Event):
+    """The turn's end: the whole answer and how it was reached."""
+
+    type: Literal["final"] = "final"
+    text: str
+    model: str
+    summary: TurnSummary
+    citations: list[Citation]
+    finish_reason: str
+    usage: Usage | None = None
+    tool_calls: list[ClientToolCall] = Field(default_factory=list)
+    logprobs: list[TokenLogprob] = Field(default_factory=list)
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "type": "final",
+            "text": self.text,
+            "model": self.model,
+            **self.summary.model_dump(mode="json"),
+            "citations": [c.model_dump(mode="json") for c in self.citations],
+        }
+
+
+class Failed(Event):
+    type: Literal["error"] = "error"
+    SENT_AS_NULL = frozenset({"code"})
+    message: str
+    code: str | None = None
+
+
+class Done(Event):
+    type: Literal["done"] = "done"
+    status: str | None = None
+
+
+StepEvent = Plan | StepStart | ToolCall | Code | Execution | PassageFound | Plot
+TurnEvent = Routed | StepEvent | ChatEvent | Final | Failed | Done
+STEP_TYPES = frozenset({"plan", "step_start", "tool_call", "code", "execution", "passage", "plot"})
+
+_STEPS: TypeAdapter[list[StepEvent]] = TypeAdapter(
+    list[Annotated[StepEvent, Field(discriminator="type")]]
+)
+
+
+def stored_steps(payloads: list[Any]) -> list[StepEvent]:
+    """A stored turn's steps (their payloads) as events again."""
+    return _STEPS.validate_python(payloads)

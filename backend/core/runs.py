@@ -16,9 +16,11 @@ import time
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 from backend.core.chat_service import Turn
+from backend.core.events import Done, Failed, TurnEvent
 from backend.llm import LLMError
 from backend.storage.sessions import session_key
 
@@ -35,6 +37,17 @@ class RunInProgress(Exception):
     """The session already has a run going."""
 
 
+@dataclass(frozen=True)
+class Numbered:
+    """A run's event and its number (from 1), which a client replays after."""
+
+    seq: int
+    event: TurnEvent
+
+
+_INTERNAL = frozenset({"accepted", "usage", "finish"})  # what no client of a run reads
+
+
 class Run:
     def __init__(self, turn: Turn, user_id: int, max_events: int = MAX_EVENTS) -> None:
         self.id = uuid.uuid4().hex
@@ -45,9 +58,9 @@ class Run:
         self.status: RunStatus = "running"
         self.finished_at: float | None = None
         self.last_seq = 0
-        self._events: deque[dict[str, Any]] = deque(maxlen=max_events)
+        self._events: deque[Numbered] = deque(maxlen=max_events)
         # Steps pushed out of the buffer by a long answer's tokens: a replay still draws them.
-        self._kept_steps: list[dict[str, Any]] = []
+        self._kept_steps: list[Numbered] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -58,11 +71,11 @@ class Run:
     def start(self) -> None:
         self._task = asyncio.create_task(self._drive(), name=f"run-{self.id}")
 
-    def _append(self, payload: dict[str, Any]) -> None:
+    def _append(self, event: TurnEvent) -> None:
         self.last_seq += 1
-        if len(self._events) == self._events.maxlen and self._events[0]["type"] != "token":
+        if len(self._events) == self._events.maxlen and self._events[0].event.type != "token":
             self._kept_steps.append(self._events[0])
-        self._events.append({**payload, "seq": self.last_seq})
+        self._events.append(Numbered(self.last_seq, event))
         wake, self._wake = self._wake, asyncio.Event()
         wake.set()
 
@@ -71,29 +84,28 @@ class Run:
         try:
             async with contextlib.aclosing(self.turn.events) as events:
                 async for event in events:
-                    payload = self.turn.public_event(event)
-                    if payload is not None:
-                        self._append(payload)
+                    if event.type not in _INTERNAL:
+                        self._append(event)
         except asyncio.CancelledError:
             status = "cancelled"  # the turn recorded its partial answer as cancelled
         except LLMError as exc:
             status = "error"
-            self._append({"type": "error", "message": exc.message, "code": exc.code})
+            self._append(Failed(message=exc.message, code=exc.code))
         except Exception:
             logger.exception("run %s failed", self.id)
             status = "error"
-            self._append({"type": "error", "message": "The run failed; see the server log."})
+            self._append(Failed(message="The run failed; see the server log."))
         self.status, self.finished_at = status, time.monotonic()
-        self._append({"type": "done", "status": status})
+        self._append(Done(status=status))
 
-    async def follow(self, after: int = 0) -> AsyncIterator[dict[str, Any]]:
+    async def follow(self, after: int = 0) -> AsyncIterator[Numbered]:
         """Every buffered event numbered above `after`, then new ones until the run ends."""
         while True:
             wake = self._wake  # taken before reading, so no event slips between
-            for event in [*self._kept_steps, *self._events]:
-                if event["seq"] > after:
-                    after = event["seq"]
-                    yield event
+            for numbered in [*self._kept_steps, *self._events]:
+                if numbered.seq > after:
+                    after = numbered.seq
+                    yield numbered
             if self.finished and after >= self.last_seq:
                 return
             await wake.wait()

@@ -1,10 +1,7 @@
 """A chat model as a stream of events: the one shape plain chat reads.
 
-A `ChatStream` is called with the messages and the backend's call arguments.
-It may first yield `accepted` (the upstream took the request, so the response
-can start while the model thinks); then `token` events (with the tokens'
-`logprobs` when they were asked for), `tool_calls` (the model's native calls of
-the client's tools), `usage` and `finish`. LangChain chat models are wrapped
+A `ChatStream` is called with the messages and the backend's call arguments
+and yields the typed events of `stream.py`. LangChain chat models are wrapped
 by `langchain_stream`; the `openai` and `ollama` backends stream straight from
 the upstream (`upstream.py`).
 """
@@ -20,25 +17,26 @@ from typing import Any, cast
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
-from backend.core.events import AgentEvent
+from backend.llm.stream import (
+    ChatEvent,
+    ClientToolCall,
+    Finish,
+    FunctionCall,
+    ToolCalls,
+    Usage,
+    answer_delta,
+    finish,
+)
 
-ChatStream = Callable[[list[BaseMessage], dict[str, Any]], AsyncGenerator[AgentEvent, None]]
+ChatStream = Callable[[list[BaseMessage], dict[str, Any]], AsyncGenerator[ChatEvent, None]]
 
 
 def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
-def finish_event(reason: str | None) -> AgentEvent:
-    """OpenAI's finish reasons; anything else an upstream says is a plain stop."""
-    known = reason if reason in ("length", "tool_calls", "content_filter") else "stop"
-    return AgentEvent("finish", {"reason": known})
-
-
-def usage_event(prompt_tokens: int, completion_tokens: int) -> AgentEvent:
-    return AgentEvent(
-        "usage", {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
-    )
+def usage_event(prompt_tokens: int, completion_tokens: int) -> Usage:
+    return Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
 
 
 class CallPieces:
@@ -57,24 +55,23 @@ class CallPieces:
         slot["name"] += name or ""
         slot["args"] += args or ""
 
-    def event(self) -> AgentEvent | None:
+    def event(self) -> ToolCalls | None:
         """The calls in OpenAI's shape, or None when the model called nothing."""
         if not self._slots:
             return None
         calls = [
-            {
-                "id": slot["id"] or new_call_id(),
-                "type": "function",
-                "function": {"name": slot["name"], "arguments": slot["args"] or "{}"},
-            }
+            ClientToolCall(
+                id=slot["id"] or new_call_id(),
+                function=FunctionCall(name=slot["name"], arguments=slot["args"] or "{}"),
+            )
             for _, slot in sorted(self._slots.items())
         ]
-        return AgentEvent("tool_calls", {"calls": calls})
+        return ToolCalls(calls=calls)
 
-    def ending(self, finish: str | None) -> list[AgentEvent]:
+    def ending(self, reason: str | None) -> list[ToolCalls | Finish]:
         """The stream's last events: the calls, if any, then why it finished."""
         calls = self.event()
-        return [calls, finish_event("tool_calls")] if calls else [finish_event(finish)]
+        return [calls, Finish(reason="tool_calls")] if calls else [finish(reason)]
 
 
 def langchain_stream(model: BaseChatModel) -> ChatStream:
@@ -82,24 +79,21 @@ def langchain_stream(model: BaseChatModel) -> ChatStream:
 
     async def stream(
         messages: list[BaseMessage], call_kwargs: dict[str, Any]
-    ) -> AsyncGenerator[AgentEvent, None]:
+    ) -> AsyncGenerator[ChatEvent, None]:
         pieces = CallPieces()
-        finish: str | None = None
+        reason: str | None = None
         chunks = cast(AsyncGenerator[Any, None], model.astream(messages, **call_kwargs))
         async with contextlib.aclosing(chunks):
             async for chunk in chunks:
                 if chunk.text:
-                    token = {"text": str(chunk.text)}
-                    if chunk.response_metadata.get("logprobs"):
-                        token["logprobs"] = chunk.response_metadata["logprobs"]
-                    yield AgentEvent("token", token)
+                    yield answer_delta(str(chunk.text), chunk.response_metadata.get("logprobs"))
                 _gather(chunk, pieces)
                 metadata = chunk.response_metadata
-                finish = metadata.get("finish_reason") or metadata.get("done_reason") or finish
+                reason = metadata.get("finish_reason") or metadata.get("done_reason") or reason
                 usage = getattr(chunk, "usage_metadata", None)
                 if usage:
                     yield usage_event(usage["input_tokens"], usage["output_tokens"])
-        for event in pieces.ending(finish):
+        for event in pieces.ending(reason):
             yield event
 
     return stream

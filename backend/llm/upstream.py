@@ -19,15 +19,15 @@ from typing import Any
 import httpx
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from backend.core.events import AgentEvent
 from backend.llm.chat_stream import CallPieces, ChatStream, usage_event
+from backend.llm.stream import Accepted, ChatEvent, answer_delta
 
 _ROLES = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
 POOLS = 8  # connection pools per upstream, used in turn (see `Upstream.client`)
 RETRIES = 3  # after the first try: dropped, refused or rate-limited requests
 BACKOFF_SECONDS = 0.25
 MAX_RETRY_WAIT = 10.0  # a 429 asking for longer goes back to the client as it is
-ACCEPTED = AgentEvent("accepted")
+ACCEPTED = Accepted()
 
 
 class UpstreamError(Exception):
@@ -192,7 +192,7 @@ def openai_stream(upstream: Upstream, model: str) -> ChatStream:
 
     async def stream(
         messages: list[BaseMessage], call_kwargs: dict[str, Any]
-    ) -> AsyncGenerator[AgentEvent, None]:
+    ) -> AsyncGenerator[ChatEvent, None]:
         body = {
             "model": model,
             "messages": openai_messages(messages),
@@ -217,7 +217,7 @@ def openai_stream(upstream: Upstream, model: str) -> ChatStream:
                     delta = choice.get("delta") or {}
                     if delta.get("content"):
                         logprobs = (choice.get("logprobs") or {}).get("content")
-                        yield _token(delta["content"], logprobs)
+                        yield answer_delta(delta["content"], logprobs)
                     for piece in delta.get("tool_calls") or ():
                         function = piece.get("function") or {}
                         pieces.add(
@@ -245,7 +245,7 @@ def ollama_stream(upstream: Upstream, model: str) -> ChatStream:
 
     async def stream(
         messages: list[BaseMessage], call_kwargs: dict[str, Any]
-    ) -> AsyncGenerator[AgentEvent, None]:
+    ) -> AsyncGenerator[ChatEvent, None]:
         body = {"model": model, "messages": ollama_messages(messages), **call_kwargs}
         body["stream"] = True
         pieces = CallPieces()
@@ -258,7 +258,7 @@ def ollama_stream(upstream: Upstream, model: str) -> ChatStream:
                 chunk = _decoded(line)
                 message = chunk.get("message") or {}
                 if message.get("content"):
-                    yield _token(message["content"], chunk.get("logprobs"))
+                    yield answer_delta(message["content"], chunk.get("logprobs"))
                 for call in message.get("tool_calls") or ():
                     function = call.get("function") or {}
                     arguments = function.get("arguments")
@@ -277,13 +277,6 @@ def ollama_stream(upstream: Upstream, model: str) -> ChatStream:
             yield event
 
     return stream
-
-
-def _token(text: str, logprobs: list[dict[str, Any]] | None) -> AgentEvent:
-    data: dict[str, Any] = {"text": text}
-    if logprobs:
-        data["logprobs"] = logprobs
-    return AgentEvent("token", data)
 
 
 def _decoded(data: bytes) -> dict[str, Any]:

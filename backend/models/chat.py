@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
 from pydantic import BaseModel, Field
 
+from backend.core.events import Citation, TurnSummary
 from backend.core.router import AgentType
 from backend.models.common import SessionId, Text
 
@@ -18,29 +17,11 @@ class ChatRequest(BaseModel):
     stream: bool = False
 
 
-class Citation(BaseModel):
-    """Where one number of the answer came from; `start`/`end` index the answer (code points).
-
-    `computed`: a run printed it (`run_id`, its `code`, the `output_line` and its 1-based
-    `line`). `question`: the user wrote it. `document`: a passage holds it (`source`: "[n] file").
-    """
-
-    text: str
-    start: int
-    end: int
-    kind: Literal["computed", "question", "document"]
-    run_id: str | None = None
-    code: str | None = None
-    output_line: str | None = None
-    line: int | None = None
-    source: str | None = None
-
-
 class ChatResponse(BaseModel):
     answer: str
     model: str
     session_id: str
     conversation_id: str
     agent_type: str
-    metadata: dict[str, Any]
+    metadata: TurnSummary
     citations: list[Citation] = []

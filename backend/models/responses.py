@@ -8,7 +8,6 @@ Everything maps onto a chat turn, so the same agents and backends answer.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from typing import Any, Literal
 
@@ -180,64 +179,3 @@ def new_response_id(conversation_id: str) -> str:
 def conversation_of(response_id: str) -> str | None:
     body = response_id.removeprefix("resp_")
     return body[:32] if response_id.startswith("resp_") and len(body) == 48 else None
-
-
-def message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
-    content = [{"type": "output_text", "text": text, "annotations": []}]
-    return {
-        "type": "message",
-        "id": item_id,
-        "status": status,
-        "role": "assistant",
-        "content": content if text or status == "completed" else [],
-    }
-
-
-def function_call_item(call: dict[str, Any], status: str = "completed") -> dict[str, Any]:
-    return {
-        "type": "function_call",
-        "id": f"fc_{call['id']}",
-        "call_id": call["id"],
-        "name": call["function"]["name"],
-        "arguments": call["function"]["arguments"],
-        "status": status,
-    }
-
-
-def response_body(
-    response_id: str,
-    model: str,
-    status: str,
-    output: list[dict[str, Any]],
-    usage: dict[str, int] | None = None,
-    agent: dict[str, Any] | None = None,
-    previous_response_id: str | None = None,
-    error: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "id": response_id,
-        "object": "response",
-        "created_at": int(time.time()),
-        "status": status,
-        "model": model,
-        "output": output,
-        "parallel_tool_calls": True,
-        "tool_choice": "auto",
-        "tools": [],
-        "previous_response_id": previous_response_id,
-        "error": error,
-        "incomplete_details": None,
-        "usage": None,
-    }
-    if usage:
-        prompt, completion = usage["prompt_tokens"], usage["completion_tokens"]
-        body["usage"] = {
-            "input_tokens": prompt,
-            "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": completion,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": prompt + completion,
-        }
-    if agent is not None:
-        body["agent"] = agent  # our extension, as on chat completions
-    return body

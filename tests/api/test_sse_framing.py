@@ -8,8 +8,8 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+from backend.api.encoders.completions import CompletionChunks
 from backend.api.sse import Last, SSEResponse
-from backend.models.openai import CompletionChunks
 
 
 def test_the_last_frames_end_the_response_and_then_the_producer_is_closed() -> None:

@@ -7,41 +7,49 @@ from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any, cast
 
-from backend.core.chat_service import AgentEvent, Turn
+from backend.core.chat_service import Turn
+from backend.core.events import AnswerDelta, Code, Final, Routed, TurnEvent, TurnSummary, Usage
 from backend.core.runs import Run
+
+SUMMARY = TurnSummary(
+    agent_type="react", route_reason="", session_id="s1", conversation_id="c1",
+    tool_calls=[], code=[], files=[], iterations=0, llm_calls=0,
+)  # fmt: skip
 
 
 class ScriptedTurn:
-    """Just what a Run reads of a Turn: its events and how they look in public."""
+    """Just what a Run reads of a Turn: its events."""
 
-    def __init__(self, events: list[AgentEvent], release: asyncio.Event | None = None) -> None:
+    def __init__(self, events: list[TurnEvent], release: asyncio.Event | None = None) -> None:
         self.conversation = SimpleNamespace(session_key="u1-s1", id="c1")
         self.events = self._events(events, release)
 
     async def _events(
-        self, events: list[AgentEvent], release: asyncio.Event | None
-    ) -> AsyncIterator[AgentEvent]:
+        self, events: list[TurnEvent], release: asyncio.Event | None
+    ) -> AsyncIterator[TurnEvent]:
         for event in events:
             if release is not None and event.type == "final":
                 await release.wait()
             yield event
 
-    def public_event(self, event: AgentEvent) -> dict[str, Any] | None:
-        return None if event.type == "usage" else {"type": event.type, **event.data}
 
-
-def turn_events(tokens: int) -> list[AgentEvent]:
+def turn_events(tokens: int) -> list[TurnEvent]:
+    final = Final(text="all of it", model="m", summary=SUMMARY, citations=[], finish_reason="stop")
     return [
-        AgentEvent("router", {"agent_type": "react"}),
-        AgentEvent("code", {"code": "print(1)"}),
-        AgentEvent("usage", {"tokens": 3}),
-        *(AgentEvent("token", {"text": f"w{i} "}) for i in range(tokens)),
-        AgentEvent("final", {"text": "all of it"}),
+        Routed(agent_type="react", reason="", model="m", opening=SUMMARY),
+        Code(attempt=1, code="print(1)"),
+        Usage(prompt_tokens=3, completion_tokens=0),
+        *(AnswerDelta(text=f"w{i} ") for i in range(tokens)),
+        final,
     ]
 
 
+def public(numbered: Any) -> dict[str, Any]:
+    return {**numbered.event.payload(), "seq": numbered.seq}
+
+
 async def collect(run: Run, after: int = 0) -> list[dict[str, Any]]:
-    return [event async for event in run.follow(after)]
+    return [public(event) async for event in run.follow(after)]
 
 
 async def test_events_are_numbered_and_replay_from_any_point() -> None:
@@ -62,10 +70,10 @@ async def test_a_follower_sees_live_events_after_the_replay() -> None:
     run = Run(cast(Turn, ScriptedTurn(turn_events(2), release)), user_id=1)
     run.start()
     follower = run.follow()
-    first = [await anext(follower) for _ in range(4)]  # router, code, two tokens: all so far
+    first = [public(await anext(follower)) for _ in range(4)]  # router, code, two tokens
     assert [e["seq"] for e in first] == [1, 2, 3, 4] and not run.finished
     release.set()
-    rest = [event async for event in follower]
+    rest = [public(event) async for event in follower]
     assert [e["type"] for e in rest] == ["final", "done"]
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -11,20 +9,16 @@ from fastapi.responses import JSONResponse, Response
 
 from backend.api.deps import ChatServiceDep, CurrentUser, LLMDep
 from backend.api.disconnect import unless_disconnected
-from backend.api.errors import OPENAI_CLIENT_ERRORS, ApiError, error_body
-from backend.api.sse import SSE_HEADERS, Last, SSEResponse, sse_data, sse_responses
+from backend.api.encoders.completions import completion, completion_chunks
+from backend.api.errors import OPENAI_CLIENT_ERRORS, ApiError
+from backend.api.sse import SSE_HEADERS, SSEResponse, sse_responses
 from backend.api.streaming import start_stream
 from backend.core.agents.client_tools import ClientTools
-from backend.core.chat_service import Turn, TurnRequest
-from backend.core.events import STEP_EVENTS, AgentEvent
-from backend.llm import LLMError
+from backend.core.chat_service import TurnRequest
 from backend.llm.embeddings import create_embeddings
 from backend.models.openai import (
     ChatCompletionRequest,
-    CompletionChunks,
     EmbeddingRequest,
-    completion_body,
-    new_completion_id,
 )
 
 router = APIRouter(prefix="/v1", tags=["openai"], responses=OPENAI_CLIENT_ERRORS)
@@ -104,69 +98,7 @@ async def create_chat_completion(
     )
     turn = await chat.open_turn(user, turn_request)
     if not body.stream:
-        answer = await unless_disconnected(http, turn.collect())
-        return JSONResponse(
-            completion_body(
-                new_completion_id(),
-                turn.model,
-                answer,
-                turn.finish_reason,
-                turn.usage,
-                turn.metadata,
-                turn.tool_calls,
-                turn.logprobs,
-                turn.response_metadata,
-            )
-        )
+        return JSONResponse(completion(await unless_disconnected(http, turn.collect())))
     events = await start_stream(turn.events)
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
-    return SSEResponse(_completion_chunks(turn, events, include_usage), headers=SSE_HEADERS)
-
-
-def _metadata(turn: Turn) -> dict[str, Any]:
-    metadata = turn.response_metadata
-    return {} if metadata is None else {"metadata": metadata}
-
-
-async def _completion_chunks(
-    turn: Turn, events: AsyncGenerator[AgentEvent, None], include_usage: bool
-) -> AsyncIterator[str]:
-    """OpenAI chunks, written as few times as the protocol allows.
-
-    Each socket write costs more than building a chunk, so the role chunk goes out
-    with the first token, and the closing chunks go out together with the end of
-    the response (`Last`), before the turn is stored.
-    """
-    chunks = CompletionChunks(turn.model)
-    # The first chunk carries our extension field; OpenAI clients ignore it.
-    pending = sse_data(chunks.chunk({"role": "assistant", "content": ""}, agent=turn.metadata))
-    try:
-        async with contextlib.aclosing(events):
-            async for event in events:
-                if event.type == "token":
-                    yield pending + sse_data(
-                        chunks.content(event.data["text"], event.data.get("logprobs"))
-                    )
-                    pending = ""
-                elif event.type == "tool_calls":
-                    calls = [{"index": i, **call} for i, call in enumerate(event.data["calls"])]
-                    yield pending + sse_data(chunks.chunk({"tool_calls": calls}))
-                    pending = ""
-                elif event.type in STEP_EVENTS:
-                    # An agent's step rides in an extension field with an empty delta, which
-                    # OpenAI clients read as "no new content".
-                    step = {"type": event.type, **event.data}
-                    yield pending + sse_data(chunks.chunk({}, agent_event=step))
-                    pending = ""
-                elif event.type == "final":
-                    metadata = {"citations": turn.citations}
-                    closing = [
-                        pending,
-                        sse_data(chunks.chunk({}, turn.finish_reason, metadata=metadata)),
-                    ]
-                    if include_usage:
-                        closing.append(sse_data(chunks.usage(turn.usage)))
-                    yield Last("".join(closing) + sse_data("[DONE]"))
-    except LLMError as exc:
-        error = error_body("/v1/", exc.status_code, exc.message, exc.code)
-        yield Last(pending + sse_data(error) + sse_data("[DONE]"))
+    return SSEResponse(completion_chunks(events, include_usage), headers=SSE_HEADERS)

@@ -7,31 +7,22 @@ with a `session_id`). Streaming sends the standard typed events.
 
 from __future__ import annotations
 
-import contextlib
-import uuid
-from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any
-
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from backend.api.deps import ChatServiceDep, CurrentUser, StoreDep
 from backend.api.disconnect import unless_disconnected
+from backend.api.encoders.responses import finished, response_events
 from backend.api.errors import OPENAI_CLIENT_ERRORS, ApiError
 from backend.api.routes.openai import check_parameters
-from backend.api.sse import SSE_HEADERS, Last, SSEResponse, sse_data, sse_responses
+from backend.api.sse import SSE_HEADERS, SSEResponse, sse_responses
 from backend.api.streaming import start_stream
 from backend.core.agents.client_tools import ClientTools
-from backend.core.chat_service import Turn, TurnRequest
-from backend.core.events import AgentEvent
-from backend.llm import LLMError
+from backend.core.chat_service import TurnRequest
 from backend.models.responses import (
     ResponseRequest,
     conversation_of,
-    function_call_item,
-    message_item,
     new_response_id,
-    response_body,
 )
 
 router = APIRouter(prefix="/v1", tags=["openai"], responses=OPENAI_CLIENT_ERRORS)
@@ -74,115 +65,9 @@ async def create_response(
         ),
     )
     response_id = new_response_id(turn.conversation.id)
+    previous = body.previous_response_id
     if not body.stream:
-        answer = await unless_disconnected(http, turn.collect())
-        return JSONResponse(_finished(turn, response_id, answer, body.previous_response_id))
+        final = await unless_disconnected(http, turn.collect())
+        return JSONResponse(finished(final, response_id, previous))
     events = await start_stream(turn.events)
-    return SSEResponse(
-        _response_events(turn, events, response_id, body.previous_response_id),
-        headers=SSE_HEADERS,
-    )
-
-
-def _output(turn: Turn, message_id: str, text: str) -> list[dict[str, Any]]:
-    output = [message_item(message_id, text)] if text or not turn.tool_calls else []
-    return output + [function_call_item(call) for call in turn.tool_calls]
-
-
-def _finished(
-    turn: Turn, response_id: str, text: str, previous: str | None, message_id: str = ""
-) -> dict[str, Any]:
-    output = _output(turn, message_id or f"msg_{uuid.uuid4().hex}", text)
-    status = "incomplete" if turn.finish_reason == "length" else "completed"
-    return response_body(
-        response_id, turn.model, status, output, turn.usage, turn.metadata, previous
-    )
-
-
-class _Events:
-    """Typed Responses events, numbered in order."""
-
-    def __init__(self) -> None:
-        self.sequence = 0
-
-    def __call__(self, kind: str, **data: Any) -> str:
-        payload = {"type": kind, "sequence_number": self.sequence, **data}
-        self.sequence += 1
-        return sse_data(payload, event=kind)
-
-
-async def _response_events(
-    turn: Turn, events: AsyncGenerator[AgentEvent, None], response_id: str, previous: str | None
-) -> AsyncIterator[str]:
-    event = _Events()
-    message_id = f"msg_{uuid.uuid4().hex}"
-    started = response_body(response_id, turn.model, "in_progress", [], None, None, previous)
-    yield event("response.created", response=started) + event(
-        "response.in_progress", response=started
-    )
-    text: list[str] = []
-    where = {"item_id": message_id, "output_index": 0, "content_index": 0}
-    try:
-        async with contextlib.aclosing(events):
-            async for step in events:
-                if step.type == "token":
-                    opening = ""
-                    if not text:
-                        opening = event(
-                            "response.output_item.added",
-                            output_index=0,
-                            item=message_item(message_id, "", "in_progress"),
-                        ) + event(
-                            "response.content_part.added",
-                            **where,
-                            part={"type": "output_text", "text": "", "annotations": []},
-                        )
-                    text.append(step.data["text"])
-                    yield opening + event(
-                        "response.output_text.delta", **where, delta=step.data["text"], logprobs=[]
-                    )
-                elif step.type == "final":
-                    answer = "".join(text)
-                    final = _finished(turn, response_id, answer, previous, message_id)
-                    closing = _closing(event, turn, answer, message_id, where)
-                    yield Last(closing + event("response.completed", response=final))
-    except LLMError as exc:
-        error = {"code": exc.code, "message": exc.message}
-        failed = response_body(response_id, turn.model, "failed", [], None, None, previous, error)
-        yield Last(
-            event("error", code=exc.code, message=exc.message, param=None)
-            + event("response.failed", response=failed)
-        )
-
-
-def _closing(
-    event: _Events, turn: Turn, answer: str, message_id: str, where: dict[str, Any]
-) -> str:
-    """The events that close the output items: the text's, then each tool call's."""
-    closing = []
-    if answer:
-        part = {"type": "output_text", "text": answer, "annotations": []}
-        closing += [
-            event("response.output_text.done", **where, text=answer, logprobs=[]),
-            event("response.content_part.done", **where, part=part),
-            event(
-                "response.output_item.done", output_index=0, item=message_item(message_id, answer)
-            ),
-        ]
-    for index, call in enumerate(turn.tool_calls, start=1 if answer else 0):
-        item = function_call_item(call)
-        closing += [
-            event(
-                "response.output_item.added",
-                output_index=index,
-                item={**item, "status": "in_progress"},
-            ),
-            event(
-                "response.function_call_arguments.done",
-                item_id=item["id"],
-                output_index=index,
-                arguments=item["arguments"],
-            ),
-            event("response.output_item.done", output_index=index, item=item),
-        ]
-    return "".join(closing)
+    return SSEResponse(response_events(events, response_id, previous), headers=SSE_HEADERS)

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Response, status
 from langchain_core.messages import HumanMessage
 
 from backend.api.deps import ChatServiceDep, CurrentUser, RunsDep
+from backend.api.encoders.chat import run_sse
 from backend.api.errors import CLIENT_ERRORS, ApiError
-from backend.api.sse import SSE_HEADERS, SSEResponse, sse_data, sse_responses
+from backend.api.sse import SSE_HEADERS, SSEResponse, sse_responses
 from backend.core.chat_service import Turn, TurnRequest
 from backend.core.runs import Run, RunInProgress, RunRegistry
 from backend.models.runs import RunCreate, RunPublic
@@ -87,11 +87,7 @@ async def read_run_events(
     run = _owned_run(runs, run_id, user)
     start = max(after, last_event_id or 0)
 
-    async def frames() -> AsyncIterator[str]:
-        async for event in run.follow(start):
-            yield f"id: {event['seq']}\n" + sse_data(event, event=event["type"])
-
-    return SSEResponse(frames(), headers=SSE_HEADERS)
+    return SSEResponse(run_sse(run.follow(start)), headers=SSE_HEADERS)
 
 
 @router.post("/{run_id}/cancel")

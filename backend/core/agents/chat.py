@@ -14,9 +14,9 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from backend.core.agents.client_tools import ClientTools, as_plain_messages
-from backend.core.events import AgentEvent
 from backend.llm import LLMError
 from backend.llm.chat_stream import ChatStream
+from backend.llm.stream import AnswerDelta, ChatEvent, Finish, ToolCalls
 
 _MAYBE_A_CALL = "{`<"  # how a reply that holds a call (JSON, a fence, reasoning first) opens
 
@@ -28,7 +28,7 @@ def run_chat(
     tools: ClientTools | None = None,
     native_kwargs: dict[str, Any] | None = None,
     forced_kwargs: dict[str, Any] | None = None,
-) -> AsyncGenerator[AgentEvent, None]:
+) -> AsyncGenerator[ChatEvent, None]:
     """`native_kwargs`: the backend's own tool arguments, or None to prompt for calls."""
     if tools is None or tools.choice == "none":
         return stream(messages, call_kwargs)
@@ -43,7 +43,7 @@ async def _prompted(
     call_kwargs: dict[str, Any],
     tools: ClientTools,
     forced_kwargs: dict[str, Any],
-) -> AsyncGenerator[AgentEvent, None]:
+) -> AsyncGenerator[ChatEvent, None]:
     """Tools described in a system message; a reply that is a JSON call becomes a call.
 
     A required call is decoded under the call's schema and never shown as text. With
@@ -54,31 +54,31 @@ async def _prompted(
     kwargs = {**call_kwargs, **forced_kwargs} if tools.required else call_kwargs
     held: list[str] = []  # text not shown yet: it may be a call
     showing = False  # the reply is prose: stream it
-    finish = AgentEvent("finish", {"reason": "stop"})
+    finish = Finish(reason="stop")
     async with contextlib.aclosing(stream(prompt, kwargs)) as events:
         async for event in events:
-            if event.type == "finish":
+            if isinstance(event, Finish):
                 finish = event
-            elif event.type != "token" or showing:
+            elif not isinstance(event, AnswerDelta) or showing:
                 yield event
             else:
-                held.append(event.data["text"])
+                held.append(event.text)
                 opening = "".join(held).lstrip()
                 if not tools.required and opening and opening[0] not in _MAYBE_A_CALL:
                     showing = True
-                    yield AgentEvent("token", {"text": "".join(held)})
+                    yield AnswerDelta(text="".join(held))
     if showing:
         yield finish
         return
     text = "".join(held)
     call = tools.parse(text)
     if call is not None:
-        yield AgentEvent("tool_calls", {"calls": [call.public()]})
-        yield AgentEvent("finish", {"reason": "tool_calls"})
+        yield ToolCalls(calls=[call.public()])
+        yield Finish(reason="tool_calls")
         return
     if tools.required:
         names = ", ".join(t["function"]["name"] for t in tools.offered)
         raise LLMError(f"The model did not produce a valid call to {names}.", status_code=502)
     if text:
-        yield AgentEvent("token", {"text": text})
+        yield AnswerDelta(text=text)
     yield finish

@@ -16,6 +16,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from backend.llm.chat_stream import new_call_id
+from backend.llm.stream import ClientToolCall, FunctionCall
 
 
 @dataclass(frozen=True)
@@ -24,12 +25,10 @@ class ToolCall:
     name: str
     arguments: str  # JSON text, as OpenAI sends it
 
-    def public(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "type": "function",
-            "function": {"name": self.name, "arguments": self.arguments},
-        }
+    def public(self) -> ClientToolCall:
+        return ClientToolCall(
+            id=self.id, function=FunctionCall(name=self.name, arguments=self.arguments)
+        )
 
 
 @dataclass(frozen=True)

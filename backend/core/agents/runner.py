@@ -1,16 +1,16 @@
-"""Run the ReAct or Plan-and-Execute graph for one turn, as a stream of `AgentEvent`s.
+"""Run the ReAct or Plan-and-Execute graph for one turn, as a stream of typed events.
 
-The graphs write their steps to LangGraph's custom stream; this module turns
-them into the API's events (`plan`, `step_start`, `tool_call`, `code` and
-`execution` per attempt, `plot`) and the final answer into `token` events, so every client
-(typed SSE, OpenAI chunks, plain JSON) reads a turn the same way.
+The graphs write their steps to LangGraph's custom stream as the events of
+`backend/core/events.py`; this module passes them on, turns each tool's
+`Observation` into what a client sees of it (an `Execution` for a tool that
+reported no attempts, its passages, a `Plot` per image), and ends with the
+answer (`AnswerDelta`) and `Finish`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from typing import Any, Literal, get_args
@@ -30,7 +30,16 @@ from backend.core.agents.tools import (
     RagTool,
     WebSearchTool,
 )
-from backend.core.events import AgentEvent
+from backend.core.events import (
+    AnswerDelta,
+    Code,
+    Event,
+    Execution,
+    Finish,
+    Observation,
+    Plot,
+    TurnEvent,
+)
 from backend.files.catalog import DATA_FOLDER, WorkspaceCatalog
 from backend.llm.embedder import embedder_for_backend
 from backend.llm.turn import LLMCallLimit, TurnLLM
@@ -44,7 +53,6 @@ from backend.tools.rag import RAG_EXTENSIONS, RagIndex
 from backend.tools.sandbox.pool import SessionExecutors
 from backend.tools.web_search import web_search_from_settings
 
-_WORD = re.compile(r"\s*\S+")
 _MODES: list[Any] = ["custom", "values"]
 ToolAgent = Literal["react", "plan_execute"]
 
@@ -135,7 +143,7 @@ class AgentRunner:
         user_id: int,
         session_id: str,
         llm: TurnLLM,
-    ) -> AsyncGenerator[AgentEvent, None]:
+    ) -> AsyncGenerator[TurnEvent, None]:
         await self.shared.pull(session_id)  # what other servers and the sandbox wrote
         tools = await self.tools(user_id, session_id, llm, history, question)
         saver = await self.checkpointer()
@@ -159,12 +167,10 @@ class AgentRunner:
         limit: str | None = None
         try:
             async for mode, chunk in _driven(stream, time.monotonic() + timeout):
-                if not isinstance(chunk, dict):
-                    continue
-                if mode == "custom":
+                if mode == "custom" and isinstance(chunk, Event):
                     for event in step_events(chunk):
                         yield event
-                else:
+                elif mode == "values" and isinstance(chunk, dict):
                     final = chunk
         except TurnTimeout:
             limit = f"its time limit of {timeout:g} s (AGENT_TURN_TIMEOUT)"
@@ -173,9 +179,9 @@ class AgentRunner:
         answer = str(final.get("final_answer") or "")
         if limit is not None:
             answer = stopped_answer(limit, step_events.last_result, step_events.last_failure)
-        for word in _WORD.findall(answer):
-            yield AgentEvent("token", {"text": word})
-        yield AgentEvent("finish", {"reason": "stop" if limit is None else "length"})
+        if answer:
+            yield AnswerDelta(text=answer)
+        yield Finish(reason="stop" if limit is None else "length")
 
 
 class TurnTimeout(Exception):
@@ -238,12 +244,12 @@ async def _driven(stream: AsyncIterator[Any], deadline: float) -> AsyncGenerator
 
 
 class StepEvents:
-    """Turns the steps a graph reports into the API's events, for one turn.
+    """What a client sees of the steps a graph reports, for one turn.
 
-    python_coder reports each execution attempt as it starts (`code`, before the
-    sandbox runs it) and ends (`execution`); the step's observation then adds a
-    `plot` per image. A tool that reports no attempts gets one `execution` from its
-    observation.
+    python_coder reports each execution attempt as it starts (`Code`, before the
+    sandbox runs it) and ends (`Execution`); the step's `Observation` then adds a
+    `Plot` per image. A tool that reports no attempts gets one `Execution` from its
+    observation, and rag_retrieval's passages follow it as `PassageFound`s.
     """
 
     def __init__(self, session_id: str) -> None:
@@ -252,47 +258,35 @@ class StepEvents:
         self.last_result: str | None = None  # the last step that worked: a stopped turn's answer
         self.last_failure: str | None = None
 
-    def __call__(self, step: dict[str, Any]) -> Iterator[AgentEvent]:
-        kind = step.get("type")
-        where: dict[str, Any] = {
-            k: step[k] for k in ("tool", "index") if k in step
-        }  # index: the P&E step
-        if kind in ("plan", "step_start", "tool_call"):
-            yield AgentEvent(kind, {k: v for k, v in step.items() if k != "type"})
-        elif kind == "attempt":
+    def __call__(self, step: Event) -> Iterator[TurnEvent]:
+        if isinstance(step, Code | Execution):
             self.attempts_seen = True
-            yield AgentEvent("code", {**where, "attempt": step["attempt"], "code": step["code"]})
-        elif kind == "attempt_result":
-            yield AgentEvent("execution", {**where, **_execution(step)})
-        elif kind == "observation":
-            if step.get("ok"):
-                self.last_result = str(step.get("answer") or step.get("observation") or "")
-            else:
-                self.last_failure = str(step.get("error") or step.get("observation") or "")
-            if not self.attempts_seen:
-                if step.get("code"):
-                    yield AgentEvent("code", {**where, "attempt": 1, "code": step["code"]})
-                fallback = {
-                    "attempt": 1,
-                    "run_id": step.get("run_id") or new_run_id(),
-                    "ok": step.get("ok"),
-                    "stdout": step.get("output", step.get("observation", "")),
-                    "error": step.get("error") or step.get("observation"),
-                    "files": step.get("files", []),
-                }
-                yield AgentEvent("execution", {**where, **_execution(fallback)})
-            self.attempts_seen = False
-            for path in plots([str(name) for name in step.get("files", [])]):
-                url = f"/api/sessions/{client_id(self.session_id)}/files/{path}"
-                yield AgentEvent("plot", {"path": path, "url": url})
+            yield step
+        elif isinstance(step, Observation):
+            yield from self._observed(step)
+        elif step.type != "observation":
+            yield step  # type: ignore[misc]  # the graphs write only `TurnEvent`s
 
-
-def _execution(attempt: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "attempt": attempt["attempt"],
-        "run_id": attempt.get("run_id") or new_run_id(),
-        "ok": attempt["ok"],
-        "stdout": attempt["stdout"],
-        "error": None if attempt["ok"] else attempt["error"],
-        "files": [str(name) for name in attempt.get("files", [])],
-    }
+    def _observed(self, step: Observation) -> Iterator[TurnEvent]:
+        if step.ok:
+            self.last_result = step.answer or step.observation
+        else:
+            self.last_failure = step.error or step.observation
+        if not self.attempts_seen:
+            if step.code:
+                yield Code(tool=step.tool, index=step.index, attempt=1, code=step.code)
+            yield Execution(
+                tool=step.tool,
+                index=step.index,
+                attempt=1,
+                run_id=step.run_id or new_run_id(),
+                ok=step.ok,
+                stdout=step.output if step.output is not None else step.observation,
+                error=None if step.ok else (step.error or step.observation),
+                files=step.files,
+            )
+        self.attempts_seen = False
+        yield from step.passages
+        for path in plots(step.files):
+            url = f"/api/sessions/{client_id(self.session_id)}/files/{path}"
+            yield Plot(path=path, url=url)

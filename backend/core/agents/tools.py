@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from backend.core.agents.react.state import Step
+from backend.core.events import Code, Execution, Observation, PassageFound, StepEvent
 from backend.files.catalog import WorkspaceCatalog
 from backend.llm.turn import TurnLLM
 from backend.tools.python_coder.coder import CoderProgress, PythonCoder
@@ -23,10 +24,10 @@ from backend.tools.web_search import WebSearch
 _OBSERVATION_CHARS = 2_000
 
 
-Report = Callable[[dict[str, Any]], None]
+Report = Callable[[StepEvent], None]
 
 
-def _unheard(step: dict[str, Any]) -> None:
+def _unheard(step: StepEvent) -> None:
     pass
 
 
@@ -45,9 +46,34 @@ class ToolContext:
 
 @dataclass
 class ToolResult:
+    """`data`: what the agent keeps in its state besides the text (code, answer, files…);
+    `passages`: the documents' passages it was shown."""
+
     observation: str
     ok: bool = True
     data: dict[str, Any] = field(default_factory=dict)
+    passages: list[PassageFound] = field(default_factory=list)
+
+    def event(self, tool: str, index: int | None = None) -> Observation:
+        """The result as the runner reads it."""
+        data = self.data
+        return Observation(
+            tool=tool,
+            index=index,
+            ok=self.ok,
+            observation=self.observation,
+            answer=_text(data.get("answer")),
+            error=_text(data.get("error")),
+            code=_text(data.get("code")),
+            output=_text(data.get("output")),
+            run_id=_text(data.get("run_id")),
+            files=[str(name) for name in data.get("files") or () if isinstance(name, str)],
+            passages=[p.model_copy(update={"tool": tool, "index": index}) for p in self.passages],
+        )
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 class AgentTool(Protocol):
@@ -98,20 +124,19 @@ class PythonCoderTool:
         )
 
         async def running(attempt: int, code: str) -> None:
-            context.report({"type": "attempt", "tool": self.name, "attempt": attempt, "code": code})
+            context.report(Code(tool=self.name, attempt=attempt, code=code))
 
         async def ran(attempt: ExecutionAttempt) -> None:
             context.report(
-                {
-                    "type": "attempt_result",
-                    "tool": self.name,
-                    "attempt": attempt.attempt,
-                    "run_id": attempt.run_id,
-                    "ok": attempt.success,
-                    "stdout": attempt.stdout,
-                    "error": attempt.error,
-                    "files": attempt.files,
-                }
+                Execution(
+                    tool=self.name,
+                    attempt=attempt.attempt,
+                    run_id=attempt.run_id,
+                    ok=attempt.success,
+                    stdout=attempt.stdout,
+                    error=None if attempt.success else attempt.error,
+                    files=[str(name) for name in attempt.files],
+                )
             )
 
         progress = CoderProgress(running=running, ran=ran)
@@ -176,6 +201,13 @@ class RagTool:
             )
         except Exception as exc:  # storage trouble is an observation, not a crash
             return ToolResult(f"Error: rag_retrieval failed: {exc}", False)
+        passages = [
+            PassageFound(ref=n, source=p.source, page=p.page, section=p.section, text=p.text)
+            for n, p in enumerate(result.passages, start=1)
+        ]
         return ToolResult(
-            result.as_observation(), bool(result.passages), {"citations": result.citations}
+            result.as_observation(),
+            bool(result.passages),
+            {"citations": result.citations},
+            passages,
         )

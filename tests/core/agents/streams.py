@@ -13,7 +13,7 @@ async def run(graph: Any, question: str) -> tuple[dict[str, Any], list[dict[str,
         {"question": question, "history": []}, stream_mode=["custom", "values"]
     ):
         if mode == "custom":
-            events.append(chunk)
+            events.append(chunk.payload())  # a typed event, as the wire has it
         else:
             final = chunk
     return final, events

@@ -84,7 +84,8 @@ async def test_a_connection_dropped_before_any_answer_is_tried_once_more() -> No
     events = [event async for event in stream([HumanMessage("hi")], {})]
     assert calls == ["m", "m"]
     assert [e.type for e in events] == ["accepted", "token", "finish"]
-    assert events[1].data == {"text": "Hi"} and events[2].data == {"reason": "stop"}
+    assert events[1].payload() == {"type": "token", "text": "Hi"}
+    assert events[2].payload() == {"type": "finish", "reason": "stop"}
 
 
 async def test_a_connection_dropped_every_time_is_the_callers_error_after_the_retries() -> None:

@@ -21,7 +21,9 @@ from langgraph.types import Checkpointer
 from backend.core.agents.plan_execute import prompts
 from backend.core.agents.plan_execute.state import Plan, PlanState, Replan, StepResult
 from backend.core.agents.react.parsing import match_tool
-from backend.core.agents.tools import AgentTool, ToolContext
+from backend.core.agents.tools import AgentTool, ToolContext, ToolResult
+from backend.core.events import Plan as PlanEvent
+from backend.core.events import PlannedStep, StepStart
 from backend.llm.turn import StructuredReplyError, TurnLLM
 from backend.tools.provenance import ungrounded_numbers
 
@@ -48,6 +50,13 @@ def steps_answer(results: list[StepResult]) -> str:
             answer = str(result["data"].get("answer") or result["observation"]).strip()
             lines.append(f"**{result['goal']}**: {answer}")
     return "\n\n".join(lines)
+
+
+def _plan_event(steps: list[dict[str, str]], revised_because: str | None = None) -> PlanEvent:
+    planned = [PlannedStep(**step) for step in steps]
+    if revised_because is None:
+        return PlanEvent(steps=planned, revised=False)
+    return PlanEvent(steps=planned, revised=True, reason=revised_because)
 
 
 def build_plan_execute_graph(
@@ -79,32 +88,32 @@ def build_plan_execute_graph(
             steps = [
                 {"goal": g, "tool": default_tool, "success_criterion": "answered"} for g in goals
             ]
-            get_stream_writer()({"type": "plan", "steps": steps, "revised": False})
+            get_stream_writer()(_plan_event(steps))
             return {"plan": steps, "replans": 0}
         try:
             steps = steps_of(await llm.json("plan", "", prompts.plan(question, described), Plan))
         except StructuredReplyError:  # no usable plan: one step that tries the whole question
             steps = [{"goal": question, "tool": default_tool, "success_criterion": "answered"}]
-        get_stream_writer()({"type": "plan", "steps": steps, "revised": False})
+        get_stream_writer()(_plan_event(steps))
         return {"plan": steps, "replans": 0}
 
     async def execute(state: PlanState) -> dict[str, Any]:
         remaining, results = state["plan"], state.get("results", [])
         step, index = remaining[0], len(results) + 1
         writer = get_stream_writer()
-        writer({"type": "step_start", "index": index, **step})
+        writer(StepStart(index=index, goal=step["goal"], tool=step["tool"],
+                         success_criterion=step["success_criterion"]))  # fmt: skip
         whole = [{"goal": r["goal"], "success_criterion": ""} for r in results] + remaining
         context = ToolContext(
             plan=prompts.step_context(state["question"], whole, index),
-            report=lambda progress: writer({**progress, "index": index}),
+            report=lambda event: writer(event.model_copy(update={"index": index})),
         )
         try:
             outcome = await by_name[step["tool"]].run(step["goal"], context)
-            observation, ok, data = outcome.observation, outcome.ok, outcome.data
         except Exception as exc:  # the replanner decides what a failed step means
-            observation, ok, data = f"Error: {exc}", False, {}
-        writer({"type": "observation", "index": index, "tool": step["tool"], "ok": ok,
-                "observation": observation, **data})  # fmt: skip
+            outcome = ToolResult(f"Error: {exc}", False)
+        observation, ok, data = outcome.observation, outcome.ok, outcome.data
+        writer(outcome.event(step["tool"], index))
         result = StepResult(goal=step["goal"], tool=step["tool"], observation=observation,
                             ok=ok, data=data)  # fmt: skip
         return {"plan": remaining[1:], "results": [result]}
@@ -122,8 +131,7 @@ def build_plan_execute_graph(
             return {"plan": []}
         if decision.decision == "revise" and decision.steps:
             steps = steps_of(decision)
-            get_stream_writer()({"type": "plan", "steps": steps, "revised": True,
-                                 "reason": decision.reason})  # fmt: skip
+            get_stream_writer()(_plan_event(steps, revised_because=decision.reason))
             return {"plan": steps, "replans": replans + 1}
         return {}
 

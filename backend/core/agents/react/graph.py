@@ -21,7 +21,8 @@ from langgraph.types import Checkpointer
 from backend.core.agents.react import prompts
 from backend.core.agents.react.parsing import parse_reply
 from backend.core.agents.react.state import ReactState, Step
-from backend.core.agents.tools import AgentTool, ToolContext, react_context
+from backend.core.agents.tools import AgentTool, ToolContext, ToolResult, react_context
+from backend.core.events import PassageFound, ToolCall
 from backend.llm.turn import TurnLLM
 from backend.tools.provenance import ungrounded_numbers
 
@@ -64,8 +65,7 @@ def _small_model_step(question: str, steps: list[Step]) -> dict[str, Any]:
     """
     if not steps:
         thought = "the model is too small for ReAct; python_coder takes the question"
-        call = {"tool": "python_coder", "input": question, "thought": thought}
-        get_stream_writer()({"type": "tool_call", **call})
+        get_stream_writer()(ToolCall(tool="python_coder", input=question, thought=thought))
         return {"pending": {"thought": thought, "tool": "python_coder", "input": question}}
     last = steps[-1]
     if last["ok"]:
@@ -105,8 +105,7 @@ def build_react_graph(
             }
         tool = parsed.tool or ""
         tool_input = parsed.tool_input if parsed.tool else parsed.unknown_tool or ""
-        writer({"type": "tool_call", "tool": tool or tool_input, "input": parsed.tool_input,
-                "thought": parsed.thought})  # fmt: skip
+        writer(ToolCall(tool=tool or tool_input, input=parsed.tool_input, thought=parsed.thought))
         return {"pending": {"thought": parsed.thought, "tool": tool, "input": tool_input}}
 
     async def act(state: ReactState) -> dict[str, Any]:
@@ -115,6 +114,7 @@ def build_react_graph(
         tool, tool_input = pending.get("tool", ""), pending.get("input", "")
         update: dict[str, Any] = {"pending": None}
         data: dict[str, Any]
+        passages: list[PassageFound] = []
         if not tool:
             observation, ok, data = (
                 f"Error: there is no tool named {tool_input!r}. Use one of: "
@@ -136,6 +136,7 @@ def build_react_graph(
                 context = ToolContext(react=react_context(steps), report=get_stream_writer())
                 result = await by_name[tool].run(tool_input, context)
                 observation, ok, data = result.observation, result.ok, result.data
+                passages = result.passages
             except Exception as exc:  # a tool's failure is the model's to react to
                 observation, ok, data = f"Error: {exc}. Please fix your mistakes.", False, {}
         step = Step(
@@ -146,8 +147,7 @@ def build_react_graph(
             ok=ok,
             data=data,
         )
-        get_stream_writer()({"type": "observation", "tool": step["action"], "ok": ok,
-                             "observation": observation, **data})  # fmt: skip
+        get_stream_writer()(ToolResult(observation, ok, data, passages).event(step["action"]))
         update["steps"] = [step]
         return update
 
