@@ -7,15 +7,16 @@ produced (`AnswerDelta`, or `ToolCalls` of the client's own tools), `Usage`,
 The chat model's own events come from `backend/llm/stream.py`.
 
 The graphs emit these through LangGraph's custom stream; the runs buffer keeps
-them; a stored turn keeps its steps as their payloads, which `stored_steps`
-reads back. `backend/api/encoders/` turns the stream into each API's format.
+them; a stored turn keeps its steps as their payloads (the UI folds a stored
+turn's steps as it folds live ones). `backend/api/encoders/` turns the stream
+into each API's format.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field
 
 from backend.llm.stream import (
     Accepted,
@@ -239,12 +240,3 @@ class Done(Event):
 StepEvent = Plan | StepStart | ToolCall | Code | Execution | PassageFound | Plot
 TurnEvent = Routed | StepEvent | ChatEvent | Final | Failed | Done
 STEP_TYPES = frozenset({"plan", "step_start", "tool_call", "code", "execution", "passage", "plot"})
-
-_STEPS: TypeAdapter[list[StepEvent]] = TypeAdapter(
-    list[Annotated[StepEvent, Field(discriminator="type")]]
-)
-
-
-def stored_steps(payloads: list[Any]) -> list[StepEvent]:
-    """A stored turn's steps (their payloads) as events again."""
-    return _STEPS.validate_python(payloads)

@@ -1,0 +1,45 @@
+"""The turn's event contract: what each event sends, and what a tool's observation becomes."""
+
+from __future__ import annotations
+
+from backend.core.agents.runner import StepEvents
+from backend.core.agents.tools import ToolResult
+from backend.core.events import Code, Execution, PassageFound, Plot
+
+
+def test_a_payload_leaves_out_what_the_event_does_not_know_but_sends_a_null_error() -> None:
+    ran = Execution(
+        tool="python_coder", attempt=1, run_id="r1", ok=True, stdout="1\n", error=None, files=[]
+    )
+    assert ran.payload() == {
+        "type": "execution", "tool": "python_coder", "attempt": 1, "run_id": "r1",
+        "ok": True, "stdout": "1\n", "error": None, "files": [],
+    }  # fmt: skip  # a ReAct step has no plan index
+    assert Code(tool="python_coder", index=2, attempt=1, code="x").model_copy(
+        update={"index": 3}
+    ).payload() == {"type": "code", "tool": "python_coder", "index": 3, "attempt": 1, "code": "x"}
+
+
+def test_a_tool_without_attempts_becomes_an_execution_and_its_passages_follow_as_data() -> None:
+    passage = PassageFound(ref=1, source="report.pdf", page=3, text="Revenue grew 12.5%.")
+    result = ToolResult("[1] (source: report.pdf, page 3) Revenue grew 12.5%.", True, {}, [passage])
+    events = list(StepEvents("u1-s")(result.event("rag_retrieval", index=2)))
+
+    assert [e.type for e in events] == ["execution", "passage"]
+    execution, found = events
+    assert isinstance(execution, Execution) and execution.index == 2 and execution.ok
+    assert execution.stdout == result.observation and execution.error is None
+    assert isinstance(found, PassageFound) and (found.tool, found.index) == ("rag_retrieval", 2)
+    assert found.where == "report.pdf, page 3" and found.text == "Revenue grew 12.5%."
+
+
+def test_python_coders_reported_attempts_are_not_repeated_and_its_plots_get_urls() -> None:
+    steps = StepEvents("u7-sales")
+    code = Code(tool="python_coder", attempt=1, code="plot()")
+    assert list(steps(code)) == [code]
+    data = {"code": "plot()", "files": ["outputs/plot_1.png", "outputs/table.csv"]}
+    events = list(steps(ToolResult("Output: done", True, data).event("python_coder")))
+    assert events == [
+        Plot(path="outputs/plot_1.png", url="/api/sessions/sales/files/outputs/plot_1.png")
+    ]  # the client's id in the URL, never the session key
+    assert steps.last_result == "Output: done"
