@@ -6,7 +6,7 @@ import contextlib
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -14,9 +14,13 @@ from tests.support.live_server import LiveServer
 from tests.support.postgres import PostgresServer, binaries, postgres
 from tests.support.seaweedfs import S3Server, seaweedfs, weed_binary
 
+if TYPE_CHECKING:  # imported where used: it imports the app, which no other test needs here
+    from tests.support.app_client import InProcessServer
+
 ADMIN_PASSWORD = "admin-password-for-tests"
 
 StartServer = Callable[..., LiveServer]
+StartApp = Callable[..., "InProcessServer"]
 
 
 def write_replies(path: Path, replies: list[Any]) -> str:
@@ -56,6 +60,45 @@ def start_server(tmp_path: Path) -> Iterator[StartServer]:
     yield start
     for server in servers:
         server.stop()
+
+
+@contextlib.contextmanager
+def scripted_app(root: Path, replies: list[Any], **env: str) -> Iterator[InProcessServer]:
+    """`scripted_server`'s app, in this process (tests/support/app_client.py)."""
+    from tests.support.app_client import InProcessServer
+
+    app = InProcessServer(
+        root / "data",
+        LLM_BACKEND="scripted",
+        SCRIPTED_REPLIES=write_replies(root / "replies.json", replies),
+        ADMIN_PASSWORD=ADMIN_PASSWORD,
+        **env,
+    )
+    app.start()
+    try:
+        yield app
+    finally:
+        app.stop()
+
+
+@pytest.fixture
+def start_app(tmp_path: Path) -> Iterator[StartApp]:
+    """`start_server`'s app, in this process: for tests that only send requests and read
+    whole answers (no stream, disconnect, restart, client address or sandbox)."""
+    from tests.support.app_client import InProcessServer
+
+    apps: list[InProcessServer] = []
+
+    def start(**env: str) -> InProcessServer:
+        env.setdefault("ADMIN_PASSWORD", ADMIN_PASSWORD)
+        env.setdefault("LLM_BACKEND", "scripted")
+        app = InProcessServer(tmp_path / f"data{len(apps)}", **env)
+        apps.append(app)
+        return app.start()
+
+    yield start
+    for app in apps:
+        app.stop()
 
 
 @pytest.fixture(scope="session")

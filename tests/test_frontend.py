@@ -14,15 +14,23 @@ import httpx
 import pytest
 
 from backend.api.ui import CONTENT_SECURITY_POLICY
-from tests.conftest import ADMIN_PASSWORD, StartServer, write_replies
+from tests.conftest import ADMIN_PASSWORD, StartApp, StartServer, write_replies
 from tests.support.agent_script import sse_events
+from tests.support.app_client import InProcessServer
 from tests.support.live_server import ROOT, LiveServer, free_port
+
+REPLIES = [{"when": "Q-PROXY", "content": "Through the proxy.", "token_delay": 0.01}]
 
 
 @pytest.fixture
 def server(start_server: StartServer, tmp_path: Path) -> LiveServer:
-    replies = [{"when": "Q-PROXY", "content": "Through the proxy.", "token_delay": 0.01}]
-    return start_server(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", replies))
+    return start_server(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", REPLIES))
+
+
+@pytest.fixture
+def app(start_app: StartApp, tmp_path: Path) -> InProcessServer:
+    """The same app in this process: serving the page and its assets needs no socket."""
+    return start_app(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", REPLIES))
 
 
 @pytest.fixture
@@ -61,13 +69,13 @@ def assert_is_the_page(page: httpx.Response) -> None:
     assert re.search(r"\s(on[a-z]+|style)\s*=", page.text) is None
 
 
-def test_the_api_serves_the_ui_at_its_root(server: LiveServer) -> None:
-    assert_is_the_page(httpx.get(server.url + "/"))
-    module = httpx.get(server.url + "/assets/js/main.js")
+def test_the_api_serves_the_ui_at_its_root(app: InProcessServer) -> None:
+    assert_is_the_page(app.request("GET", "/"))
+    module = app.request("GET", "/assets/js/main.js")
     assert module.status_code == 200 and "javascript" in module.headers["content-type"]
-    vendor = httpx.get(server.url + "/assets/vendor/purify.mjs")
+    vendor = app.request("GET", "/assets/vendor/purify.mjs")
     assert vendor.status_code == 200 and "javascript" in vendor.headers["content-type"]
-    assert httpx.get(server.url + "/assets/../backend/main.py").status_code == 404
+    assert app.request("GET", "/assets/../backend/main.py").status_code == 404
 
 
 def test_run_frontend_serves_the_same_page_and_forwards_the_api(

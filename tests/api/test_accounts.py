@@ -1,6 +1,8 @@
 """Accounts over the real API: admins list, create, disable, limit, reset and delete
 users; everyone changes their own password and signs out for real. Each admin action
-is also tried by an ordinary user, and each ended credential is tried again."""
+is also tried by an ordinary user, and each ended credential is tried again.
+
+Requests and whole answers only, so the app runs in this process (tests/support/app_client.py)."""
 
 from __future__ import annotations
 
@@ -11,20 +13,20 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import ADMIN_PASSWORD, scripted_server
-from tests.support.live_server import LiveServer
+from tests.conftest import ADMIN_PASSWORD, scripted_app
+from tests.support.app_client import InProcessServer
 
 REPLIES = [{"when": "hello", "content": "Hello there.", "repeat": True}]
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with scripted_server(tmp_path_factory.mktemp("accounts"), REPLIES) as live:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessServer]:
+    with scripted_app(tmp_path_factory.mktemp("accounts"), REPLIES) as live:
         yield live
 
 
 @pytest.fixture(scope="module")
-def admin(server: LiveServer) -> Iterator[httpx.Client]:
+def admin(server: InProcessServer) -> Iterator[httpx.Client]:
     with server.client() as http:
         yield http
 
@@ -32,7 +34,7 @@ def admin(server: LiveServer) -> Iterator[httpx.Client]:
 class Person:
     """A user the admin made, with a password and a way to sign in."""
 
-    def __init__(self, server: LiveServer, admin: httpx.Client) -> None:
+    def __init__(self, server: InProcessServer, admin: httpx.Client) -> None:
         self.server = server
         self.name = f"user-{secrets.token_hex(4)}"
         self.password = secrets.token_urlsafe(12)
@@ -41,8 +43,9 @@ class Person:
         self.id: int = created.json()["id"]
 
     def login(self, password: str | None = None) -> httpx.Response:
-        return httpx.post(
-            f"{self.server.url}/api/auth/login",
+        return self.server.request(
+            "POST",
+            "/api/auth/login",
             json={"username": self.name, "password": password or self.password},
         )
 
@@ -56,14 +59,12 @@ class Person:
 
 
 @pytest.fixture
-def person(server: LiveServer, admin: httpx.Client) -> Person:
+def person(server: InProcessServer, admin: httpx.Client) -> Person:
     return Person(server, admin)
 
 
-def me(server: LiveServer, credential: str) -> httpx.Response:
-    return httpx.get(
-        f"{server.url}/api/users/me", headers={"Authorization": f"Bearer {credential}"}
-    )
+def me(server: InProcessServer, credential: str) -> httpx.Response:
+    return server.request("GET", "/api/users/me", headers={"Authorization": f"Bearer {credential}"})
 
 
 def admin_id(admin: httpx.Client) -> int:
@@ -88,7 +89,7 @@ def test_the_admin_lists_and_creates_users_with_no_hash_on_the_wire(
 
 
 def test_an_ordinary_user_is_refused_every_admin_route(
-    admin: httpx.Client, person: Person, server: LiveServer
+    admin: httpx.Client, person: Person, server: InProcessServer
 ) -> None:
     other = Person(server, admin)
     attempts: dict[str, tuple[str, str, dict[str, Any] | None]] = {
@@ -114,7 +115,7 @@ def test_an_ordinary_user_is_refused_every_admin_route(
 
 
 def test_a_disabled_user_is_refused_at_once_and_enabled_again(
-    admin: httpx.Client, person: Person, server: LiveServer
+    admin: httpx.Client, person: Person, server: InProcessServer
 ) -> None:
     token = person.token()
     with person.client(token) as http:
@@ -126,8 +127,9 @@ def test_a_disabled_user_is_refused_at_once_and_enabled_again(
     for credential in (token, key):
         refused = me(server, credential)
         assert refused.status_code == 401 and refused.json()["code"] == "account_disabled"
-    chat = httpx.post(
-        f"{server.url}/v1/chat/completions",
+    chat = server.request(
+        "POST",
+        "/v1/chat/completions",
         headers={"Authorization": f"Bearer {key}"},
         json={"model": "scripted", "messages": [{"role": "user", "content": "hello"}]},
     )
@@ -197,7 +199,7 @@ def test_unknown_users_are_404_and_odd_ids_never_500(admin: httpx.Client) -> Non
 
 
 def test_a_password_reset_ends_the_users_tokens(
-    admin: httpx.Client, person: Person, server: LiveServer
+    admin: httpx.Client, person: Person, server: InProcessServer
 ) -> None:
     token = person.token()
     reset = admin.put(f"/api/users/{person.id}/password", json={"password": "a-new-password"})
@@ -210,7 +212,7 @@ def test_a_password_reset_ends_the_users_tokens(
 
 
 def test_a_deleted_user_is_gone_with_their_sessions(
-    admin: httpx.Client, person: Person, server: LiveServer
+    admin: httpx.Client, person: Person, server: InProcessServer
 ) -> None:
     token = person.token()
     with person.client(token) as http:
@@ -254,7 +256,7 @@ def test_a_deleted_user_is_gone_with_their_sessions(
 
 
 def test_users_change_their_own_password_and_their_other_tokens_end(
-    person: Person, server: LiveServer
+    person: Person, server: InProcessServer
 ) -> None:
     elsewhere = person.token()  # signed in on another device
     here = person.token()
@@ -284,20 +286,22 @@ def test_users_change_their_own_password_and_their_other_tokens_end(
     assert person.login("a-new-password").status_code == 200
 
 
-def test_signing_out_ends_the_bearer_token(person: Person, server: LiveServer) -> None:
+def test_signing_out_ends_the_bearer_token(person: Person, server: InProcessServer) -> None:
     token, other = person.token(), person.token()
-    out = httpx.post(f"{server.url}/api/auth/logout", headers={"Authorization": f"Bearer {token}"})
+    out = server.request("POST", "/api/auth/logout", headers={"Authorization": f"Bearer {token}"})
     assert out.status_code == 204
     refused = me(server, token)
     assert refused.status_code == 401 and refused.json()["code"] == "invalid_api_key"
     assert me(server, other).status_code == 200  # only the token that signed out
     # Signing out again, or with nothing, or with rubbish, is still a clean 204.
     for headers in ({"Authorization": f"Bearer {token}"}, {}, {"Authorization": "Bearer junk"}):
-        assert httpx.post(f"{server.url}/api/auth/logout", headers=headers).status_code == 204
+        assert server.request("POST", "/api/auth/logout", headers=headers).status_code == 204
 
 
-def test_signing_out_with_the_cookie_ends_that_token(person: Person, server: LiveServer) -> None:
-    with httpx.Client(base_url=server.url) as browser:  # keeps the cookie, sends no header
+def test_signing_out_with_the_cookie_ends_that_token(
+    person: Person, server: InProcessServer
+) -> None:
+    with server.http() as browser:  # keeps the cookie, sends no header
         login = browser.post(
             "/api/auth/login", json={"username": person.name, "password": person.password}
         )
@@ -308,11 +312,11 @@ def test_signing_out_with_the_cookie_ends_that_token(person: Person, server: Liv
     assert me(server, token).status_code == 401
 
 
-def test_the_admin_signs_out_and_in_again(server: LiveServer) -> None:
+def test_the_admin_signs_out_and_in_again(server: InProcessServer) -> None:
     token = server.token()
     assert (
-        httpx.post(
-            f"{server.url}/api/auth/logout", headers={"Authorization": f"Bearer {token}"}
+        server.request(
+            "POST", "/api/auth/logout", headers={"Authorization": f"Bearer {token}"}
         ).status_code
         == 204
     )

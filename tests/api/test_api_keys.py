@@ -1,5 +1,7 @@
 """Personal API keys over the real API: shown once, kept only as a hash, usable by the
-official openai SDK wherever a token works, owned by one user, and revocable."""
+official openai SDK wherever a token works, owned by one user, and revocable.
+
+Requests and whole answers only, so the app runs in this process (tests/support/app_client.py)."""
 
 from __future__ import annotations
 
@@ -12,20 +14,20 @@ import httpx
 import openai
 import pytest
 
-from tests.conftest import scripted_server
-from tests.support.live_server import LiveServer
+from tests.conftest import scripted_app
+from tests.support.app_client import InProcessServer
 
 REPLIES = [{"when": "capital", "content": "Paris is the capital of France.", "repeat": True}]
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with scripted_server(tmp_path_factory.mktemp("keys"), REPLIES) as live:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessServer]:
+    with scripted_app(tmp_path_factory.mktemp("keys"), REPLIES) as live:
         yield live
 
 
-def new_user(server: LiveServer) -> httpx.Client:
+def new_user(server: InProcessServer) -> httpx.Client:
     """A client signed in as a new ordinary user."""
     name, password = f"user-{secrets.token_hex(4)}", secrets.token_urlsafe(12)
     with server.client() as admin:
@@ -35,17 +37,19 @@ def new_user(server: LiveServer) -> httpx.Client:
 
 
 @pytest.fixture
-def user(server: LiveServer) -> Iterator[httpx.Client]:
+def user(server: InProcessServer) -> Iterator[httpx.Client]:
     with new_user(server) as http:
         yield http
 
 
-def sdk(server: LiveServer, key: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{server.url}/v1", api_key=key, max_retries=0)
+def sdk(server: InProcessServer, key: str) -> openai.OpenAI:
+    return openai.OpenAI(
+        base_url=f"{server.url}/v1", api_key=key, max_retries=0, http_client=server.http()
+    )
 
 
 def test_a_key_is_shown_once_and_works_with_the_openai_sdk(
-    server: LiveServer, user: httpx.Client
+    server: InProcessServer, user: httpx.Client
 ) -> None:
     created = user.post("/api/keys", json={"name": "notebook"})
     assert created.status_code == 201, created.text
@@ -74,7 +78,7 @@ def test_a_key_is_shown_once_and_works_with_the_openai_sdk(
         assert [k["name"] for k in by_key.get("/api/keys").json()] == ["notebook"]
 
 
-def test_a_revoked_key_is_refused_at_once(server: LiveServer, user: httpx.Client) -> None:
+def test_a_revoked_key_is_refused_at_once(server: InProcessServer, user: httpx.Client) -> None:
     kept = user.post("/api/keys", json={"name": "kept"}).json()
     revoked = user.post("/api/keys", json={"name": "revoked"}).json()
     client = sdk(server, revoked["key"])
@@ -83,8 +87,8 @@ def test_a_revoked_key_is_refused_at_once(server: LiveServer, user: httpx.Client
     assert user.delete(f"/api/keys/{revoked['id']}").status_code == 204
     with pytest.raises(openai.AuthenticationError):
         client.chat.completions.create(model="scripted", messages=QUESTION)
-    refused = httpx.get(
-        f"{server.url}/api/users/me", headers={"Authorization": f"Bearer {revoked['key']}"}
+    refused = server.request(
+        "GET", "/api/users/me", headers={"Authorization": f"Bearer {revoked['key']}"}
     )
     assert refused.status_code == 401
     assert [k["id"] for k in user.get("/api/keys").json()] == [kept["id"]]
@@ -92,7 +96,7 @@ def test_a_revoked_key_is_refused_at_once(server: LiveServer, user: httpx.Client
     assert user.delete(f"/api/keys/{revoked['id']}").status_code == 404
 
 
-def test_another_users_key_is_404_and_unharmed(server: LiveServer, user: httpx.Client) -> None:
+def test_another_users_key_is_404_and_unharmed(server: InProcessServer, user: httpx.Client) -> None:
     key = user.post("/api/keys", json={"name": "mine"}).json()
     with new_user(server) as other:
         assert other.get("/api/keys").json() == []
@@ -104,20 +108,20 @@ def test_another_users_key_is_404_and_unharmed(server: LiveServer, user: httpx.C
     assert sdk(server, key["key"]).models.list().data
 
 
-def test_wrong_and_malformed_keys_are_401_in_openais_shape(server: LiveServer) -> None:
+def test_wrong_and_malformed_keys_are_401_in_openais_shape(server: InProcessServer) -> None:
     for key in ("pda-" + secrets.token_urlsafe(32), "pda-", "pda-" + "x" * 5000):
         with pytest.raises(openai.AuthenticationError):
             sdk(server, key).chat.completions.create(model="scripted", messages=QUESTION)
 
 
-def test_key_names_are_checked(user: httpx.Client) -> None:
+def test_key_names_are_checked(server: InProcessServer, user: httpx.Client) -> None:
     for body in ({"name": ""}, {"name": "x" * 101}, {}):
         assert user.post("/api/keys", json=body).status_code == 422
     assert user.get("/api/keys").json() == []
-    assert httpx.post(f"{user.base_url}/api/keys", json={"name": "anon"}).status_code == 401
+    assert server.request("POST", "/api/keys", json={"name": "anon"}).status_code == 401
 
 
-def test_the_database_holds_no_key_in_plain(server: LiveServer, user: httpx.Client) -> None:
+def test_the_database_holds_no_key_in_plain(server: InProcessServer, user: httpx.Client) -> None:
     keys = [user.post("/api/keys", json={"name": f"k{i}"}).json()["key"] for i in range(3)]
     for key in keys:
         assert sdk(server, key).models.list().data

@@ -1,21 +1,21 @@
-"""The login cookie: HttpOnly and SameSite=Strict, and good only for reading session files."""
+"""The login cookie: HttpOnly and SameSite=Strict, and good only for reading session files.
+
+Requests and whole answers only, so the app runs in this process (tests/support/app_client.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
-
-from tests.conftest import ADMIN_PASSWORD, StartServer, write_replies
+from tests.conftest import ADMIN_PASSWORD, StartApp, write_replies
 from tests.support.agent_script import SALES, upload
 
 
 def test_the_cookie_reads_session_files_and_nothing_else(
-    start_server: StartServer, tmp_path: Path
+    start_app: StartApp, tmp_path: Path
 ) -> None:
-    server = start_server(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", []))
+    server = start_app(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", []))
     upload(server, "cookie")
-    with httpx.Client(base_url=server.url) as browser:  # keeps cookies, sends no header
+    with server.http() as browser:  # keeps cookies, sends no header
         login = browser.post(
             "/api/auth/login", json={"username": "admin", "password": ADMIN_PASSWORD}
         )
@@ -46,11 +46,12 @@ def test_the_cookie_reads_session_files_and_nothing_else(
     assert after.status_code == 401
 
 
-def test_a_forged_cookie_is_refused(start_server: StartServer, tmp_path: Path) -> None:
-    server = start_server(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", []))
+def test_a_forged_cookie_is_refused(start_app: StartApp, tmp_path: Path) -> None:
+    server = start_app(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", []))
     upload(server, "forged")
-    response = httpx.get(
-        f"{server.url}/api/sessions/forged/files/uploads/sales.csv",
+    response = server.request(
+        "GET",
+        "/api/sessions/forged/files/uploads/sales.csv",
         cookies={"pda_token": "not-a-token"},
     )
     assert response.status_code == 401

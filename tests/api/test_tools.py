@@ -1,11 +1,12 @@
-"""Code, uploads and workspace files over HTTP, through the real server."""
+"""Code, uploads and workspace files over HTTP, through the real server (in this process
+where no code runs in the sandbox: tests/support/app_client.py)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from tests.conftest import StartServer, write_replies
+from tests.conftest import StartApp, StartServer, write_replies
 
 SALES = b"region,price\nnorth,10\nsouth,30\n"
 
@@ -87,8 +88,8 @@ def test_another_users_session_id_names_their_own_session(
     assert "variables/x.json" not in [f["path"] for f in files]
 
 
-def test_uploads_are_checked(start_server: StartServer, tmp_path: Path) -> None:
-    server = start_server(
+def test_uploads_are_checked(start_app: StartApp, tmp_path: Path) -> None:
+    server = start_app(
         SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", []), PYTHON_CODE_MAX_FILE_SIZE="1"
     )
     with server.client() as http:

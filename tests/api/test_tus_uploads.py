@@ -1,4 +1,7 @@
-"""Resumable uploads over tus 1.0.0 at /api/tus/, driven by the tuspy client (issue 11)."""
+"""Resumable uploads over tus 1.0.0 at /api/tus/, driven by the tuspy client (issue 11).
+
+tuspy and a cut connection need a real server; the protocol's refusals are requests and
+whole answers, so that test runs the app in this process (tests/support/app_client.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +15,8 @@ import httpx
 import pytest
 from tusclient import client as tus
 
-from tests.conftest import StartServer, write_replies
+from tests.conftest import StartApp, StartServer, write_replies
+from tests.support.app_client import InProcessServer
 from tests.support.live_server import LiveServer
 from tests.support.waiting import wait_for
 
@@ -20,13 +24,17 @@ MB = 1024 * 1024
 CONTENT = b"id,value\n" + b"".join(b"%d,%d\n" % (i, i * 7) for i in range(400_000))  # ~5 MB
 
 
+LIMITS = {"MAX_UPLOAD_SIZE_MB": "16", "MAX_REQUEST_SIZE_MB": "1"}
+
+
 @pytest.fixture
 def server(start_server: StartServer, tmp_path: Path) -> LiveServer:
-    return start_server(
-        SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", []),
-        MAX_UPLOAD_SIZE_MB="16",
-        MAX_REQUEST_SIZE_MB="1",
-    )
+    return start_server(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", []), **LIMITS)
+
+
+@pytest.fixture
+def app(start_app: StartApp, tmp_path: Path) -> InProcessServer:
+    return start_app(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", []), **LIMITS)
 
 
 def tus_client(server: LiveServer, token: str | None = None) -> tus.TusClient:
@@ -40,7 +48,7 @@ def metadata(session: str, filename: str) -> str:
     return ",".join(f"{k} {base64.b64encode(v.encode()).decode()}" for k, v in pairs.items())
 
 
-def tus_headers(server: LiveServer, **more: str) -> dict[str, str]:
+def tus_headers(server: LiveServer | InProcessServer, **more: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {server.token()}", "Tus-Resumable": "1.0.0", **more}
 
 
@@ -97,16 +105,16 @@ def test_a_cut_upload_resumes_where_the_server_says(server: LiveServer) -> None:
     assert download == CONTENT
 
 
-def test_the_protocol_refuses_what_it_must(server: LiveServer) -> None:
+def test_the_protocol_refuses_what_it_must(app: InProcessServer) -> None:
     length = {"Upload-Length": "10", "Upload-Metadata": metadata("p", "a.csv")}
-    with httpx.Client(base_url=server.url) as http:
+    with app.http() as http:
         options = http.options("/api/tus/")
         assert options.status_code == 204
         assert options.headers["tus-version"] == "1.0.0"
         assert options.headers["tus-max-size"] == str(16 * MB)
 
         def create(**headers: str) -> httpx.Response:
-            return http.post("/api/tus/", headers=tus_headers(server, **headers))
+            return http.post("/api/tus/", headers=tus_headers(app, **headers))
 
         assert create(**{**length, "Upload-Length": str(17 * MB)}).status_code == 413
         assert create(**{"Upload-Length": "10"}).status_code == 400  # no metadata
@@ -115,7 +123,7 @@ def test_the_protocol_refuses_what_it_must(server: LiveServer) -> None:
         exe = metadata("p", "tool.exe")
         assert create(**{**length, "Upload-Metadata": exe}).status_code == 415
         unversioned = http.post(
-            "/api/tus/", headers={"Authorization": f"Bearer {server.token()}", **length}
+            "/api/tus/", headers={"Authorization": f"Bearer {app.token()}", **length}
         )
         assert unversioned.status_code == 412
         assert (
@@ -124,33 +132,33 @@ def test_the_protocol_refuses_what_it_must(server: LiveServer) -> None:
 
         empty = {"Upload-Length": "0", "Upload-Metadata": metadata("p", "empty.csv")}
         assert create(**empty).status_code == 201  # complete at once: no PATCH will come
-        assert (server.data_dir / "scratch" / "u1-p" / "uploads" / "empty.csv").read_bytes() == b""
+        assert (app.data_dir / "scratch" / "u1-p" / "uploads" / "empty.csv").read_bytes() == b""
 
         location = create(**length).headers["location"]
         patch = {"Content-Type": "application/offset+octet-stream", "Upload-Offset": "3"}
-        wrong = http.patch(location, content=b"0123456789", headers=tus_headers(server, **patch))
+        wrong = http.patch(location, content=b"0123456789", headers=tus_headers(app, **patch))
         assert wrong.status_code == 409  # the offset is 0
         too_long = http.patch(
             location,
             content=b"0123456789ABC",
-            headers=tus_headers(server, **{**patch, "Upload-Offset": "0"}),
+            headers=tus_headers(app, **{**patch, "Upload-Offset": "0"}),
         )
         assert too_long.status_code == 413
 
-        admin = tus_headers(server)
+        admin = tus_headers(app)
         other = http.post(
             "/api/users", json={"username": "other", "password": "other-password"}, headers=admin
         )
         assert other.status_code == 201, other.text
         stranger = {
-            "Authorization": f"Bearer {server.token('other', 'other-password')}",
+            "Authorization": f"Bearer {app.token('other', 'other-password')}",
             "Tus-Resumable": "1.0.0",
         }
         assert http.head(location, headers=stranger).status_code == 404
         assert http.delete(location, headers=stranger).status_code == 404
         assert http.delete(location, headers=admin).status_code == 204
         assert http.head(location, headers=admin).status_code == 404
-    assert list((server.data_dir / "tus").iterdir()) == []
+    assert list((app.data_dir / "tus").iterdir()) == []
 
 
 def offset(http: httpx.Client, server: LiveServer, location: str) -> int:

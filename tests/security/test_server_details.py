@@ -1,16 +1,16 @@
 """What the server tells about itself: anonymous /health only that it is up; an admin the
 details (database, executor, LLM, sandbox); a signed-in user what the UI shows, with no
-path, host or bucket."""
+path, host or bucket. Requests and whole answers only, so the app runs in this process
+(tests/support/app_client.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.conftest import StartServer, write_replies
-from tests.support.live_server import LiveServer
+from tests.conftest import StartApp, write_replies
+from tests.support.app_client import InProcessServer
 
 
 @pytest.fixture(autouse=True)
@@ -19,31 +19,31 @@ def server_stays_healthy() -> None:
 
 
 @pytest.fixture
-def server(start_server: StartServer, tmp_path: Path) -> LiveServer:
-    return start_server(SCRIPTED_REPLIES=write_replies(tmp_path / "replies.json", []))
+def server(start_app: StartApp, tmp_path: Path) -> InProcessServer:
+    return start_app(SCRIPTED_REPLIES=write_replies(tmp_path / "replies.json", []))
 
 
-def member_token(server: LiveServer) -> str:
+def member_token(server: InProcessServer) -> str:
     with server.client() as admin:
         created = admin.post("/api/users", json={"username": "member", "password": "member-pass"})
         assert created.status_code == 201, created.text
     return server.token("member", "member-pass")
 
 
-def test_health_tells_anyone_only_that_the_server_is_up(server: LiveServer) -> None:
+def test_health_tells_anyone_only_that_the_server_is_up(server: InProcessServer) -> None:
     member = member_token(server)
     for headers in (
         {},
         {"Authorization": "Bearer not-a-token"},
         {"Authorization": f"Bearer {member}"},
     ):
-        answer = httpx.get(f"{server.url}/health", headers=headers)
+        answer = server.request("GET", "/health", headers=headers)
         assert answer.status_code == 200
         assert answer.json() == {"status": "ok"}, headers
         assert str(server.data_dir) not in answer.text
 
 
-def test_an_admin_sees_the_details(server: LiveServer) -> None:
+def test_an_admin_sees_the_details(server: InProcessServer) -> None:
     with server.client() as admin:
         health = admin.get("/health").json()
     assert health["status"] == "ok"
@@ -54,9 +54,9 @@ def test_an_admin_sees_the_details(server: LiveServer) -> None:
 
 
 def test_a_signed_in_user_gets_what_the_ui_shows_and_nothing_of_the_host(
-    server: LiveServer,
+    server: InProcessServer,
 ) -> None:
-    assert httpx.get(f"{server.url}/api/status").status_code == 401
+    assert server.request("GET", "/api/status").status_code == 401
     with server.client(member_token(server)) as member:
         answer = member.get("/api/status")
     assert answer.status_code == 200, answer.text
