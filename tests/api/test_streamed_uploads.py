@@ -1,4 +1,8 @@
-"""PUT /api/sessions/{id}/uploads/{name}: a raw body streamed to disk (issue 11)."""
+"""PUT /api/sessions/{id}/uploads/{name}: a raw body streamed to disk (issue 11).
+
+Chunked bodies and cut connections need a real server; the checks of names and sessions
+are requests and whole answers, so that test runs the app in this process
+(tests/support/app_client.py)."""
 
 from __future__ import annotations
 
@@ -7,23 +11,27 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.conftest import StartServer, write_replies
+from tests.conftest import StartApp, StartServer, write_replies
+from tests.support.app_client import InProcessServer
 from tests.support.live_server import LiveServer
 from tests.support.waiting import wait_for
 
 MB = 1024 * 1024
 
 
+LIMITS = {"MAX_UPLOAD_SIZE_MB": "8", "MAX_REQUEST_SIZE_MB": "1"}
+
+
 @pytest.fixture
 def server(start_server: StartServer, tmp_path: Path) -> LiveServer:
-    return start_server(
-        SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", []),
-        MAX_UPLOAD_SIZE_MB="8",
-        MAX_REQUEST_SIZE_MB="1",
-    )
+    return start_server(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", []), **LIMITS)
+
+
+@pytest.fixture
+def app(start_app: StartApp, tmp_path: Path) -> InProcessServer:
+    return start_app(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", []), **LIMITS)
 
 
 def csv_pieces(rows: int) -> Iterator[bytes]:
@@ -35,7 +43,7 @@ def csv_pieces(rows: int) -> Iterator[bytes]:
         )
 
 
-def uploads_dir(server: LiveServer, session: str) -> Path:
+def uploads_dir(server: LiveServer | InProcessServer, session: str) -> Path:
     return server.data_dir / "scratch" / f"u1-{session}" / "uploads"
 
 
@@ -91,25 +99,26 @@ def test_more_than_the_disk_can_take_is_507(start_server: StartServer, tmp_path:
     assert "disk space" in answer
 
 
-def test_names_and_sessions_are_checked(server: LiveServer) -> None:
-    with server.client() as http:
+def test_names_and_sessions_are_checked(app: InProcessServer) -> None:
+    with app.client() as http:
         assert http.put("/api/sessions/s/uploads/.hidden.csv", content=b"a\n").status_code == 400
         assert http.put("/api/sessions/s/uploads/tool.exe", content=b"a\n").status_code == 415
         assert http.put("/api/sessions/s/uploads/ok.csv", content=b"a\n1\n").status_code == 201
-    other = httpx.post(
-        f"{server.url}/api/users",
+    other = app.request(
+        "POST",
+        "/api/users",
         json={"username": "other", "password": "other-password"},
-        headers={"Authorization": f"Bearer {server.token()}"},
+        headers={"Authorization": f"Bearer {app.token()}"},
     )
     assert other.status_code == 201, other.text
-    with server.client(server.token("other", "other-password")) as http:
+    with app.client(app.token("other", "other-password")) as http:
         # Their own session "s": the admin's file is neither seen nor replaced.
         response = http.put("/api/sessions/s/uploads/ok.csv", content=b"a\n2\n")
         assert response.status_code == 201
-    assert (uploads_dir(server, "s") / "ok.csv").read_bytes() == b"a\n1\n"
-    with server.client() as http:
+    assert (uploads_dir(app, "s") / "ok.csv").read_bytes() == b"a\n1\n"
+    with app.client() as http:
         assert http.get("/api/sessions/s/files/uploads/ok.csv").content == b"a\n1\n"
-    unauthenticated = httpx.put(f"{server.url}/api/sessions/s/uploads/x.csv", content=b"a\n")
+    unauthenticated = app.request("PUT", "/api/sessions/s/uploads/x.csv", content=b"a\n")
     assert unauthenticated.status_code == 401
 
 
