@@ -41,6 +41,9 @@ FENCE = (
 )
 MATH = "Prices were $5 and $10 today, and \\(x^2\\) grows."
 LONG_OUTPUT_CODE = "for i in range(45):\n    print('line', i)\n"
+# One 400-character word, in the code, its output and the tool's input: none may widen the page.
+WIDE_WORD = "w" * 400
+WIDE_CODE = f"print('{WIDE_WORD}')\n"
 # Runs until the test uploads go.csv (an event it controls, never a guessed delay).
 REATTACH_CODE = (
     "import pathlib, time\n"
@@ -99,6 +102,19 @@ def retried_turn() -> list[dict[str, Any]]:
     ]
 
 
+def wide_turn() -> list[dict[str, Any]]:
+    """A ReAct turn whose tool input, code, output and answer each hold one 400-character word."""
+    tag = "Q-UI-WIDE"
+    answer = f"It printed one long line:\n\n```text\n{WIDE_WORD}\n```\n"
+    action = f"Action: coder\nAction Input: {tag} {WIDE_WORD}"
+    return [
+        {"when": ["[stage: react]", tag], "content": action},
+        {"when": ["[stage: generate]", tag], "content": f"```python\n{WIDE_CODE}```"},
+        {"when": ["[stage: answer]", tag], "content": answer},
+        {"when": ["[stage: react]", tag], "content": f"Final Answer: {answer}"},
+    ]
+
+
 def replies() -> list[dict[str, Any]]:
     return [
         *react_turn("Q-UI-REACT", code=REACT_CODE),
@@ -114,6 +130,7 @@ def replies() -> list[dict[str, Any]]:
         },
         *react_turn("Q-UI-RELOAD", code=REATTACH_CODE),
         *react_turn("Q-UI-LONG", code=LONG_OUTPUT_CODE, answer="It printed 45 lines."),
+        *wide_turn(),
         *plan_turn(),
         *retried_turn(),
         {"when": "Q-UI-XSS", "content": XSS_MARKDOWN},
