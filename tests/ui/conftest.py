@@ -35,7 +35,10 @@ def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         yield live
 
 
-@pytest.fixture(scope="session")
+# Package-scoped: Playwright's sync API keeps its event loop running in this thread while
+# it is open, and an async test that ran after a UI test in the same process (the
+# suite runs in several processes) would find it and fail.
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -45,14 +45,32 @@ def _parents() -> dict[str, Path] | None:
     return None
 
 
+def cgroup_name(sandbox: str) -> str:
+    """A sandbox's cgroup name: it starts with this server's pid, so another server
+    on the host can tell whether the cgroup's server is still running."""
+    return f"s{os.getpid()}-{sandbox}"
+
+
+def _server_gone(folder: str) -> bool:
+    server, _, _ = folder.partition("-")
+    if not (server.startswith("s") and server[1:].isdigit()):
+        return True  # named before servers signed theirs: nobody owns it now
+    return not Path(f"/proc/{server[1:]}").exists()
+
+
 def remove_stale() -> int:
-    """Delete empty sandbox cgroups left by a server that was killed; returns how many."""
+    """Delete empty sandbox cgroups left by a server that was killed; returns how many.
+
+    Only those of servers no longer running: another server on this host creates a
+    sandbox's cgroup a moment before the sandbox joins it, and removing that empty
+    cgroup then would make its sandbox fail to start.
+    """
     parents = _parents()
     removed = 0
     for parent in (parents or {}).values():
         with contextlib.suppress(OSError):
             for folder in parent.iterdir():
-                if folder.is_dir():
+                if folder.is_dir() and _server_gone(folder.name):
                     with contextlib.suppress(OSError):
                         folder.rmdir()  # fails, as it should, while processes remain
                         removed += 1
@@ -125,7 +143,7 @@ class SandboxCgroup:
 
 def writable() -> bool:
     """Whether sandboxes get a cgroup here: one is made and removed as a probe."""
-    probe = SandboxCgroup(f"probe-{os.getpid()}", memory_bytes=64 * 1024 * 1024, max_pids=8)
+    probe = SandboxCgroup(cgroup_name("probe"), memory_bytes=64 * 1024 * 1024, max_pids=8)
     made = probe.create()
     probe.remove()
     return made

@@ -25,7 +25,7 @@ from typing import Any, Self
 
 from backend.storage.workspaces import listable_name
 from backend.tools.sandbox.availability import SandboxStatus
-from backend.tools.sandbox.cgroups import SandboxCgroup
+from backend.tools.sandbox.cgroups import SandboxCgroup, cgroup_name
 from backend.tools.sandbox.command import (
     SANDBOX_WORKSPACE,
     WORKER_DIR,
@@ -153,7 +153,7 @@ class SandboxedExecutor(BasePythonExecutor):
         self.memory_cgroup = False  # whether a cgroup bounds the running sandbox's memory
         # The whole sandbox's budget: the zygote, a run and whatever the run forks.
         self.cgroup = SandboxCgroup(
-            f"{workspace.name}-{uuid.uuid4().hex[:8]}",
+            cgroup_name(f"{workspace.name}-{uuid.uuid4().hex[:8]}"),
             memory_bytes=(2 * limits.max_memory_mb + 256) * 1024 * 1024,
             max_pids=limits.max_processes,
         )
