@@ -28,10 +28,13 @@ run: install system-deps frontend
 	$(PY) run_backend.py
 
 # The UI tests drive Debian's Chromium (never a browser download); the storage tests
-# start Debian's PostgreSQL server on a loopback port.
+# start Debian's PostgreSQL server on a loopback port. The suite runs in TEST_WORKERS
+# processes (pytest-xdist), each taking whole modules, so a module's fixtures stay shared:
+# most tests wait on servers and sandboxes rather than use a core.
+TEST_WORKERS ?= 2
 test: DEBIAN_PACKAGES += chromium postgresql iproute2
 test: install-dev system-deps frontend openinterpreter lint typecheck
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: install-dev
 	$(VENV)/bin/ruff check .
