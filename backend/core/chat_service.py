@@ -22,8 +22,8 @@ from backend.core.agents.client_tools import ClientTools, as_plain_messages
 from backend.core.agents.runner import AgentRunner
 from backend.core.citations import turn_citations
 from backend.core.events import (
+    AgentEvent,
     AnswerDelta,
-    ChatEvent,
     Citation,
     ClientToolCall,
     Final,
@@ -123,7 +123,7 @@ class Turn:
             logprobs=self.logprobs,
         )
 
-    def take(self, event: ChatEvent | StepEvent) -> None:
+    def take(self, event: AgentEvent) -> None:
         """What `event` tells about the turn."""
         if isinstance(event, AnswerDelta):
             self.answer.append(event.text)
@@ -267,7 +267,7 @@ class ChatService:
 
     def _chat(
         self, model: str, messages: list[BaseMessage], request: TurnRequest
-    ) -> AsyncGenerator[TurnEvent, None]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         tools = request.tools
         native = forced = None
         if not self.llm.profile.native_tools:
@@ -299,7 +299,7 @@ class ChatService:
         )
 
     async def _recorded(
-        self, turn: Turn, events: AsyncGenerator[TurnEvent, None]
+        self, turn: Turn, events: AsyncGenerator[AgentEvent, None]
     ) -> AsyncGenerator[TurnEvent, None]:
         """The turn's events; the turn is recorded when they end, however they end.
 
@@ -315,7 +315,7 @@ class ChatService:
                 async for event in events:
                     turn.write_opening()  # the model has the request (see open_turn)
                     self._hold_place(turn)
-                    turn.take(event)  # type: ignore[arg-type]  # agents yield no turn ends
+                    turn.take(event)
                     yield event
             answered = True
             finish = turn.finish_reason  # "length" when a limit stopped it

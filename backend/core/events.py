@@ -238,5 +238,6 @@ class Done(Event):
 
 
 StepEvent = Plan | StepStart | ToolCall | Code | Execution | PassageFound | Plot
-TurnEvent = Routed | StepEvent | ChatEvent | Final | Failed | Done
+AgentEvent = StepEvent | ChatEvent  # what an agent (or plain chat) yields
+TurnEvent = Routed | AgentEvent | Final | Failed | Done
 STEP_TYPES = frozenset({"plan", "step_start", "tool_call", "code", "execution", "passage", "plot"})

@@ -31,14 +31,19 @@ from backend.core.agents.tools import (
     WebSearchTool,
 )
 from backend.core.events import (
+    AgentEvent,
     AnswerDelta,
     Code,
     Event,
     Execution,
     Finish,
     Observation,
+    PassageFound,
+    Plan,
     Plot,
-    TurnEvent,
+    StepEvent,
+    StepStart,
+    ToolCall,
 )
 from backend.files.catalog import DATA_FOLDER, WorkspaceCatalog
 from backend.llm.embedder import embedder_for_backend
@@ -143,7 +148,7 @@ class AgentRunner:
         user_id: int,
         session_id: str,
         llm: TurnLLM,
-    ) -> AsyncGenerator[TurnEvent, None]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         await self.shared.pull(session_id)  # what other servers and the sandbox wrote
         tools = await self.tools(user_id, session_id, llm, history, question)
         saver = await self.checkpointer()
@@ -258,16 +263,16 @@ class StepEvents:
         self.last_result: str | None = None  # the last step that worked: a stopped turn's answer
         self.last_failure: str | None = None
 
-    def __call__(self, step: Event) -> Iterator[TurnEvent]:
+    def __call__(self, step: Event) -> Iterator[StepEvent]:
         if isinstance(step, Code | Execution):
             self.attempts_seen = True
             yield step
         elif isinstance(step, Observation):
             yield from self._observed(step)
-        elif step.type != "observation":
-            yield step  # type: ignore[misc]  # the graphs write only `TurnEvent`s
+        elif isinstance(step, Plan | StepStart | ToolCall | PassageFound | Plot):
+            yield step
 
-    def _observed(self, step: Observation) -> Iterator[TurnEvent]:
+    def _observed(self, step: Observation) -> Iterator[StepEvent]:
         if step.ok:
             self.last_result = step.answer or step.observation
         else:
