@@ -19,8 +19,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from backend.core.chat_service import Turn
 from backend.core.events import Done, Failed, TurnEvent
+from backend.core.turn import Turn
 from backend.llm import LLMError
 from backend.storage.sessions import session_key
 

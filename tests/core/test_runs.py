@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any, cast
 
-from backend.core.chat_service import Turn
 from backend.core.events import AnswerDelta, Code, Final, Routed, TurnEvent, TurnSummary, Usage
 from backend.core.runs import Run
+from backend.core.turn import Turn
 
 SUMMARY = TurnSummary(
     agent_type="react", route_reason="", session_id="s1", conversation_id="c1",

@@ -12,7 +12,7 @@ from backend.api.encoders.chat import chat_response, typed_sse
 from backend.api.errors import CLIENT_ERRORS
 from backend.api.sse import SSE_HEADERS, SSEResponse, sse_responses
 from backend.api.streaming import start_stream
-from backend.core.chat_service import TurnRequest
+from backend.core.turn import TurnRequest
 from backend.models.chat import ChatRequest, ChatResponse
 
 router = APIRouter(prefix="/api", tags=["chat"], responses=CLIENT_ERRORS)

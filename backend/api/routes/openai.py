@@ -14,7 +14,7 @@ from backend.api.errors import OPENAI_CLIENT_ERRORS, ApiError
 from backend.api.sse import SSE_HEADERS, SSEResponse, sse_responses
 from backend.api.streaming import start_stream
 from backend.core.agents.client_tools import ClientTools
-from backend.core.chat_service import TurnRequest
+from backend.core.turn import TurnRequest
 from backend.llm.embeddings import create_embeddings
 from backend.models.openai import (
     ChatCompletionRequest,

@@ -18,7 +18,7 @@ from backend.api.routes.openai import check_parameters
 from backend.api.sse import SSE_HEADERS, SSEResponse, sse_responses
 from backend.api.streaming import start_stream
 from backend.core.agents.client_tools import ClientTools
-from backend.core.chat_service import TurnRequest
+from backend.core.turn import TurnRequest
 from backend.models.responses import (
     ResponseRequest,
     conversation_of,

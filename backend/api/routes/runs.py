@@ -11,8 +11,8 @@ from backend.api.deps import ChatServiceDep, CurrentUser, RunsDep
 from backend.api.encoders.chat import run_sse
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.api.sse import SSE_HEADERS, SSEResponse, sse_responses
-from backend.core.chat_service import Turn, TurnRequest
 from backend.core.runs import Run, RunInProgress, RunRegistry
+from backend.core.turn import Turn, TurnRequest
 from backend.models.runs import RunCreate, RunPublic
 from backend.storage import User
 from backend.storage.sessions import client_id

@@ -17,7 +17,9 @@ def _dead_pid() -> int:
 def test_a_starting_server_sweeps_only_the_cgroups_of_servers_that_are_gone() -> None:
     # Another running server's sandbox: its cgroup is made (empty) just before the
     # sandbox joins it. A killed server's sandbox: its cgroup was left behind, empty.
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    other = subprocess.Popen(  # a server that runs until its stdin closes
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
     try:
         running = SandboxCgroup(f"s{other.pid}-u1-s-starting", 64 * 1024 * 1024, 8)
         left = SandboxCgroup(f"s{_dead_pid()}-u1-s-left", 64 * 1024 * 1024, 8)
@@ -33,5 +35,4 @@ def test_a_starting_server_sweeps_only_the_cgroups_of_servers_that_are_gone() ->
             for cgroup in (running, left, ours):
                 cgroup.remove()
     finally:
-        other.kill()
-        other.wait()
+        other.communicate()  # closes its stdin: it ends

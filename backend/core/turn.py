@@ -1,0 +1,145 @@
+"""One chat turn's request, and the turn as it runs: its events and what they told.
+
+`ChatService.open_turn` (chat_service.py) makes a `Turn`; every event of its stream
+passes through `Turn.take` on the way to the client, so however the turn ends, the
+service records what the `Turn` holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass, field
+
+from langchain_core.messages import BaseMessage
+
+from backend.core.agents.client_tools import ClientTools
+from backend.core.events import (
+    AgentEvent,
+    AnswerDelta,
+    Citation,
+    ClientToolCall,
+    Final,
+    Finish,
+    Routed,
+    StepEvent,
+    TokenLogprob,
+    ToolCalls,
+    ToolUse,
+    TurnEvent,
+    TurnSummary,
+    Usage,
+)
+from backend.core.router import AgentType, RouteDecision
+from backend.core.run_slots import RunSlot
+from backend.llm import GenerationOptions
+from backend.llm.turn import TurnLLM
+from backend.storage import Conversation
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    messages: list[BaseMessage]
+    model: str = ""
+    session_id: str | None = None
+    agent_type: AgentType = "auto"
+    options: GenerationOptions = field(default_factory=GenerationOptions)
+    tools: ClientTools | None = None  # the client's own tools (its agent loop runs them)
+
+
+@dataclass
+class Turn:
+    """One turn as it runs: its events, and what they have told so far."""
+
+    conversation: Conversation
+    decision: RouteDecision
+    model: str
+    events: AsyncGenerator[TurnEvent, None] = field(init=False)
+    answer: list[str] = field(default_factory=list)
+    usage: Usage | None = None
+    finish_reason: str = "stop"
+    user: str = ""
+    prompt: list[BaseMessage] = field(default_factory=list)
+    steps: list[StepEvent] = field(default_factory=list)  # the agent's steps
+    tool_calls: list[ClientToolCall] = field(default_factory=list)  # calls of the client's tools
+    logprobs: list[TokenLogprob] = field(default_factory=list)  # the tokens', when asked for
+    agent_llm: TurnLLM | None = None  # counts the router's and the agents' model calls
+    opening: Callable[[], None] | None = None  # a new session's first write, not done yet
+    placeholder: int | None = None  # an agent turn's answer, stored `running` as it starts
+    question: str = ""  # the user's message this turn answers
+    citations: list[Citation] = field(default_factory=list)  # the answer's numbers' sources
+    run_slot: RunSlot | None = None  # the user's place among their concurrent agent runs
+
+    def write_opening(self) -> None:
+        """Store what `open_turn` left to write (a new session and its first message), once."""
+        opening, self.opening = self.opening, None
+        if opening is not None:
+            opening()
+
+    def summary(self) -> TurnSummary:
+        steps = self.steps
+        executions = [s for s in steps if s.type == "execution"]
+        return TurnSummary(
+            agent_type=self.decision.agent_type,
+            route_reason=self.decision.reason,
+            session_id=self.conversation.session_id,
+            conversation_id=self.conversation.id,
+            tool_calls=[_tool_use(s) for s in steps if s.type in ("tool_call", "step_start")],
+            code=[s.code for s in steps if s.type == "code"],
+            files=sorted({f for s in executions for f in s.files}),
+            iterations=len(executions),
+            # The router's, the graph's and python_coder's calls; plain chat adds its own one.
+            llm_calls=(self.agent_llm.usage.calls if self.agent_llm else 0)
+            + (1 if self.decision.agent_type == "chat" else 0),
+        )
+
+    def routed(self) -> Routed:
+        return Routed(
+            agent_type=self.decision.agent_type,
+            reason=self.decision.reason,
+            model=self.model,
+            opening=self.summary(),
+        )
+
+    def final(self) -> Final:
+        return Final(
+            text="".join(self.answer),
+            model=self.model,
+            summary=self.summary(),
+            citations=self.citations,
+            finish_reason=self.finish_reason,
+            usage=self.usage,
+            tool_calls=self.tool_calls,
+            logprobs=self.logprobs,
+        )
+
+    def take(self, event: AgentEvent) -> None:
+        """What `event` tells about the turn."""
+        if isinstance(event, AnswerDelta):
+            self.answer.append(event.text)
+            self.logprobs.extend(event.logprobs or ())
+        elif isinstance(event, Usage):
+            self.usage = event
+        elif isinstance(event, Finish):
+            self.finish_reason = event.reason
+        elif isinstance(event, ToolCalls):
+            self.tool_calls = event.calls
+        elif event.type != "accepted":
+            self.steps.append(event)
+
+    async def collect(self) -> Final:
+        """Run the turn to the end; its `Final` event."""
+        final: Final | None = None
+        async for event in self.events:
+            if isinstance(event, Final):
+                final = event
+        if final is None:  # a turn that ends without raising ends with Final
+            raise RuntimeError("the turn ended without its Final event")
+        return final
+
+
+def _tool_use(step: StepEvent) -> ToolUse:
+    if step.type == "tool_call":
+        return ToolUse(tool=step.tool, input=step.input)
+    if step.type == "step_start":
+        return ToolUse(tool=step.tool, input=step.goal)
+    raise ValueError(step.type)
