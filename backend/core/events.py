@@ -221,8 +221,11 @@ class Final(Event):
             "text": self.text,
             "model": self.model,
             **self.summary.model_dump(mode="json"),
-            "citations": [c.model_dump(mode="json") for c in self.citations],
+            "citations": self.citations_payload(),
         }
+
+    def citations_payload(self) -> list[dict[str, Any]]:
+        return [c.model_dump(mode="json") for c in self.citations]
 
 
 class Failed(Event):
@@ -241,3 +244,4 @@ StepEvent = Plan | StepStart | ToolCall | Code | Execution | PassageFound | Plot
 AgentEvent = StepEvent | ChatEvent  # what an agent (or plain chat) yields
 TurnEvent = Routed | AgentEvent | Final | Failed | Done
 STEP_TYPES = frozenset({"plan", "step_start", "tool_call", "code", "execution", "passage", "plot"})
+SERVER_ONLY_TYPES = frozenset({"accepted", "usage", "finish"})  # what no `/api` client reads

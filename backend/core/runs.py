@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from backend.core.events import Done, Failed, TurnEvent
+from backend.core.events import SERVER_ONLY_TYPES, Done, Failed, TurnEvent
 from backend.core.turn import Turn
 from backend.llm import LLMError
 from backend.storage.sessions import session_key
@@ -43,9 +43,6 @@ class Numbered:
 
     seq: int
     event: TurnEvent
-
-
-_INTERNAL = frozenset({"accepted", "usage", "finish"})  # what no client of a run reads
 
 
 class Run:
@@ -84,7 +81,7 @@ class Run:
         try:
             async with contextlib.aclosing(self.turn.events) as events:
                 async for event in events:
-                    if event.type not in _INTERNAL:
+                    if event.type not in SERVER_ONLY_TYPES:
                         self._append(event)
         except asyncio.CancelledError:
             status = "cancelled"  # the turn recorded its partial answer as cancelled

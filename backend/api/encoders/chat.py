@@ -8,12 +8,10 @@ import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
 
 from backend.api.sse import Last, sse_data
-from backend.core.events import Failed, Final, TurnEvent
+from backend.core.events import SERVER_ONLY_TYPES, Failed, Final, TurnEvent
 from backend.core.runs import Numbered
 from backend.llm import LLMError
 from backend.models.chat import ChatResponse
-
-INTERNAL = frozenset({"accepted", "usage", "finish"})
 
 
 async def typed_sse(events: AsyncGenerator[TurnEvent, None]) -> AsyncIterator[str]:
@@ -25,7 +23,7 @@ async def typed_sse(events: AsyncGenerator[TurnEvent, None]) -> AsyncIterator[st
             async for event in events:
                 if event.type == "final":
                     yield Last(sse_data(event.payload(), event="final") + done)
-                elif event.type not in INTERNAL:
+                elif event.type not in SERVER_ONLY_TYPES:
                     yield sse_data(event.payload(), event=event.type)
     except LLMError as exc:
         error = Failed(message=exc.message, code=exc.code).payload()

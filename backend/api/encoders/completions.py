@@ -25,7 +25,7 @@ def citations_metadata(final: Final) -> dict[str, Any] | None:
     does, so strict clients of plain chat see OpenAI's shape."""
     if final.summary.agent_type == "chat":
         return None
-    return {"citations": [c.model_dump(mode="json") for c in final.citations]}
+    return {"citations": final.citations_payload()}
 
 
 def completion(final: Final) -> dict[str, Any]:
@@ -105,7 +105,7 @@ async def completion_chunks(
                     yield pending + sse_data(chunks.chunk({}, agent_event=event.payload()))
                     pending = ""
                 elif event.type == "final":
-                    metadata = {"citations": [c.model_dump(mode="json") for c in event.citations]}
+                    metadata = {"citations": event.citations_payload()}
                     closing = [
                         pending,
                         sse_data(chunks.chunk({}, event.finish_reason, metadata=metadata)),

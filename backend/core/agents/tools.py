@@ -67,7 +67,7 @@ class ToolResult:
             code=_text(data.get("code")),
             output=_text(data.get("output")),
             run_id=_text(data.get("run_id")),
-            files=[str(name) for name in data.get("files") or () if isinstance(name, str)],
+            files=[name for name in data.get("files") or () if isinstance(name, str)],
             passages=[p.model_copy(update={"tool": tool, "index": index}) for p in self.passages],
         )
 
