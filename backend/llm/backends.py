@@ -61,6 +61,10 @@ class LLMBackend(ABC):
         """Call arguments that constrain a reply to `schema`, or None if unsupported."""
         return None
 
+    def cache_kwargs(self) -> dict[str, Any]:
+        """Call arguments that ask the server to keep and reuse the prompt's cached prefix."""
+        return {}
+
     def tool_kwargs(self, tools: list[dict[str, Any]], choice: Any) -> dict[str, Any] | None:
         """Call arguments for native tool calling under `choice`, or None to prompt for calls."""
         return None
@@ -106,6 +110,7 @@ class OllamaBackend(LLMBackend):
         self.host = settings.OLLAMA_HOST
         self.timeout = settings.LLM_REQUEST_TIMEOUT
         self.upstream = Upstream(self.host, httpx.Timeout(self.timeout, connect=_CONNECT_TIMEOUT))
+        self.keep_alive = settings.OLLAMA_KEEP_ALIVE
         self._models: tuple[float, list[str]] = (0.0, [])
 
     async def list_models(self) -> list[str]:
@@ -174,6 +179,10 @@ class OllamaBackend(LLMBackend):
     def structured_kwargs(self, schema: dict[str, Any]) -> dict[str, Any] | None:
         return {"format": schema}
 
+    def cache_kwargs(self) -> dict[str, Any]:
+        # Ollama reuses the loaded model's cached prefix while the model stays loaded.
+        return {"keep_alive": self.keep_alive} if self.keep_alive else {}
+
     def tool_kwargs(self, tools: list[dict[str, Any]], choice: Any) -> dict[str, Any] | None:
         # Ollama's tools have no tool_choice: a required call goes through `format` instead.
         return {"tools": tools} if choice == "auto" else None
@@ -237,6 +246,7 @@ class OpenAIBackend(LLMBackend):
         self.upstream = Upstream(
             self.base_url, self.timeout, {"Authorization": f"Bearer {self.api_key}"}
         )
+        self.cache_prompt = settings.OPENAI_CACHE_PROMPT
 
     async def list_models(self) -> list[str]:
         return [self.default_model]
@@ -252,6 +262,10 @@ class OpenAIBackend(LLMBackend):
 
     def tool_kwargs(self, tools: list[dict[str, Any]], choice: Any) -> dict[str, Any] | None:
         return {"tools": tools, "tool_choice": choice}
+
+    def cache_kwargs(self) -> dict[str, Any]:
+        # llama.cpp server's switch; the request body carries it beside the OpenAI fields.
+        return {"extra_body": {"cache_prompt": True}} if self.cache_prompt else {}
 
     def call_kwargs(self, options: GenerationOptions) -> dict[str, Any]:
         # The upstream speaks OpenAI: the response format goes through as the client sent it.
@@ -313,6 +327,7 @@ class EmbeddedBackend(LLMBackend):
             model_path=path,
             n_ctx=settings.EMBEDDED_CONTEXT_SIZE,
             n_threads=settings.EMBEDDED_THREADS,
+            prompt_cache_mb=settings.EMBEDDED_PROMPT_CACHE_MB,
         )
         super().__init__(self._model.model_name, reason)
         self.max_tokens = settings.EMBEDDED_MAX_TOKENS

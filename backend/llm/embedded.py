@@ -70,6 +70,7 @@ class EmbeddedChatModel(BaseChatModel):
     model_name: str = SHIPPED_MODEL_NAME
     n_ctx: int = 4096
     n_threads: int = 0
+    prompt_cache_mb: int = 0  # llama-cpp-python's prompt cache; 0: none
     temperature: float = 0.2
     _llama: Any = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -93,6 +94,10 @@ class EmbeddedChatModel(BaseChatModel):
                 n_threads=self.n_threads or os.cpu_count() or 1,
                 verbose=False,
             )
+            if self.prompt_cache_mb:  # a prompt that starts like an earlier one resumes its state
+                from llama_cpp.llama_cache import LlamaRAMCache
+
+                self._llama.set_cache(LlamaRAMCache(capacity_bytes=self.prompt_cache_mb << 20))
         return self._llama
 
     def with_structured_output(

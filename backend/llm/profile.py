@@ -25,6 +25,10 @@ class ModelProfile:
     chooses_tools: bool
     # Whether the model reads tool calls and results in its history (else they reach it as text).
     native_tools: bool = False
+    # True: a turn's prompts share one head (tools, rules, file metadata, the conversation) and
+    # python_coder's stages continue one conversation, which the model's server caches. False:
+    # each stage gets one short prompt of its own (a context of a few thousand tokens).
+    long_context: bool = True
     # A cap on every reply of a turn, past which the model only rambles; None: the stage's own.
     max_tokens: int | None = None
     # A tighter cap on the written answer (past a sentence or two it repeats the prompt).
@@ -41,6 +45,7 @@ SMALL = ModelProfile(
     plans=False,
     reviews_code=False,
     chooses_tools=False,
+    long_context=False,
     max_tokens=400,
     answer_tokens=120,
 )

@@ -7,12 +7,20 @@ run can report how many calls and tokens it took. Structured
 replies use the backend's JSON-schema-constrained decoding where it has one
 (llama.cpp grammars, Ollama's `format`); otherwise the JSON is dug out of the
 text, which is what small models need anyway.
+
+A turn may have a `head`: the messages every one of its prompts starts with, in
+the same bytes (the system prompt with the tools, rules and file metadata, then
+the conversation so far). It stands in for each stage's own system prompt, so
+the model's server reuses its cached prefix from one call to the next and only
+processes the stage's own instruction anew. Each call also asks the backend for
+that reuse where it has a switch for it (`LLMBackend.cache_kwargs`).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -101,6 +109,7 @@ class TurnLLM:
     call_kwargs: dict[str, Any] = field(default_factory=dict)
     usage: LLMUsage = field(default_factory=LLMUsage)
     max_calls: int | None = None  # past it every call raises `LLMCallLimit`
+    head: list[BaseMessage] = field(default_factory=list)  # what every prompt starts with
 
     @classmethod
     def for_backend(
@@ -134,36 +143,90 @@ class TurnLLM:
             limit = min(limit, cap)
         return self.backend.call_kwargs(GenerationOptions(max_tokens=limit))
 
+    def messages(self, system: str, prompt: str) -> list[BaseMessage]:
+        """A stage's prompt after the turn's head, or after its own `system` when there is none."""
+        if self.head:
+            return [*self.head, HumanMessage(prompt)]
+        return _messages(system, prompt)
+
     async def text(
         self, stage: Stage, system: str, prompt: str, max_tokens: int | None = None
     ) -> str:
         """One plain reply to `prompt`."""
-        return await self._call(stage, _messages(system, prompt), self._limits(stage, max_tokens))
+        return await self.ask(stage, self.messages(system, prompt), max_tokens)
+
+    async def ask(
+        self, stage: Stage, messages: list[BaseMessage], max_tokens: int | None = None
+    ) -> str:
+        """One plain reply to a conversation (a stage that continues an earlier one)."""
+        return await self._call(stage, messages, self._limits(stage, max_tokens))
 
     async def chat(self, stage: Stage, messages: list[BaseMessage]) -> str:
-        """One plain reply to a whole conversation."""
+        """One plain reply to a whole conversation, with no cap of the stage's."""
         return await self._call(stage, messages, {})
 
     async def json(
         self, stage: Stage, system: str, prompt: str, schema: type[T], max_tokens: int | None = None
     ) -> T:
         """A reply parsed into `schema`; raises `StructuredReplyError` if it is not one."""
+        return await self.ask_json(stage, self.messages(system, prompt), schema, max_tokens)
+
+    async def ask_json(
+        self,
+        stage: Stage,
+        messages: list[BaseMessage],
+        schema: type[T],
+        max_tokens: int | None = None,
+    ) -> T:
+        """`json` for a conversation."""
         constrained = self.backend.structured_kwargs(schema.model_json_schema()) or {}
         constrained.update(self._limits(stage, max_tokens))
-        reply = await self._call(stage, _messages(system, prompt), constrained)
+        reply = await self._call(stage, messages, constrained)
         return parse_json_reply(reply, schema)
 
-    async def _call(self, stage: Stage, messages: list[BaseMessage], extra: dict[str, Any]) -> str:
+    async def stream(
+        self, stage: Stage, messages: list[BaseMessage], max_tokens: int | None = None
+    ) -> AsyncGenerator[str, None]:
+        """The reply's text as the model generates it; counted and logged like any call."""
+        self._check_limit()
+        extra = {**self.backend.cache_kwargs(), **self._limits(stage, max_tokens)}
+        parts: list[str] = []
+        error: str | None = None
+        try:
+            async for chunk in self.model.astream(messages, **self.call_kwargs, **extra):
+                self._count(chunk)
+                text = str(chunk.text)
+                if text:
+                    parts.append(text)
+                    yield text
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            raise self.backend.explain(exc) from exc
+        except BaseException:
+            error = "cancelled"
+            raise
+        finally:
+            self._done(stage, messages, "".join(parts), error)
+
+    def _check_limit(self) -> None:
         if self.max_calls is not None and self.usage.calls >= self.max_calls:
             raise LLMCallLimit(self.max_calls)
+
+    def _count(self, message: Any) -> None:
+        usage = getattr(message, "usage_metadata", None) or {}
+        self.usage.prompt_tokens += int(usage.get("input_tokens", 0))
+        self.usage.completion_tokens += int(usage.get("output_tokens", 0))
+
+    async def _call(self, stage: Stage, messages: list[BaseMessage], extra: dict[str, Any]) -> str:
+        self._check_limit()
         error: str | None = None
         reply = ""
         try:
-            message = await self.model.ainvoke(messages, **self.call_kwargs, **extra)
+            message = await self.model.ainvoke(
+                messages, **self.call_kwargs, **self.backend.cache_kwargs(), **extra
+            )
             reply = str(message.text)
-            usage = getattr(message, "usage_metadata", None) or {}
-            self.usage.prompt_tokens += int(usage.get("input_tokens", 0))
-            self.usage.completion_tokens += int(usage.get("output_tokens", 0))
+            self._count(message)
             return reply
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
@@ -172,18 +235,23 @@ class TurnLLM:
             error = "cancelled"
             raise
         finally:
-            self.usage.calls += 1
-            if self.audit is not None:
-                self.audit.prompt(
-                    user=self.user,
-                    session_id=self.session_id,
-                    model=self.model_name,
-                    agent_type=_AGENT_OF_STAGE.get(stage, "python_coder"),
-                    stage=stage,
-                    prompt=[{"role": m.type, "content": str(m.content)} for m in messages],
-                    answer=reply,
-                    error=error,
-                )
+            self._done(stage, messages, reply, error)
+
+    def _done(
+        self, stage: Stage, messages: list[BaseMessage], reply: str, error: str | None
+    ) -> None:
+        self.usage.calls += 1
+        if self.audit is not None:
+            self.audit.prompt(
+                user=self.user,
+                session_id=self.session_id,
+                model=self.model_name,
+                agent_type=_AGENT_OF_STAGE.get(stage, "python_coder"),
+                stage=stage,
+                prompt=[{"role": m.type, "content": str(m.content)} for m in messages],
+                answer=reply,
+                error=error,
+            )
 
 
 def _messages(system: str, prompt: str) -> list[BaseMessage]:

@@ -4,7 +4,9 @@ The graphs write their steps to LangGraph's custom stream as the events of
 `backend/core/events.py`; this module passes them on, turns each tool's
 `Observation` into what a client sees of it (an `Execution` for a tool that
 reported no attempts, its passages, a `Plot` per image), and ends with the
-answer (`AnswerDelta`) and `Finish`.
+answer (`AnswerDelta`, unless the graph already streamed it as it was written)
+and `Finish`. For a model with a long context it first builds the turn's head
+(`TurnHead`), which every prompt of the turn then starts with.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from backend.storage.sessions import client_id
 from backend.storage.shared import SharedWorkspaces
 from backend.tools.python_coder.answer import plots
 from backend.tools.python_coder.coder import PythonCoder
+from backend.tools.python_coder.head import turn_head
 from backend.tools.python_coder.result import new_run_id
 from backend.tools.rag import RAG_EXTENSIONS, RagIndex
 from backend.tools.sandbox.pool import SessionExecutors
@@ -151,6 +154,19 @@ class AgentRunner:
     ) -> AsyncGenerator[AgentEvent, None]:
         await self.shared.pull(session_id)  # what other servers and the sandbox wrote
         tools = await self.tools(user_id, session_id, llm, history, question)
+        if llm.profile.long_context:
+            head = await turn_head(
+                self.catalog,
+                llm,
+                session_id,
+                [(tool.name, tool.description) for tool in tools],
+                history,
+                file_limit=self.settings.PYTHON_CODE_MAX_FILES_TO_SELECT,
+            )
+            llm.head = head.messages
+            for tool in tools:
+                if isinstance(tool, PythonCoderTool):
+                    tool.head = head.files
         saver = await self.checkpointer()
         if agent == "react":
             graph = build_react_graph(
@@ -170,9 +186,13 @@ class AgentRunner:
         timeout = self.settings.AGENT_TURN_TIMEOUT
         stream = graph.astream(inputs, config, stream_mode=_MODES)
         limit: str | None = None
+        streamed = False  # the answer went out as it was written
         try:
             async for mode, chunk in _driven(stream, time.monotonic() + timeout):
-                if mode == "custom" and isinstance(chunk, Event):
+                if mode == "custom" and isinstance(chunk, AnswerDelta):
+                    streamed = True
+                    yield chunk
+                elif mode == "custom" and isinstance(chunk, Event):
                     for event in step_events(chunk):
                         yield event
                 elif mode == "values" and isinstance(chunk, dict):
@@ -181,9 +201,10 @@ class AgentRunner:
             limit = f"its time limit of {timeout:g} s (AGENT_TURN_TIMEOUT)"
         except LLMCallLimit as exc:
             limit = f"its limit of {exc.limit} LLM calls (AGENT_MAX_LLM_CALLS)"
-        answer = str(final.get("final_answer") or "")
+        answer = "" if streamed else str(final.get("final_answer") or "")
         if limit is not None:
-            answer = stopped_answer(limit, step_events.last_result, step_events.last_failure)
+            stopped = stopped_answer(limit, step_events.last_result, step_events.last_failure)
+            answer = f"\n\n{stopped}" if streamed else stopped
         if answer:
             yield AnswerDelta(text=answer)
         yield Finish(reason="stop" if limit is None else "length")

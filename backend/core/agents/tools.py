@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from backend.core.agents.react.state import Step
-from backend.core.events import Code, Execution, Observation, PassageFound, StepEvent
+from backend.core.events import AnswerDelta, Code, Execution, Observation, PassageFound, StepEvent
 from backend.files.catalog import WorkspaceCatalog
 from backend.llm.turn import TurnLLM
 from backend.tools.python_coder.coder import CoderProgress, PythonCoder
-from backend.tools.python_coder.request import CoderRequest
+from backend.tools.python_coder.request import AnswerMode, CoderRequest
 from backend.tools.python_coder.result import ExecutionAttempt
 from backend.tools.rag import RagIndex, rag_retrieval
 from backend.tools.sandbox.executor import BasePythonExecutor
@@ -24,10 +24,10 @@ from backend.tools.web_search import WebSearch
 _OBSERVATION_CHARS = 2_000
 
 
-Report = Callable[[StepEvent], None]
+Report = Callable[[StepEvent | AnswerDelta], None]
 
 
-def _unheard(step: StepEvent) -> None:
+def _unheard(step: StepEvent | AnswerDelta) -> None:
     pass
 
 
@@ -36,12 +36,17 @@ class ToolContext:
     """What the agent knows that a tool may use: failed attempts (ReAct), the plan (P&E).
 
     `report` takes the tool's progress (the graph's stream writer), so a client sees
-    each attempt's code before it runs and its output when it is done.
+    each attempt's code before it runs and its output when it is done. `answer` says
+    what python_coder's answer is for: its own result ("write"), the turn's answer,
+    shown as it is written ("final"; with `partial`, the model may decline when the
+    run answered only part of the question), or nothing ("none": the agent answers).
     """
 
     react: list[str] = field(default_factory=list)
     plan: str = ""
     report: Report = _unheard
+    answer: AnswerMode = "write"
+    partial: bool = False
 
 
 @dataclass
@@ -108,6 +113,7 @@ class PythonCoderTool:
     session_id: str
     history: list[tuple[str, str]] = field(default_factory=list)
     question: str = ""  # the user's message this turn answers
+    head: str | None = None  # the file metadata the turn's head carries (`TurnHead.files`)
     name: str = "python_coder"
     description: str = (
         "writes and runs Python on the session's data files; input: the task in plain words"
@@ -121,6 +127,9 @@ class PythonCoderTool:
             plan=context.plan,
             react=context.react,
             question=self.question,
+            answer=context.answer,
+            partial=context.partial,
+            head=self.head,
         )
 
         async def running(attempt: int, code: str) -> None:
@@ -139,7 +148,10 @@ class PythonCoderTool:
                 )
             )
 
-        progress = CoderProgress(running=running, ran=ran)
+        async def answering(text: str) -> None:
+            context.report(AnswerDelta(text=text))
+
+        progress = CoderProgress(running=running, ran=ran, answering=answering)
         result = await self.coder.run(request, self.llm, self.executor, progress)
         data = {
             "code": result.code,
@@ -149,6 +161,7 @@ class PythonCoderTool:
             "answer": result.answer,
             "attempts": len(result.execution_history),
             "run_id": result.run_id,
+            "final": result.final,  # `answer` is the turn's, already shown
         }
         if not result.success:
             return ToolResult(f"Error: {_cut(result.error or 'the code failed')}", False, data)

@@ -6,16 +6,28 @@ do not count: "is it above 100?" must not ground "it is 100"):
 "3.14" is grounded by "3.14159", "3.15" is not. A draft with an invented
 number, or with none of the printed ones, is dropped for an answer built
 straight from the output.
+
+`stream_answer` writes the turn's final answer as the model generates it: each
+piece is shown once its numbers are grounded (`GroundedStream`), and an answer
+whose draft stated an invented number, or none of the printed ones, is closed
+with the output itself.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
+from contextlib import aclosing
 
 from backend.llm.turn import TurnLLM
 from backend.tools.provenance import ungrounded_numbers
 from backend.tools.provenance.numbers import claims, numbers_in
+from backend.tools.provenance.streaming import GroundedStream
 from backend.tools.python_coder import prompts
+from backend.tools.python_coder.conversation import Conversation
+
+OnAnswer = Callable[[str], Awaitable[None]]  # a piece of the answer, as it may be shown
+PARTIAL = "PARTIAL"  # the model's reply when the run answered only part of the question
 
 # A prompt section header, or the prompt's instructions, repeated back.
 _ECHO = re.compile(
@@ -84,3 +96,66 @@ async def write_answer(query: str, output: str, files: list[str], llm: TurnLLM) 
     ):
         return output_answer(output, files)
     return _with_missing_plots(draft, files)
+
+
+def _echoes(piece: str, released: list[str]) -> bool:
+    """The model started repeating the prompt, or a line it already wrote."""
+    line = piece.strip()
+    return bool(_ECHO.match(piece)) or (
+        len(line) > 3 and line in (earlier.strip() for earlier in released)
+    )
+
+
+async def stream_answer(
+    conversation: Conversation,
+    question: str,
+    query: str,
+    output: str,
+    files: list[str],
+    on_answer: OnAnswer,
+    *,
+    partial: bool,
+) -> str | None:
+    """The turn's answer to `question`, shown through `on_answer` as it is written.
+
+    `partial`: the model may reply PARTIAL (the run answered only part of the
+    question); then nothing is shown and None is returned.
+    """
+    grounded = GroundedStream(output, files, stop=_echoes)
+    shown: list[str] = []
+    head = ""  # the reply's start, held back while it may still be PARTIAL
+
+    async def show(text: str) -> None:
+        if text:
+            shown.append(text)
+            await on_answer(text)
+
+    partial = deciding = partial and conversation.continues  # a small model gets no way out
+    followup = prompts.answer_followup(question, query, output, files, partial)
+    stream = conversation.stream(
+        "answer",
+        followup,
+        (lambda: followup)
+        if conversation.continues
+        else lambda: prompts.answer(question, output, files),
+    )
+    async with aclosing(stream):
+        async for text in stream:
+            if deciding:
+                head += text
+                start = head.lstrip()
+                if start.startswith(PARTIAL):
+                    return None  # the agent goes on from the run's output
+                if not start or PARTIAL.startswith(start):
+                    continue
+                deciding, text = False, head
+            await show(grounded.feed(text))
+    if deciding:  # the whole reply was shorter than the word
+        await show(grounded.feed(head))
+    await show(grounded.close())
+    draft = grounded.text.strip()
+    if not draft or grounded.withheld or _drops_the_result(draft, output, files):
+        await show(("\n\n" if shown else "") + output_answer(output, files))
+    else:  # the plots the draft left out
+        await show(_with_missing_plots(draft, files)[len(draft) :])
+    return "".join(shown).strip()

@@ -23,7 +23,8 @@ from backend.storage.workspaces import NotARegularFile, UnsafePath, Workspaces
 from backend.tools.provenance import RunOutput, cite
 from backend.tools.python_coder import notepad, prompts
 from backend.tools.python_coder.analysis_spec import plan_analysis, render_code
-from backend.tools.python_coder.answer import output_answer, write_answer
+from backend.tools.python_coder.answer import OnAnswer, output_answer, stream_answer, write_answer
+from backend.tools.python_coder.conversation import Conversation, self_check
 from backend.tools.python_coder.execution import OnAttempt, OnRun, execute_with_fixes
 from backend.tools.python_coder.extraction import extract_code
 from backend.tools.python_coder.openinterpreter.bridge import run_openinterpreter
@@ -44,6 +45,7 @@ class CoderProgress:
 
     running: OnRun | None = None  # an attempt's code, before the sandbox runs it
     ran: OnAttempt | None = None  # the attempt's outcome
+    answering: OnAnswer | None = None  # the turn's answer as it is written (answer="final")
 
 
 class PythonCoder:
@@ -103,7 +105,7 @@ class PythonCoder:
         )
         context = CodingContext(
             query=request.query,
-            history=request.history,
+            history=[] if request.head is not None else request.history,  # the head has it
             plan=request.plan,
             react=request.react,
             metadata=describe_for_prompt(chosen.files, chosen.mapping),
@@ -111,6 +113,7 @@ class PythonCoder:
             notepad=notepad.describe_entries(
                 await run_in_threadpool(notepad.read_entries, self.workspaces, request.session_id)
             ),
+            head=request.head,
         )
         preamble = loader_code(chosen.mapping, chosen.files)
         loads = file_loads(plain_loads(chosen.mapping, chosen.files))
@@ -124,19 +127,23 @@ class PythonCoder:
         if settings.PYTHON_EXECUTOR_MODE == "openinterpreter":
             known = set(before) | set(chosen.mapping.values())
             await self._run_openinterpreter(
-                request, context, llm, executor, preamble, known, loads, result
+                request, context, llm, executor, preamble, known, loads, result, progress
             )
             return
+        conversation = Conversation(llm)
+        check: str | None = None
         code = await self._spec_first(request, chosen, llm, result)
         if code is None:
-            reply = await llm.text("generate", prompts.SYSTEM, prompts.generate(context))
-            code = extract_code(reply)
+            prompt = prompts.generate(context)
+            reply = await conversation.text("generate", prompt, lambda: prompt)
+            code, check = extract_code(reply), self_check(reply)
         verified = await verify(
             code,
             context,
-            llm,
+            conversation,
             max_iterations=settings.PYTHON_CODE_MAX_ITERATIONS,
             prefilter=settings.AST_PREFILTER,
+            check=check,
         )
         result.verification_history = verified.rounds
         result.modifications = list(verified.modifications)
@@ -155,7 +162,7 @@ class PythonCoder:
         executed = await execute_with_fixes(
             verified.code,
             context,
-            llm,
+            conversation,
             executor,
             max_attempts=settings.PYTHON_CODE_MAX_RETRIES,
             prefilter=settings.AST_PREFILTER,
@@ -177,7 +184,7 @@ class PythonCoder:
             result.answer = result.error
             return
         known = set(before) | set(chosen.mapping.values())
-        await self._finish(request, llm, known, result, executed.code, loads)
+        await self._finish(request, conversation, known, result, executed.code, loads, progress)
 
     async def _spec_first(
         self, request: CoderRequest, chosen: ChosenFiles, llm: TurnLLM, result: CoderResult
@@ -195,19 +202,17 @@ class PythonCoder:
     async def _finish(
         self,
         request: CoderRequest,
-        llm: TurnLLM,
+        conversation: Conversation,
         known: set[str],
         result: CoderResult,
         code: str,
         loads: list[FileLoad],
+        progress: CoderProgress,
     ) -> None:
         """A successful run of `code` (after the loader): write the answer, the notepad
         entry (`known`: variables it did not create) and the session's step."""
         result.success = True
-        try:
-            result.answer = await write_answer(request.query, result.output, result.files, llm)
-        except LLMError:  # the run succeeded; its output is the answer
-            result.answer = output_answer(result.output, result.files)
+        await self._answer(request, conversation, result, progress)
         if result.execution_history:
             result.run_id = result.execution_history[-1].run_id
             run = RunOutput(result.run_id, result.code, result.output)
@@ -220,6 +225,39 @@ class PythonCoder:
             result.notepad_entry = await run_in_threadpool(self._record, request, result, known)
         except (OSError, UnsafePath, NotARegularFile) as exc:  # the sandbox broke scripts/
             result.warnings.append(f"The notepad could not be updated: {exc}")
+
+    async def _answer(
+        self,
+        request: CoderRequest,
+        conversation: Conversation,
+        result: CoderResult,
+        progress: CoderProgress,
+    ) -> None:
+        """The answer `request.answer` asks for; the run's output where the model fails."""
+        result.answer = output_answer(result.output, result.files)
+        if request.answer == "none":
+            return  # the agent answers from the output
+        try:
+            if request.answer == "final" and progress.answering is not None:
+                written = await stream_answer(
+                    conversation,
+                    request.question or request.query,
+                    request.query,
+                    result.output,
+                    result.files,
+                    progress.answering,
+                    partial=request.partial,
+                )
+                if written is not None:
+                    result.answer, result.final = written, True
+                return
+            result.answer = await write_answer(
+                request.query, result.output, result.files, conversation.llm
+            )
+        except LLMError:  # the run succeeded; its output is the answer
+            if request.answer == "final" and progress.answering is not None:
+                result.final = True  # the output answer below ends the turn: show it
+                await progress.answering(result.answer)
 
     def _record(
         self, request: CoderRequest, result: CoderResult, known: set[str]
@@ -245,6 +283,7 @@ class PythonCoder:
         known: set[str],
         loads: list[FileLoad],
         result: CoderResult,
+        progress: CoderProgress,
     ) -> None:
         """PYTHON_EXECUTOR_MODE=openinterpreter: its loop writes the code, our sandbox runs it."""
         ran = await run_openinterpreter(
@@ -281,7 +320,7 @@ class PythonCoder:
             result.error = ran.error or "open-interpreter did not produce working code"
             result.answer = result.error
             return
-        await self._finish(request, llm, known, result, ran.code, loads)
+        await self._finish(request, Conversation(llm), known, result, ran.code, loads, progress)
 
 
 def _step(

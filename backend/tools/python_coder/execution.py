@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 
-from backend.llm.turn import TurnLLM
 from backend.tools.python_coder import prompts
+from backend.tools.python_coder.conversation import Conversation
 from backend.tools.python_coder.extraction import extract_code
 from backend.tools.python_coder.prompts import CodingContext
 from backend.tools.python_coder.result import ExecutionAttempt, Modification
@@ -43,7 +44,7 @@ class Executed:
 async def execute_with_fixes(
     code: str,
     context: CodingContext,
-    llm: TurnLLM,
+    conversation: Conversation,
     executor: BasePythonExecutor,
     *,
     max_attempts: int,
@@ -73,8 +74,10 @@ async def execute_with_fixes(
         if record.error == REPEATED:
             error = f"{REPEATED}\nIt failed with:\n{error}"
         earlier = [_summary_line(a) for a in executed.attempts[:-1]]
-        reply = await llm.text(
-            "fix", prompts.SYSTEM, prompts.fix(context, executed.code, error, attempt, earlier)
+        reply = await conversation.text(
+            "fix",
+            prompts.fix_followup(context.query, error, attempt),
+            partial(prompts.fix, context, executed.code, error, attempt, earlier),
         )
         executed.code = extract_code(reply) or executed.code
         executed.modifications.append(

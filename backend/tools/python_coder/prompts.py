@@ -4,6 +4,13 @@ Every prompt starts with `[stage: <name>]`: the prompt log is searchable by
 stage, and scripted test models pick their reply by it. Sections follow the
 seeds (HISTORIES, INPUT, PLANS, REACTS, TASK, METADATA, RULES, CHECKLISTS) and
 are short, because the default model has a 4k context.
+
+A model with a long context gets a turn's prompts in another shape, built for
+its server's prompt cache: the stable parts (rules, METADATA, the conversation)
+go once into the turn's head (`head_system`), which every prompt of the turn
+starts with, and a task is one conversation: `generate` opens it and the later
+stages (`review`, `modify`, `fix`, `answer`) are short follow-ups after the code
+the model wrote (`*_followup`).
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ class CodingContext:
     metadata: str = ""
     variables: str = ""
     notepad: str = ""
+    head: str | None = None  # the file metadata the turn's head already carries, if it has one
 
 
 def _section(title: str, body: str) -> str:
@@ -55,20 +63,45 @@ def _history(history: list[tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def _metadata(context: CodingContext) -> str:
-    parts = [context.metadata or "No data files."]
+def _session(context: CodingContext) -> list[str]:
+    """What earlier tasks of the session left: their variables and notepad entries."""
+    parts = []
     if context.variables:
         parts.append("Variables kept from earlier runs:\n" + context.variables)
     if context.notepad:
         parts.append("Notepad (earlier tasks in this session):\n" + context.notepad)
-    return "\n\n".join(parts)
+    return parts
+
+
+def _metadata(context: CodingContext) -> str:
+    return "\n\n".join([context.metadata or "No data files.", *_session(context)])
 
 
 def rules() -> str:
     return _RULES.format(modules=", ".join(sorted(ALLOWED_MODULES)))
 
 
+def head_system(tools: str, files: str) -> str:
+    """The system prompt of a turn's head: who the model is, its tools, the rules, the files.
+
+    It is the same, byte for byte, for every prompt of the turn and of the
+    session's later turns while the files stay the same, so the model's server
+    processes it once. The session's variables and notepad grow with each task,
+    so they come later, in `generate`'s own prompt, after the conversation.
+    """
+    return "\n".join(
+        [
+            SYSTEM + " You work step by step with tools, and you answer from what they found.",
+            _section("TOOLS", tools),
+            _section("RULES", rules()),
+            _section("METADATA", files),
+        ]
+    )
+
+
 def generate(context: CodingContext) -> str:
+    if context.head is not None:
+        return _generate_in_turn(context)
     return "\n".join(
         [
             "[stage: generate]",
@@ -84,6 +117,94 @@ def generate(context: CodingContext) -> str:
             _section("RULES", rules()),
             _section("CHECKLISTS", _CHECKLIST),
             "Reply with the code in one ```python block.",
+        ]
+    )
+
+
+_SELF_CHECK = (
+    "Reply with the code in one ```python block, then one line that starts with `Check:` "
+    "and says whether the code answers all of INPUT (yes, or what it leaves out)."
+)
+
+
+def _generate_in_turn(context: CodingContext) -> str:
+    """`generate` after the turn's head: only what the head does not already say."""
+    files = context.metadata or "No data files."
+    session = _session(context)
+    return "\n".join(
+        [
+            "[stage: generate]",
+            _section("INPUT", context.query),
+            *([_section("PLANS", context.plan)] if context.plan else []),
+            *([_section("REACTS", "\n\n".join(context.react))] if context.react else []),
+            *([_section("METADATA", files)] if files != context.head else []),
+            *([_section("SESSION", "\n\n".join(session))] if session else []),
+            _section(
+                "TASK",
+                "Write one Python script that answers INPUT using the data in METADATA, "
+                "following RULES.",
+            ),
+            _section("CHECKLISTS", _CHECKLIST),
+            _SELF_CHECK,
+        ]
+    )
+
+
+def review_followup(query: str) -> str:
+    return (
+        f"[stage: review]\nINPUT: {query}\n"
+        "Review the code above: does it answer INPUT, and does it print the answer? Judge only "
+        'that, not style. Reply with JSON only: {"answers_question": true or false, '
+        '"problems": ["what is missing or wrong"]}'
+    )
+
+
+def modify_followup(query: str, problems: list[str]) -> str:
+    listed = "\n".join(f"- {p}" for p in problems)
+    return (
+        f"[stage: modify]\nINPUT: {query}\nThe code has these problems:\n{listed}\n"
+        "Rewrite it so it has none of them and still answers INPUT. " + _SELF_CHECK
+    )
+
+
+def fix_followup(query: str, error: str, attempt: int) -> str:
+    hint = _hint(error)
+    return "\n".join(
+        [
+            "[stage: fix]",
+            f"INPUT: {query}",
+            f"Attempt {attempt} of the code above failed:\n{error[-2000:]}",
+            *([f"Hint: {hint}"] if hint else []),
+            "Fix the code so it runs and answers INPUT. Reply with the full corrected code in "
+            "one ```python block.",
+        ]
+    )
+
+
+def answer_followup(question: str, query: str, output: str, files: list[str], partial: bool) -> str:
+    """The answer to the user's `question`, after the conversation that wrote and ran the code.
+
+    `partial`: the model may say the run answered only part of the question, and
+    the agent then goes on from its output instead.
+    """
+    task = f"TASK: {query}\n" if query != question else ""
+    escape = (
+        "If OUTPUT does not answer all of QUESTION, reply with the single word PARTIAL and "
+        "nothing else.\n"
+        if partial
+        else ""
+    )
+    return "\n".join(
+        [
+            "[stage: answer]",
+            f"QUESTION: {question}",
+            f"{task}The code ran.",
+            _section("OUTPUT", output[-4000:]),
+            _section("FILES", "\n".join(files)),
+            escape + "Answer QUESTION in markdown: the answer first, in one to three bullet "
+            "points; each file in FILES that is an image as ![name](path); then one follow-up "
+            "question worth asking. Use only numbers that appear in OUTPUT, exactly as written "
+            "there. Do not repeat the code.",
         ]
     )
 

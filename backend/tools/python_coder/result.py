@@ -75,3 +75,4 @@ class CoderResult(BaseModel):
     tokens: int = 0
     run_id: str | None = None  # the successful attempt's, which the citations name
     citations: list[dict[str, Any]] = Field(default_factory=list)  # provenance.cite
+    final: bool = False  # `answer` was written, and shown, as the turn's answer

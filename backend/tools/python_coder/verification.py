@@ -1,18 +1,24 @@
 """Check generated code before it runs: static checks, then an LLM review.
 
 The static checks (syntax, the sandbox's AST pre-filter) cost nothing and give
-the model exact messages. The review asks one question only: does this code
-answer the question? It is skipped where it cannot help, and the result says
-why, so nobody mistakes a skipped review for an approval.
+the model exact messages; they always run. The review asks one question only:
+does this code answer the question? It continues the conversation that wrote
+the code (`Conversation`), so it costs a short question and a short verdict. It
+is skipped where it cannot help, and the result says why, so nobody mistakes a
+skipped review for an approval. The model's own `Check:` line after its code
+counts too: a "no" there sends the code back with the model's reason, as a
+failed review would.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from functools import partial
 
 from backend.llm.turn import StructuredReplyError, TurnLLM
 from backend.tools.python_coder import prompts
+from backend.tools.python_coder.conversation import Conversation, check_says_no, self_check
 from backend.tools.python_coder.extraction import extract_code
 from backend.tools.python_coder.prompts import CodingContext
 from backend.tools.python_coder.result import Modification, Review, VerificationRound
@@ -63,28 +69,32 @@ class Verified:
 async def verify(
     code: str,
     context: CodingContext,
-    llm: TurnLLM,
+    conversation: Conversation,
     *,
     max_iterations: int,
     prefilter: bool = True,
+    check: str | None = None,
 ) -> Verified:
     """Up to `max_iterations` check-and-modify rounds; returns the code to run.
 
     Each round checks the code and, if it fails, has it modified, so the last
     round's findings are acted on too; the final version's own check is the one
-    execution makes before running it.
+    execution makes before running it. `check`: the model's own `Check:` line.
     """
+    llm = conversation.llm
     verified = Verified(code)
     for iteration in range(1, max(max_iterations, 1) + 1):
         problems = static_problems(verified.code, prefilter)
         review: Review | None = None
-        if not problems:
+        if not problems and check_says_no(check) and max_iterations > 0:
+            review = Review(answers_question=False, problems=[f"Your own check: {check}"])
+        elif not problems:
             skip = review_skip_reason(llm, verified.code, max_iterations)
             if skip is not None:
                 verified.review_skipped = skip
                 verified.rounds.append(VerificationRound(iteration=iteration, approved=True))
                 return verified
-            review = await _review(context, verified.code, llm)
+            review = await _review(context, verified.code, conversation)
             if review is None or review.answers_question:
                 verified.rounds.append(
                     VerificationRound(
@@ -102,10 +112,13 @@ async def verify(
         if max_iterations <= 0:
             break  # no modifications allowed: execution reports the problems
         reasons = problems or (review.problems if review else []) or ["It does not answer INPUT."]
-        reply = await llm.text(
-            "modify", prompts.SYSTEM, prompts.modify(context, verified.code, reasons)
+        reply = await conversation.text(
+            "modify",
+            prompts.modify_followup(context.query, reasons),
+            partial(prompts.modify, context, verified.code, reasons),
         )
         verified.code = extract_code(reply) or verified.code
+        check = self_check(reply)
         verified.modifications.append(
             Modification(
                 stage="static" if problems else "review",
@@ -119,9 +132,14 @@ async def verify(
     return verified
 
 
-async def _review(context: CodingContext, code: str, llm: TurnLLM) -> Review | None:
+async def _review(context: CodingContext, code: str, conversation: Conversation) -> Review | None:
     """The verdict, or None when the reply cannot be read (no verdict is not approval)."""
     try:
-        return await llm.json("review", prompts.SYSTEM, prompts.review(context, code), Review)
+        return await conversation.json(
+            "review",
+            prompts.review_followup(context.query),
+            lambda: prompts.review(context, code),
+            Review,
+        )
     except StructuredReplyError:
         return None

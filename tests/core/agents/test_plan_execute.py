@@ -18,10 +18,15 @@ class FakeTool:
     outputs: dict[str, str]
     description: str = "a fake tool"
     calls: list[tuple[str, str]] = field(default_factory=list)
+    fails: set[str] = field(default_factory=set)  # the inputs it fails on
+    modes: list[str] = field(default_factory=list)  # the answer each call was asked for
 
     async def run(self, tool_input: str, context: ToolContext) -> ToolResult:
         self.calls.append((tool_input, context.plan))
+        self.modes.append(context.answer)
         output = self.outputs.get(tool_input, f"done: {tool_input}")
+        if tool_input in self.fails:
+            return ToolResult(f"Error: {output}", False)
         return ToolResult(output, True, {"answer": f"Answer: {output}"})
 
 
@@ -43,13 +48,17 @@ REVISED = {
 }
 
 
-async def test_a_three_step_plan_is_revised_after_a_step_and_answered() -> None:
+async def test_a_three_step_plan_is_revised_after_a_failed_step_and_answered() -> None:
     files = FakeTool("list_files", {"list the files": "uploads/sales.csv"})
-    coder = FakeTool("python_coder", {"total sales per region": "north: 50\nsouth: 10"})
+    coder = FakeTool(
+        "python_coder",
+        {"total sales per region": "north: 50\nsouth: 10", "plot the totals": "no plot"},
+        fails={"plot the totals"},
+    )
+    plan = {"steps": [*PLAN["steps"], step("plot the totals again", "python_coder")]}
     llm, model = scripted_llm(
         [
-            {"when": "[stage: plan]", "content": json.dumps(PLAN)},
-            {"when": "[stage: replan]", "content": '{"decision": "continue"}'},
+            {"when": "[stage: plan]", "content": json.dumps(plan)},
             {"when": "[stage: replan]", "content": json.dumps(REVISED)},
             {"when": "[stage: final]", "content": "North sold 50, south 10."},
         ]
@@ -60,19 +69,24 @@ async def test_a_three_step_plan_is_revised_after_a_step_and_answered() -> None:
     assert [r["goal"] for r in state["results"]] == [
         "list the files",
         "total sales per region",
-        "plot north",  # the revision replaced "plot the totals"
+        "plot the totals",
+        "plot north",  # the revision replaced "plot the totals again"
     ]
     assert [e["type"] for e in events] == [
         "plan", "step_start", "observation", "step_start", "observation",
-        "plan", "step_start", "observation",
+        "step_start", "observation", "plan", "step_start", "observation", "token",
     ]  # fmt: skip
-    assert events[5]["revised"] and events[5]["reason"] == "north dominates"
-    assert events[5]["steps"][0]["tool"] == "python_coder"  # "coder" matched fuzzily
+    assert events[7]["revised"] and events[7]["reason"] == "north dominates"
+    assert events[7]["steps"][0]["tool"] == "python_coder"  # "coder" matched fuzzily
     goal, plan_context = coder.calls[0]
     assert goal == "total sales per region"
     assert "→ 2. total sales per region" in plan_context and "Sales by region?" in plan_context
+    assert "Step 1 found:\nuploads/sales.csv" in plan_context  # the output, passed on
+    assert "Step 2 found:\nnorth: 50" in coder.calls[1][1]
+    assert coder.modes == ["none", "none", "none"]  # no step writes an answer of its own
+    # Steps that worked go on without a model call; the failed one is replanned.
     stages = [prompt.splitlines()[0] for prompt in model.prompts]
-    assert stages == ["[stage: plan]", "[stage: replan]", "[stage: replan]", "[stage: final]"]
+    assert stages == ["[stage: plan]", "[stage: replan]", "[stage: final]"]
     assert "north: 50" in model.prompts[-1]
 
 

@@ -19,7 +19,6 @@ def test_each_prompt_of_a_turn_is_logged_with_its_own_agent(tmp_path: Path) -> N
         {"when": "[stage: route]", "content": '{"agent": "plan_execute"}'},
         {"when": ["[stage: plan]", "Q-LOG"], "content": json.dumps(PLAN)},
         {"when": ["[stage: generate]", "Q-LOG"], "content": f"```python\n{CODE}```"},
-        {"when": ["[stage: answer]", "Q-LOG"], "content": "The mean price is 20.0."},
         {"when": ["[stage: final]", "Q-LOG"], "content": "The mean price is 20.0."},
     ]
     with scripted_server(tmp_path, replies) as server:
@@ -37,8 +36,7 @@ def test_each_prompt_of_a_turn_is_logged_with_its_own_agent(tmp_path: Path) -> N
         ("route", "router"),
         ("plan", "plan_execute"),
         ("generate", "python_coder"),
-        ("answer", "python_coder"),
-        ("final", "plan_execute"),
+        ("final", "plan_execute"),  # the plan's one answer: its step wrote none of its own
         (None, "plan_execute"),  # the turn as a whole, as the client sees it
     ]
     assert records[0]["prompt"][-1]["content"].startswith("[stage: route]")

@@ -2,9 +2,12 @@
 
 The planner writes structured steps (goal, tool, success criterion) through a
 JSON-schema grammar where the backend has one. Each step's tool gets the whole
-plan as context (python_coder's PLANS section). After each step the replanner
-continues, revises the remaining steps, or finishes; revisions are capped. The
-final answer draws on the steps' results and may state only numbers they show.
+plan and what the earlier steps found as context (python_coder's PLANS section),
+and writes no answer of its own: its output goes straight to the next step. A
+step that fails goes to the replanner, which continues, revises the remaining
+steps, or finishes; revisions are capped. A step that worked needs no model
+call to go on. The final answer, the turn's only one, draws on the steps'
+results, may state only numbers they show, and is shown as it is written.
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ from backend.core.agents.plan_execute import prompts
 from backend.core.agents.plan_execute.state import Plan, PlanState, Replan, StepResult
 from backend.core.agents.react.parsing import match_tool
 from backend.core.agents.tools import AgentTool, ToolContext, ToolResult
+from backend.core.events import AnswerDelta, PlannedStep, StepStart
 from backend.core.events import Plan as PlanEvent
-from backend.core.events import PlannedStep, StepStart
 from backend.llm.turn import StructuredReplyError, TurnLLM
-from backend.tools.provenance import ungrounded_numbers
+from backend.tools.provenance.streaming import GroundedStream
 
 MAX_TOTAL_STEPS = 10
 _SEQUENCE = re.compile(
@@ -50,6 +53,34 @@ def steps_answer(results: list[StepResult]) -> str:
             answer = str(result["data"].get("answer") or result["observation"]).strip()
             lines.append(f"**{result['goal']}**: {answer}")
     return "\n\n".join(lines)
+
+
+async def _streamed_answer(llm: TurnLLM, question: str, results: list[StepResult]) -> str:
+    """The final answer, shown as it is written; with python_coder's results, each piece
+    once its numbers are grounded in what the steps printed, and the last coded step's
+    output closing an answer that stated a number they did not."""
+    writer = get_stream_writer()
+    shown: list[str] = []
+
+    def show(text: str) -> None:
+        if text:
+            shown.append(text)
+            writer(AnswerDelta(text=text))
+
+    coded = [r for r in results if r["tool"] == "python_coder" and r["ok"]]
+    files = [str(name) for r in coded for name in r["data"].get("files") or ()]
+    evidence = "\n".join(r["observation"] for r in results)
+    grounded = GroundedStream(evidence, files) if coded else None
+    messages = llm.messages("", prompts.answer(question, results))
+    async for text in llm.stream("final", messages):
+        show(grounded.feed(text) if grounded else text)
+    if grounded is not None:
+        show(grounded.close())
+    if not "".join(shown).strip() or (grounded is not None and grounded.withheld):
+        last = coded[-1] if coded else [r for r in results if r["ok"]][-1]
+        fallback = str(last["data"].get("answer") or last["observation"])
+        show(("\n\n" if "".join(shown).strip() else "") + fallback)
+    return "".join(shown).strip()
 
 
 def _plan_event(steps: list[dict[str, str]], revised_because: str | None = None) -> PlanEvent:
@@ -105,8 +136,14 @@ def build_plan_execute_graph(
                          success_criterion=step["success_criterion"]))  # fmt: skip
         whole = [{"goal": r["goal"], "success_criterion": ""} for r in results] + remaining
         context = ToolContext(
-            plan=prompts.step_context(state["question"], whole, index),
-            report=lambda event: writer(event.model_copy(update={"index": index})),
+            plan=prompts.step_context(state["question"], whole, index, results),
+            report=lambda event: writer(
+                event
+                if isinstance(event, AnswerDelta)
+                else event.model_copy(update={"index": index})
+            ),
+            # One answer, at the end; a small model's steps each answer, and `final` joins them.
+            answer="none" if llm.profile.plans else "write",
         )
         try:
             outcome = await by_name[step["tool"]].run(step["goal"], context)
@@ -122,6 +159,8 @@ def build_plan_execute_graph(
         remaining, replans = state.get("plan", []), state.get("replans", 0)
         if not remaining or replans >= max_replans or not llm.profile.plans:
             return {}  # a small model answers "continue" whatever it is shown
+        if state.get("results", [])[-1]["ok"]:
+            return {}  # on course: the next step goes on from this one's output
         prompt = prompts.replan(state["question"], remaining, state.get("results", []))
         try:
             decision = await llm.json("replan", "", prompt, Replan)
@@ -142,13 +181,7 @@ def build_plan_execute_graph(
             return {"final_answer": f"I could not complete any step of the plan:\n\n{failures}"}
         if not llm.profile.plans:  # each step's own grounded answer, in order
             return {"final_answer": steps_answer(results)}
-        reply = await llm.text("final", "", prompts.answer(state["question"], results))
-        evidence = "\n".join(r["observation"] for r in results)
-        coded = [r for r in results if r["tool"] == "python_coder" and r["ok"]]
-        if not reply.strip() or (coded and ungrounded_numbers(reply, evidence)):
-            last = coded[-1] if coded else [r for r in results if r["ok"]][-1]
-            reply = str(last["data"].get("answer") or last["observation"])
-        return {"final_answer": reply.strip()}
+        return {"final_answer": await _streamed_answer(llm, state["question"], results)}
 
     def after_replan(state: PlanState) -> Literal["execute", "final"]:
         more = bool(state.get("plan")) and len(state.get("results", [])) < MAX_TOTAL_STEPS

@@ -49,10 +49,19 @@ def answer(question: str, results: Sequence[StepResult]) -> str:
     )
 
 
-def step_context(question: str, plan_steps: Sequence[dict[str, str]], index: int) -> str:
-    """The PLANS section python_coder sees: the whole plan, and which step this is."""
+def step_context(
+    question: str,
+    plan_steps: Sequence[dict[str, str]],
+    index: int,
+    results: Sequence[StepResult] = (),
+) -> str:
+    """The PLANS section python_coder sees: the whole plan, which step this is, and what
+    the earlier steps found (their output goes to this step directly)."""
     lines = [f"Overall question: {question}"]
     for n, step in enumerate(plan_steps, start=1):
         marker = "→" if n == index else " "
         lines.append(f"{marker} {n}. {step['goal']} (success: {step.get('success_criterion', '')})")
+    for n, result in enumerate(results, start=1):
+        state = "found" if result["ok"] else "failed"
+        lines.append(f"Step {n} {state}:\n{result['observation'][:800]}")
     return "\n".join(lines)

@@ -5,6 +5,13 @@ runs the tool (fuzzy-matched by name) and records the observation; `finish`
 ends politely when the model never answered: after `max_iterations` actions, or
 when it repeats an action it already took. Each step is also written to the
 graph's custom stream (`stream_mode="custom"`) so callers can show progress.
+
+Each answer is written once. While no earlier result of the turn is left to
+combine, python_coder answers the user's question itself, shown as it is
+written, and that answer ends the turn (LangChain's "return directly"); the
+model may decline when its run answered only part of the question, and ReAct
+then goes on. Later results reach `think` as observations only, and its Final
+Answer combines them.
 """
 
 from __future__ import annotations
@@ -12,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -27,6 +33,7 @@ from backend.llm.turn import TurnLLM
 from backend.tools.provenance import ungrounded_numbers
 
 REPEAT_LIMIT = 2  # the same action and input this many times ends the loop
+_NOTHING_TO_COMBINE = {"list_files"}  # results that leave one tool's answer the whole answer
 
 
 def _repeats(steps: list[Step], tool: str, tool_input: str) -> int:
@@ -74,6 +81,11 @@ def _small_model_step(question: str, steps: list[Step]) -> dict[str, Any]:
     return {"pending": None, "stop_reason": "tool_failed"}
 
 
+def _answers_alone(steps: list[Step]) -> bool:
+    """No earlier result to combine with, so a tool's answer may be the turn's whole answer."""
+    return not any(s["ok"] and s["action"] not in _NOTHING_TO_COMBINE for s in steps)
+
+
 def build_react_graph(
     tools: Sequence[AgentTool],
     llm: TurnLLM,
@@ -91,10 +103,15 @@ def build_react_graph(
             return {"pending": None, "stop_reason": "max_iterations"}
         if not llm.profile.chooses_tools and "python_coder" in by_name:
             return _small_model_step(state["question"], steps)
+        in_head = bool(llm.head)  # the head has the tools and the conversation
         turn = prompts.turn(
-            state["question"], state.get("history", []), steps, state.get("earlier", [])
+            state["question"],
+            [] if in_head else state.get("history", []),
+            steps,
+            state.get("earlier", []),
+            names=names if in_head else None,
         )
-        reply = await llm.chat("react", [SystemMessage(system), HumanMessage(turn)])
+        reply = await llm.chat("react", llm.messages(system, turn))
         parsed = parse_reply(reply, names)
         writer = get_stream_writer()
         if parsed.answer is not None:
@@ -133,7 +150,12 @@ def build_react_graph(
                 update["stop_reason"] = "repeated_action"
         else:
             try:
-                context = ToolContext(react=react_context(steps), report=get_stream_writer())
+                context = ToolContext(
+                    react=react_context(steps),
+                    report=get_stream_writer(),
+                    answer="final" if _answers_alone(steps) else "none",
+                    partial=llm.profile.chooses_tools,
+                )
                 result = await by_name[tool].run(tool_input, context)
                 observation, ok, data = result.observation, result.ok, result.data
                 passages = result.passages
@@ -149,6 +171,8 @@ def build_react_graph(
         )
         get_stream_writer()(ToolResult(observation, ok, data, passages).event(step["action"]))
         update["steps"] = [step]
+        if ok and data.get("final"):  # its answer was the turn's, and has been shown
+            update.update(final_answer=str(data.get("answer") or ""), stop_reason="answered")
         return update
 
     async def finish(state: ReactState) -> dict[str, Any]:
@@ -172,7 +196,8 @@ def build_react_graph(
         return "act" if state.get("pending") else "finish"
 
     def after_act(state: ReactState) -> Literal["think", "finish"]:
-        return "finish" if state.get("stop_reason") == "repeated_action" else "think"
+        done = state.get("final_answer") or state.get("stop_reason") == "repeated_action"
+        return "finish" if done else "think"
 
     graph = StateGraph(ReactState)
     graph.add_node("think", think)

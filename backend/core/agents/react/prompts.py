@@ -10,7 +10,9 @@ SYSTEM = """You answer questions, using tools when you need data or computation.
 Tools:
 {tools}
 
-Use exactly this format:
+{format}"""
+
+FORMAT = """Use exactly this format:
 Thought: what to do next
 Action: one tool name from [{names}]
 Action Input: the input for the tool
@@ -22,7 +24,11 @@ Final Answer: the answer, using only facts from the observations"""
 
 def system(tools: Sequence[tuple[str, str]]) -> str:
     listing = "\n".join(f"- {name}: {description}" for name, description in tools)
-    return SYSTEM.format(tools=listing, names=", ".join(name for name, _ in tools))
+    return SYSTEM.format(tools=listing, format=answer_format([name for name, _ in tools]))
+
+
+def answer_format(names: Sequence[str]) -> str:
+    return FORMAT.format(names=", ".join(names))
 
 
 def turn(
@@ -30,8 +36,12 @@ def turn(
     history: list[tuple[str, str]],
     steps: list[Step],
     earlier: Sequence[str] = (),
+    names: Sequence[str] | None = None,
 ) -> str:
+    """`names`: the tools, when the turn's head stands in for `system` (the format comes here)."""
     parts = ["[stage: react]"]
+    if names is not None:
+        parts.append(answer_format(names))
     if earlier:
         parts.append("Earlier turns in this session:\n" + "\n".join(earlier[-3:]))
     if history:

@@ -1,0 +1,186 @@
+"""How many model calls a turn makes, by stage, and that its prompts share one cached prefix.
+
+A local model charges seconds for every call and every prompt token it has not
+cached, so these counts are a contract: an extra call fails here. Each turn runs
+on a live server with the scripted model; the prompt log (`prompts.jsonl`) is
+what the model was sent.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import scripted_server
+from tests.support.agent_script import sse_events, upload
+from tests.support.live_server import LiveServer
+
+SALES = b"region,amount\nnorth,10\nsouth,30\nnorth,25\nwest,5\n"
+# Five statements: not trivial, so it is reviewed.
+TOTALS = (
+    "totals = df1.groupby('region')['amount'].sum()\n"
+    "best = totals.idxmax()\n"
+    "top = totals.max()\n"
+    "print('totals:', totals.to_dict())\n"
+    "print('highest region:', best, top)\n"
+)
+TRIVIAL = "print('rows:', len(df1))\n"
+APPROVED = '{"answers_question": true, "problems": []}'
+
+
+def _turn(server: LiveServer, session: str, message: str, agent: str) -> list[tuple[str, Any]]:
+    with server.client(timeout=120) as http:
+        body = {"message": message, "session_id": session, "agent_type": agent, "stream": True}
+        with http.stream("POST", "/api/chat", json=body) as response:
+            assert response.status_code == 200, response.read()
+            return list(sse_events(response.iter_lines()))
+
+
+def _prompts(server: LiveServer) -> list[dict[str, Any]]:
+    log = server.data_dir / "logs" / "prompts.jsonl"
+    return [r for r in map(json.loads, log.read_text().splitlines()) if r.get("stage")]
+
+
+def _answer(events: list[tuple[str, Any]]) -> tuple[list[str], str]:
+    tokens = [data["text"] for name, data in events if name == "token"]
+    final = next(data for name, data in events if name == "final")
+    return tokens, final["text"]
+
+
+def test_a_one_step_react_turn_makes_four_calls_and_writes_its_answer_once(
+    tmp_path: Path,
+) -> None:
+    answer = "- North has the highest total: 35.\n- South follows with 30.\n\nNext: plot it?"
+    replies = [
+        {"when": ["[stage: react]", "ONE"], "content": "Action: python_coder\nAction Input: ONE"},
+        {"when": ["[stage: generate]", "ONE"],
+         "content": f"```python\n{TOTALS}```\nCheck: yes, it prints the highest total."},
+        {"when": ["[stage: review]", "ONE"], "content": APPROVED},
+        {"when": ["[stage: answer]", "ONE"], "content": answer},
+    ]  # fmt: skip
+    with scripted_server(tmp_path, replies) as server:
+        upload(server, "one", data=SALES)
+        events = _turn(server, "one", "ONE Which region has the highest total amount?", "react")
+        prompts = _prompts(server)
+
+    assert [p["stage"] for p in prompts] == ["react", "generate", "review", "answer"]
+    tokens, final = _answer(events)
+    assert len(tokens) >= 3  # shown as it was written, a piece at a time
+    assert "".join(tokens).strip() == final == answer
+    names = [name for name, _ in events]
+    assert names.index("token") > names.index("execution")  # written after the run
+    # The review and the answer continue the conversation that wrote the code.
+    generate, review, written = (p["prompt"] for p in prompts[1:])
+    assert review[: len(generate)] == generate and written[: len(review)] == review
+    assert review[len(generate)]["content"].startswith("```python")  # the model's own code
+    assert "Check: yes" in review[len(generate)]["content"]
+
+
+def test_trivial_code_skips_the_review_three_calls(tmp_path: Path) -> None:
+    replies = [
+        {"when": ["[stage: react]", "TRIV"], "content": "Action: python_coder\nAction Input: TRIV"},
+        {"when": ["[stage: generate]", "TRIV"], "content": f"```python\n{TRIVIAL}```\nCheck: yes"},
+        {"when": ["[stage: answer]", "TRIV"], "content": "There are 4 rows."},
+    ]  # fmt: skip
+    with scripted_server(tmp_path, replies) as server:
+        upload(server, "triv", data=SALES)
+        events = _turn(server, "triv", "TRIV How many rows are there?", "react")
+        prompts = _prompts(server)
+    assert [p["stage"] for p in prompts] == ["react", "generate", "answer"]
+    assert _answer(events)[1] == "There are 4 rows."
+
+
+def test_a_partial_answer_lets_react_go_on_and_combine(tmp_path: Path) -> None:
+    replies = [
+        {"when": ["[stage: react]", "PART"], "content": "Action: python_coder\nAction Input: rows"},
+        {"when": ["[stage: generate]", "rows"], "content": f"```python\n{TRIVIAL}```"},
+        {"when": ["[stage: answer]", "PART"], "content": "PARTIAL"},
+        {"when": ["[stage: react]", "PART", "rows: 4"],
+         "content": "Action: python_coder\nAction Input: regions"},
+        {"when": ["[stage: generate]", "regions"],
+         "content": "```python\nprint('regions:', df1['region'].nunique())\n```"},
+        {"when": ["[stage: react]", "PART", "regions: 3"],
+         "content": "Final Answer: 4 rows over 3 regions."},
+    ]  # fmt: skip
+    with scripted_server(tmp_path, replies) as server:
+        upload(server, "part", data=SALES)
+        events = _turn(server, "part", "PART How many rows and regions?", "react")
+        prompts = _prompts(server)
+    # The second result is combined by ReAct: python_coder writes no answer for it.
+    assert [p["stage"] for p in prompts] == [
+        "react", "generate", "answer", "react", "generate", "react",
+    ]  # fmt: skip
+    tokens, final = _answer(events)
+    assert final == "4 rows over 3 regions." and "PARTIAL" not in "".join(tokens)
+
+
+def test_a_three_step_plan_makes_at_most_eight_calls_and_one_answer(tmp_path: Path) -> None:
+    goals = ["totals per region", "highest region", "share of the highest"]
+    plan = {"steps": [{"goal": g, "tool": "python_coder", "success_criterion": "printed"}
+                      for g in goals]}  # fmt: skip
+    codes = [
+        TOTALS,
+        TOTALS.replace("print('totals:', totals.to_dict())\n", "print('rows:', len(df1))\n"),
+        TOTALS + "print('share:', round(top / totals.sum(), 3))\n",
+    ]
+    replies: list[dict[str, Any]] = [
+        {"when": ["[stage: plan]", "THREE"], "content": json.dumps(plan)},
+        *(
+            {"when": ["[stage: generate]", goal], "content": f"```python\n{code}```\nCheck: yes"}
+            for goal, code in zip(goals, codes, strict=True)
+        ),
+        {"when": "[stage: review]", "content": APPROVED, "repeat": True},
+        {"when": ["[stage: final]", "THREE"], "content": "North leads with 35, a share of 0.5."},
+    ]
+    with scripted_server(tmp_path, replies) as server:
+        upload(server, "three", data=SALES)
+        events = _turn(
+            server, "three", "THREE Which region leads, and by what share?", "plan_execute"
+        )
+        prompts = _prompts(server)
+
+    assert [p["stage"] for p in prompts] == [
+        "plan", "generate", "review", "generate", "review", "generate", "review", "final",
+    ]  # fmt: skip
+    # Each step sees what the earlier ones printed, with no answer written in between.
+    third = prompts[5]["prompt"][-1]["content"]
+    assert (
+        "Step 1 found:" in third and "Step 2 found:" in third and "highest region: north" in third
+    )
+    assert _answer(events)[1] == "North leads with 35, a share of 0.5."
+
+
+def test_the_prompts_of_a_session_share_their_stable_prefix_byte_for_byte(
+    tmp_path: Path,
+) -> None:
+    def turn(tag: str, code: str) -> list[dict[str, Any]]:
+        action = f"Action: python_coder\nAction Input: {tag}"
+        return [
+            {"when": ["[stage: react]", tag], "content": action},
+            {"when": ["[stage: generate]", tag], "content": f"```python\n{code}```"},
+            {"when": ["[stage: review]", tag], "content": APPROVED},
+            {"when": ["[stage: answer]", tag], "content": "The highest total is 35."},
+        ]  # fmt: skip
+
+    with scripted_server(tmp_path, [*turn("FIRST", TOTALS), *turn("SECOND", TOTALS)]) as server:
+        upload(server, "cache", data=SALES)
+        _turn(server, "cache", "FIRST Which region has the highest total?", "react")
+        first = _prompts(server)
+        _turn(server, "cache", "SECOND And which region has the highest total now?", "react")
+        second = _prompts(server)[len(first) :]
+
+    def encoded(prompt: list[dict[str, str]]) -> list[str]:
+        return [json.dumps(message, sort_keys=True) for message in prompt]
+
+    for turn_prompts, head_size in ((first, 1), (second, 3)):  # system, then the conversation
+        heads = [encoded(p["prompt"])[:head_size] for p in turn_prompts]
+        assert all(head == heads[0] for head in heads), "a prompt of the turn changed its head"
+        assert all(p["prompt"][head_size]["content"].startswith("[stage: ") for p in turn_prompts)
+    system = first[0]["prompt"][0]
+    assert system["role"] == "system" and "## METADATA" in system["content"]
+    assert "sales.csv" in system["content"] and "## RULES" in system["content"]
+    # The second turn extends the first's prefix: the same system prompt, then the first turn.
+    assert second[0]["prompt"][0] == system
+    assert [m["role"] for m in second[0]["prompt"][1:3]] == ["human", "ai"]
+    assert second[0]["prompt"][1]["content"].startswith("FIRST")
