@@ -9,6 +9,7 @@ into an `LLMError` that tells the user how to fix things. The agents see a
 
 from __future__ import annotations
 
+import re
 import time
 from abc import ABC, abstractmethod
 from functools import cache
@@ -263,6 +264,10 @@ class OpenAIBackend(LLMBackend):
     def tool_kwargs(self, tools: list[dict[str, Any]], choice: Any) -> dict[str, Any] | None:
         return {"tools": tools, "tool_choice": choice}
 
+    def structured_kwargs(self, schema: dict[str, Any]) -> dict[str, Any] | None:
+        # llama.cpp, vLLM, LM Studio and Ollama's /v1 constrain decoding to the schema.
+        return {"response_format": {"type": "json_schema", "json_schema": _named(schema)}}
+
     def cache_kwargs(self) -> dict[str, Any]:
         # llama.cpp server's switch; the request body carries it beside the OpenAI fields.
         return {"extra_body": {"cache_prompt": True}} if self.cache_prompt else {}
@@ -390,6 +395,12 @@ class ScriptedBackend(LLMBackend):
         if isinstance(exc, ScriptedFailure):
             return LLMError(str(exc))
         return super().explain(exc)
+
+
+def _named(schema: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI's `json_schema` object: a name (letters, digits, _ and -) and the schema."""
+    title = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title") or "reply"))[:64]
+    return {"name": title or "reply", "schema": schema}
 
 
 @cache
