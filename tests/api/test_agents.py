@@ -128,7 +128,7 @@ def test_a_json_answer_carries_the_steps_in_metadata(server: LiveServer, tmp_pat
     metadata = answer["metadata"]
     assert metadata["tool_calls"] == [{"tool": "python_coder", "input": "Q-JSON mean price"}]
     assert metadata["code"][0].endswith(CODE) and metadata["iterations"] == 1
-    assert metadata["llm_calls"] == 4  # react, generate, answer, react
+    assert metadata["llm_calls"] == 3  # react, generate, answer (the turn's, written once)
     assert len(metadata["files"]) == 1 and metadata["files"][0].endswith(".png")
     assert [(c["text"], c["kind"], c["output_line"]) for c in answer["citations"]] == [
         ("20.0", "computed", "mean price: 20.0")
@@ -180,7 +180,7 @@ def test_a_restart_mid_conversation_continues_from_the_checkpoint(
     prompt = react[0]["prompt"][-1]["content"]
     # The graph's memory of the first turn (its tool step and result) came from the checkpoint.
     assert "Earlier turns in this session:" in prompt
-    assert "python_coder(Q-MEM1 mean price) → Output:" in prompt
+    assert "python_coder(Q-MEM1 mean price) → mean price: 20.0" in prompt  # not "Output:"
     assert "A: The mean price is 20.0." in prompt
     # The checkpoints live beside the store: in DATA_DIR for SQLite, else in PostgreSQL.
     on_sqlite = database_url.startswith("sqlite")

@@ -13,10 +13,10 @@ from tests.support.agent_script import SLOW_STARTED, react_turn, slow_turn, uplo
 def test_the_llm_call_limit_ends_the_turn_with_the_last_result_and_length(
     start_server: StartServer, tmp_path: Path
 ) -> None:
-    # react (1), generate (2) and python_coder's answer (3); the final react call is refused.
+    # react (1) and generate (2); python_coder's answer is refused, after its code ran.
     replies = react_turn("Q-LIMIT", answer="The mean price is 20.0.")
     server = start_server(
-        SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", replies), AGENT_MAX_LLM_CALLS="3"
+        SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", replies), AGENT_MAX_LLM_CALLS="2"
     )
     upload(server, "lim")
     client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
@@ -34,9 +34,11 @@ def test_the_llm_call_limit_ends_the_turn_with_the_last_result_and_length(
     ]
     assert finish == ["length"], chunks[-3:]
     assert text.startswith(
-        "I had to stop: this turn reached its limit of 3 LLM calls (AGENT_MAX_LLM_CALLS)."
+        "I had to stop: this turn reached its limit of 2 LLM calls (AGENT_MAX_LLM_CALLS)."
     ), text
-    assert "from the last step that worked:\n\nThe mean price is 20.0.\n\n**Plots**" in text
+    # The run that worked is the result: its output and plot, with no answer written from it.
+    assert "from the last step that worked:\n\n**Result**\n\n```text\nmean price: 20.0\n```" in text
+    assert "**Plots**" in text and "The mean price is 20.0." not in text
     with server.client() as http:
         conversation = http.get("/api/conversations").json()[0]
         stored = http.get(f"/api/conversations/{conversation['id']}").json()["messages"][-1]

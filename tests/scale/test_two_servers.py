@@ -129,7 +129,7 @@ def test_a_conversation_alternating_between_two_servers_keeps_its_state(
         for line in (b.data_dir / "logs" / "prompts.jsonl").read_text().splitlines()
         if '"stage": "react"' in line and "Q-B" in line
     )
-    assert "python_coder(Q-A mean price) → Output:" in prompt
+    assert "python_coder(Q-A mean price) → mean price: 20.0" in prompt
     assert [c["session_id"] for c in conversations] == [SESSION]
 
     # The node holding the session's actor is lost: the next run, on B, has everything.

@@ -70,7 +70,7 @@ def test_a_sqlite_data_dir_continues_on_postgres(
         if '"stage": "react"' in line and "Q-AFTER" in line
     )
     # The agent's memory of the first turn came through the copied checkpoint.
-    assert "python_coder(Q-BEFORE mean price) → Output:" in prompt
+    assert "python_coder(Q-BEFORE mean price) → mean price: 20.0" in prompt
     with psycopg.connect(url) as db:  # new rows number on after the copied ones
         ids = [row[0] for row in db.execute("SELECT id FROM messages ORDER BY id")]
     assert len(ids) == 4 and ids == sorted(set(ids))

@@ -23,13 +23,13 @@ SLOW_CODE = (
 def react_turn(tag: str, code: str = CODE, answer: str = "The mean price is 20.0.") -> list[
     dict[str, Any]
 ]:  # fmt: skip
-    """A ReAct turn: python_coder runs `code` (by default with a plot), then the answer."""
+    """A ReAct turn: python_coder runs `code` (by default with a plot), and its answer,
+    written once, is the turn's (ReAct makes no call after it)."""
     action = f"Thought: compute it\nAction: coder\nAction Input: {tag} mean price"
     return [
         {"when": ["[stage: react]", tag], "content": action},
         {"when": ["[stage: generate]", tag], "content": f"```python\n{code}```"},
         {"when": ["[stage: answer]", tag], "content": answer},
-        {"when": ["[stage: react]", tag], "content": f"Final Answer: {answer}"},
     ]
 
 

@@ -53,7 +53,7 @@ from backend.llm.turn import LLMCallLimit, TurnLLM
 from backend.storage.checkpoints import Closer, open_checkpointer
 from backend.storage.sessions import client_id
 from backend.storage.shared import SharedWorkspaces
-from backend.tools.python_coder.answer import plots
+from backend.tools.python_coder.answer import output_answer, plots
 from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.python_coder.head import turn_head
 from backend.tools.python_coder.result import new_run_id
@@ -273,9 +273,10 @@ class StepEvents:
     """What a client sees of the steps a graph reports, for one turn.
 
     python_coder reports each execution attempt as it starts (`Code`, before the
-    sandbox runs it) and ends (`Execution`); the step's `Observation` then adds a
-    `Plot` per image. A tool that reports no attempts gets one `Execution` from its
-    observation, and rag_retrieval's passages follow it as `PassageFound`s.
+    sandbox runs it) and ends (`Execution`); a successful attempt adds a `Plot` per
+    image at once, before any answer written from it. A tool that reports no
+    attempts gets one `Execution` from its observation, then its plots, and
+    rag_retrieval's passages follow it as `PassageFound`s.
     """
 
     def __init__(self, session_id: str) -> None:
@@ -283,11 +284,15 @@ class StepEvents:
         self.attempts_seen = False
         self.last_result: str | None = None  # the last step that worked: a stopped turn's answer
         self.last_failure: str | None = None
+        self.plotted: set[str] = set()  # a plot is shown once, as soon as its run has made it
 
     def __call__(self, step: Event) -> Iterator[StepEvent]:
         if isinstance(step, Code | Execution):
             self.attempts_seen = True
             yield step
+            if isinstance(step, Execution) and step.ok:  # before an answer written from it
+                self.last_result = output_answer(step.stdout, step.files)
+                yield from self._plots(step.files)
         elif isinstance(step, Observation):
             yield from self._observed(step)
         elif isinstance(step, Plan | StepStart | ToolCall | PassageFound | Plot):
@@ -313,6 +318,12 @@ class StepEvents:
             )
         self.attempts_seen = False
         yield from step.passages
-        for path in plots(step.files):
-            url = f"/api/sessions/{client_id(self.session_id)}/files/{path}"
-            yield Plot(path=path, url=url)
+        yield from self._plots(step.files)
+
+    def _plots(self, files: list[str]) -> Iterator[Plot]:
+        for path in plots(files):
+            if path not in self.plotted:
+                self.plotted.add(path)
+                yield Plot(
+                    path=path, url=f"/api/sessions/{client_id(self.session_id)}/files/{path}"
+                )

@@ -156,6 +156,4 @@ async def stream_answer(
     draft = grounded.text.strip()
     if not draft or grounded.withheld or _drops_the_result(draft, output, files):
         await show(("\n\n" if shown else "") + output_answer(output, files))
-    else:  # the plots the draft left out
-        await show(_with_missing_plots(draft, files)[len(draft) :])
-    return "".join(shown).strip()
+    return "".join(shown).strip()  # its plots reach the client as plot events

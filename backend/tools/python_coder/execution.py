@@ -76,7 +76,7 @@ async def execute_with_fixes(
         earlier = [_summary_line(a) for a in executed.attempts[:-1]]
         reply = await conversation.text(
             "fix",
-            prompts.fix_followup(context.query, error, attempt),
+            prompts.fix_followup(context.query, error, attempt, earlier),
             partial(prompts.fix, context, executed.code, error, attempt, earlier),
         )
         executed.code = extract_code(reply) or executed.code

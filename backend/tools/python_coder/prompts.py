@@ -151,32 +151,41 @@ def _generate_in_turn(context: CodingContext) -> str:
 
 
 def review_followup(query: str) -> str:
-    return (
-        f"[stage: review]\nINPUT: {query}\n"
-        "Review the code above: does it answer INPUT, and does it print the answer? Judge only "
-        'that, not style. Reply with JSON only: {"answers_question": true or false, '
-        '"problems": ["what is missing or wrong"]}'
+    return "\n".join(
+        [
+            "[stage: review]",
+            _section("INPUT", query),
+            "Review the code above: does it answer INPUT, and does it print the answer? Judge "
+            'only that, not style. Reply with JSON only: {"answers_question": true or false, '
+            '"problems": ["what is missing or wrong"]}',
+        ]
     )
 
 
 def modify_followup(query: str, problems: list[str]) -> str:
-    listed = "\n".join(f"- {p}" for p in problems)
-    return (
-        f"[stage: modify]\nINPUT: {query}\nThe code has these problems:\n{listed}\n"
-        "Rewrite it so it has none of them and still answers INPUT. " + _SELF_CHECK
+    return "\n".join(
+        [
+            "[stage: modify]",
+            _section("INPUT", query),
+            _section("PROBLEMS", "\n".join(f"- {p}" for p in problems)),
+            "Rewrite the code above so it has none of the PROBLEMS and still answers INPUT. "
+            + _SELF_CHECK,
+        ]
     )
 
 
-def fix_followup(query: str, error: str, attempt: int) -> str:
+def fix_followup(query: str, error: str, attempt: int, earlier: list[str]) -> str:
+    """`earlier`: one line per earlier failed attempt, so a fix does not go back to one."""
     hint = _hint(error)
     return "\n".join(
         [
             "[stage: fix]",
-            f"INPUT: {query}",
-            f"Attempt {attempt} of the code above failed:\n{error[-2000:]}",
-            *([f"Hint: {hint}"] if hint else []),
-            "Fix the code so it runs and answers INPUT. Reply with the full corrected code in "
-            "one ```python block.",
+            _section("INPUT", query),
+            *([_section("REACTS", "\n".join(earlier))] if earlier else []),
+            _section("ERROR", f"Attempt {attempt}, the code above, failed:\n{error[-2000:]}"),
+            *([_section("HINT", hint)] if hint else []),
+            "Fix the code so it runs and answers INPUT. "
+            "Reply with the full corrected code in one ```python block.",
         ]
     )
 
@@ -202,9 +211,9 @@ def answer_followup(question: str, query: str, output: str, files: list[str], pa
             _section("OUTPUT", output[-4000:]),
             _section("FILES", "\n".join(files)),
             escape + "Answer QUESTION in markdown: the answer first, in one to three bullet "
-            "points; each file in FILES that is an image as ![name](path); then one follow-up "
-            "question worth asking. Use only numbers that appear in OUTPUT, exactly as written "
-            "there. Do not repeat the code.",
+            "points, then one follow-up question worth asking. Use only numbers that appear in "
+            "OUTPUT, exactly as written there. The user sees the code, its output and the "
+            "plots already: do not repeat them.",
         ]
     )
 

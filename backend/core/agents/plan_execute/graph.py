@@ -27,7 +27,7 @@ from backend.core.agents.react.parsing import match_tool
 from backend.core.agents.tools import AgentTool, ToolContext, ToolResult
 from backend.core.events import AnswerDelta, PlannedStep, StepStart
 from backend.core.events import Plan as PlanEvent
-from backend.llm.turn import StructuredReplyError, TurnLLM
+from backend.llm.turn import LLMCallLimit, StructuredReplyError, TurnLLM
 from backend.tools.provenance.streaming import GroundedStream
 
 MAX_TOTAL_STEPS = 10
@@ -147,6 +147,8 @@ def build_plan_execute_graph(
         )
         try:
             outcome = await by_name[step["tool"]].run(step["goal"], context)
+        except LLMCallLimit:
+            raise  # the turn's limit: the runner stops the turn
         except Exception as exc:  # the replanner decides what a failed step means
             outcome = ToolResult(f"Error: {exc}", False)
         observation, ok, data = outcome.observation, outcome.ok, outcome.data

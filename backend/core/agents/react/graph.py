@@ -29,7 +29,7 @@ from backend.core.agents.react.parsing import parse_reply
 from backend.core.agents.react.state import ReactState, Step
 from backend.core.agents.tools import AgentTool, ToolContext, ToolResult, react_context
 from backend.core.events import PassageFound, ToolCall
-from backend.llm.turn import TurnLLM
+from backend.llm.turn import LLMCallLimit, TurnLLM
 from backend.tools.provenance import ungrounded_numbers
 
 REPEAT_LIMIT = 2  # the same action and input this many times ends the loop
@@ -108,7 +108,7 @@ def build_react_graph(
             state["question"],
             [] if in_head else state.get("history", []),
             steps,
-            state.get("earlier", []),
+            state.get("earlier", []),  # the tool steps of earlier turns: the head has no such
             names=names if in_head else None,
         )
         reply = await llm.chat("react", llm.messages(system, turn))
@@ -159,6 +159,8 @@ def build_react_graph(
                 result = await by_name[tool].run(tool_input, context)
                 observation, ok, data = result.observation, result.ok, result.data
                 passages = result.passages
+            except LLMCallLimit:
+                raise  # the turn's limit, not the tool's failure: the runner stops the turn
             except Exception as exc:  # a tool's failure is the model's to react to
                 observation, ok, data = f"Error: {exc}. Please fix your mistakes.", False, {}
         step = Step(

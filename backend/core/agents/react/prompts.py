@@ -67,5 +67,6 @@ def memory(question: str, steps: list[Step], answer: str) -> str:
 
 
 def _first_line(text: str) -> str:
-    lines = text.strip().splitlines()
+    """The observation's first line that says something ("Output:" is only a heading)."""
+    lines = [line for line in text.strip().splitlines() if line.strip() not in ("", "Output:")]
     return lines[0] if lines else ""
