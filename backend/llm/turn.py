@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -188,17 +189,39 @@ class TurnLLM:
         self, stage: Stage, messages: list[BaseMessage], max_tokens: int | None = None
     ) -> AsyncGenerator[str, None]:
         """The reply's text as the model generates it; counted and logged like any call."""
-        self._check_limit()
-        extra = {**self.backend.cache_kwargs(), **self._limits(stage, max_tokens)}
+        extra = self._limits(stage, max_tokens)
+        async with self._logged(stage, messages) as parts:
+            async for chunk in self.model.astream(
+                messages, **self.call_kwargs, **self.backend.cache_kwargs(), **extra
+            ):
+                self._count(chunk)
+                if text := str(chunk.text):
+                    parts.append(text)
+                    yield text
+
+    async def _call(self, stage: Stage, messages: list[BaseMessage], extra: dict[str, Any]) -> str:
+        async with self._logged(stage, messages) as parts:
+            message = await self.model.ainvoke(
+                messages, **self.call_kwargs, **self.backend.cache_kwargs(), **extra
+            )
+            parts.append(str(message.text))
+            self._count(message)
+        return "".join(parts)
+
+    @asynccontextmanager
+    async def _logged(
+        self, stage: Stage, messages: list[BaseMessage]
+    ) -> AsyncGenerator[list[str], None]:
+        """One model call: refused past the turn's limit, then counted and logged however it
+        ends; the caller adds the reply's text to the list it is given."""
+        if self.max_calls is not None and self.usage.calls >= self.max_calls:
+            raise LLMCallLimit(self.max_calls)
         parts: list[str] = []
         error: str | None = None
         try:
-            async for chunk in self.model.astream(messages, **self.call_kwargs, **extra):
-                self._count(chunk)
-                text = str(chunk.text)
-                if text:
-                    parts.append(text)
-                    yield text
+            yield parts
+        except GeneratorExit:  # the reader stopped a stream early: a reply, cut short
+            raise
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             raise self.backend.explain(exc) from exc
@@ -208,34 +231,10 @@ class TurnLLM:
         finally:
             self._done(stage, messages, "".join(parts), error)
 
-    def _check_limit(self) -> None:
-        if self.max_calls is not None and self.usage.calls >= self.max_calls:
-            raise LLMCallLimit(self.max_calls)
-
     def _count(self, message: Any) -> None:
         usage = getattr(message, "usage_metadata", None) or {}
         self.usage.prompt_tokens += int(usage.get("input_tokens", 0))
         self.usage.completion_tokens += int(usage.get("output_tokens", 0))
-
-    async def _call(self, stage: Stage, messages: list[BaseMessage], extra: dict[str, Any]) -> str:
-        self._check_limit()
-        error: str | None = None
-        reply = ""
-        try:
-            message = await self.model.ainvoke(
-                messages, **self.call_kwargs, **self.backend.cache_kwargs(), **extra
-            )
-            reply = str(message.text)
-            self._count(message)
-            return reply
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-            raise self.backend.explain(exc) from exc
-        except BaseException:
-            error = "cancelled"
-            raise
-        finally:
-            self._done(stage, messages, reply, error)
 
     def _done(
         self, stage: Stage, messages: list[BaseMessage], reply: str, error: str | None

@@ -71,6 +71,7 @@ async def test_an_invented_number_is_withheld_and_the_output_closes_the_answer()
     assert "".join(shown).strip() == answer
 
 
-async def test_plots_the_draft_left_out_are_added() -> None:
+async def test_the_turns_answer_links_no_workspace_plot() -> None:
+    """Its plots reach the client as plot events, with URLs; a workspace path would not load."""
     answer, _, _ = await _streamed("North leads with 35.", partial=False, files=["outputs/a.png"])
-    assert answer == "North leads with 35.\n\n**Plots**\n![a.png](outputs/a.png)"
+    assert answer == "North leads with 35."
