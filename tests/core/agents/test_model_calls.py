@@ -184,3 +184,29 @@ def test_the_prompts_of_a_session_share_their_stable_prefix_byte_for_byte(
     assert second[0]["prompt"][0] == system
     assert [m["role"] for m in second[0]["prompt"][1:3]] == ["human", "ai"]
     assert second[0]["prompt"][1]["content"].startswith("FIRST")
+
+
+def test_another_user_with_the_same_session_name_gets_a_head_of_their_own(
+    tmp_path: Path,
+) -> None:
+    replies = [
+        {"when": ["[stage: react]", "MINE"], "content": "Final Answer: Your file is sales.csv."},
+        {"when": ["[stage: react]", "THEIRS"], "content": "Final Answer: You have no files."},
+    ]
+    with scripted_server(tmp_path, replies) as server:
+        upload(server, "same-name", data=SALES)
+        _turn(server, "same-name", "MINE Which file do I have?", "react")
+        with server.client() as admin:
+            made = admin.post("/api/users", json={"username": "bob", "password": "bob-pass-12"})
+        assert made.status_code == 201, made.text
+        with server.client(server.token("bob", "bob-pass-12"), timeout=120) as bob:
+            body = {"message": "THEIRS Which file do I have?", "session_id": "same-name",
+                    "agent_type": "react"}  # fmt: skip
+            assert bob.post("/api/chat", json=body).status_code == 200
+        prompts = _prompts(server)
+
+    mine, theirs = (p["prompt"] for p in prompts)
+    assert "sales.csv" in mine[0]["content"]
+    # Bob's "same-name" is a session of his own: none of the admin's files or conversation.
+    assert "sales.csv" not in json.dumps(theirs) and "MINE" not in json.dumps(theirs)
+    assert "(no data files)" in theirs[0]["content"] and len(theirs) == 2
