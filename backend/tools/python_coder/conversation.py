@@ -69,9 +69,8 @@ class Conversation:
         self._keep(messages, verdict.model_dump_json())
         return verdict
 
-    async def stream(
+    def stream(
         self, stage: Stage, followup: str, standalone: Callable[[], str]
     ) -> AsyncGenerator[str, None]:
-        """`text` as it is generated; it ends the conversation."""
-        async for text in self.llm.stream(stage, self._prompt(followup, standalone)):
-            yield text
+        """`text` as it is generated (closing it stops the model); it ends the conversation."""
+        return self.llm.stream(stage, self._prompt(followup, standalone))
