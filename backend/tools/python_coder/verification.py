@@ -86,7 +86,7 @@ async def verify(
     for iteration in range(1, max(max_iterations, 1) + 1):
         problems = static_problems(verified.code, prefilter)
         review: Review | None = None
-        if not problems and check_says_no(check) and max_iterations > 0:
+        if not problems and check_says_no(check) and llm.profile.reviews_code and max_iterations:
             review = Review(answers_question=False, problems=[f"Your own check: {check}"])
         elif not problems:
             skip = review_skip_reason(llm, verified.code, max_iterations)

@@ -210,3 +210,26 @@ def test_another_user_with_the_same_session_name_gets_a_head_of_their_own(
     # Bob's "same-name" is a session of his own: none of the admin's files or conversation.
     assert "sales.csv" not in json.dumps(theirs) and "MINE" not in json.dumps(theirs)
     assert "(no data files)" in theirs[0]["content"] and len(theirs) == 2
+
+
+def test_the_models_own_no_sends_the_code_back_with_its_reason(tmp_path: Path) -> None:
+    first = "totals = df1.groupby('region')['amount'].sum()\nprint(totals)\n"
+    replies = [
+        {"when": ["[stage: react]", "SELF"], "content": "Action: python_coder\nAction Input: SELF"},
+        {"when": ["[stage: generate]", "SELF"],
+         "content": f"```python\n{first}```\nCheck: no, it does not name the highest region."},
+        {"when": ["[stage: modify]", "SELF"], "content": f"```python\n{TOTALS}```\nCheck: yes"},
+        {"when": ["[stage: review]", "SELF"], "content": APPROVED},
+        {"when": ["[stage: answer]", "SELF"], "content": "North has the highest total: 35."},
+    ]  # fmt: skip
+    with scripted_server(tmp_path, replies) as server:
+        upload(server, "self", data=SALES)
+        events = _turn(server, "self", "SELF Which region has the highest total amount?", "react")
+        prompts = _prompts(server)
+
+    assert [p["stage"] for p in prompts] == ["react", "generate", "modify", "review", "answer"]
+    modify = prompts[2]["prompt"][-1]["content"]
+    assert "Your own check: no, it does not name the highest region." in modify
+    ran = [data["code"] for name, data in events if name == "code"]
+    assert len(ran) == 1 and ran[0].endswith(TOTALS)  # only the modified code ran
+    assert _answer(events)[1] == "North has the highest total: 35."
