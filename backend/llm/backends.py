@@ -4,7 +4,8 @@ Each backend knows its models, builds LangChain `BaseChatModel` objects, maps
 request options to its own parameter names, and turns its library's exceptions
 into an `LLMError` that tells the user how to fix things. The agents see a
 `BaseChatModel`; plain chat sees a `ChatStream`, which on the `openai` and
-`ollama` backends talks to the upstream directly (`upstream.py`).
+`ollama` backends talks to the upstream directly (`upstream.py`). The backends
+whose model runs in the server's own process are in `in_process.py`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from backend.config import ConfigError, Settings
 from backend.llm.chat_stream import ChatStream, langchain_stream
 from backend.llm.errors import LLMError
 from backend.llm.options import GenerationOptions
-from backend.llm.profile import CAPABLE, CAPABLE_NATIVE_TOOLS, SMALL, ModelProfile
+from backend.llm.profile import CAPABLE, CAPABLE_NATIVE_TOOLS, ModelProfile
 from backend.llm.upstream import Upstream, UpstreamError, ollama_stream, openai_stream
 
 _CONNECT_TIMEOUT = 2.0
@@ -339,89 +340,6 @@ class OpenAIBackend(LLMBackend):
                 f"The upstream at {self.base_url} answered {exc.status_code}: {exc.message}",
                 status_code=502,
             )
-        return super().explain(exc)
-
-
-class EmbeddedBackend(LLMBackend):
-    name = "embedded"
-    supports_logprobs = True  # read from the logits llama.cpp samples from
-    profile = SMALL
-
-    def __init__(self, settings: Settings, reason: str) -> None:
-        from backend.llm.embedded import EmbeddedChatModel, shipped_model_path
-
-        path = settings.EMBEDDED_MODEL_PATH or str(shipped_model_path())
-        try:
-            with open(path, "rb"):
-                pass
-        except OSError as exc:
-            raise ConfigError(f"EMBEDDED_MODEL_PATH: cannot read {path}: {exc.strerror}") from None
-        self._model = EmbeddedChatModel(
-            model_path=path,
-            n_ctx=settings.EMBEDDED_CONTEXT_SIZE,
-            n_threads=settings.EMBEDDED_THREADS,
-            prompt_cache_mb=settings.EMBEDDED_PROMPT_CACHE_MB,
-        )
-        super().__init__(self._model.model_name, reason)
-        self.max_tokens = settings.EMBEDDED_MAX_TOKENS
-        self._model.load()
-
-    def call_kwargs(self, options: GenerationOptions) -> dict[str, Any]:
-        kwargs = super().call_kwargs(options)
-        kwargs.setdefault("max_tokens", self.max_tokens)  # the request's own limit wins
-        return kwargs
-
-    def structured_kwargs(self, schema: dict[str, Any]) -> dict[str, Any] | None:
-        # Decoding follows a llama.cpp grammar built from the schema.
-        return {"response_format": {"type": "json_object", "schema": schema}}
-
-    async def list_models(self) -> list[str]:
-        return [self.default_model]
-
-    def chat_model(self, model: str) -> BaseChatModel:
-        return self._model
-
-    def explain(self, exc: Exception) -> LLMError:
-        if isinstance(exc, ValueError) and "context window" in str(exc):
-            return LLMError(
-                "The conversation is too long for the embedded model's context window "
-                "(EMBEDDED_CONTEXT_SIZE). Start a new session or shorten the input.",
-                status_code=400,
-                code="context_length_exceeded",
-            )
-        return super().explain(exc)
-
-
-class ScriptedBackend(LLMBackend):
-    name = "scripted"
-    profile = CAPABLE  # replays what the test scripted, so every course is reachable
-
-    def __init__(self, settings: Settings, reason: str) -> None:
-        from backend.llm.scripted import ScriptedChatModel
-
-        if not settings.SCRIPTED_REPLIES:
-            raise ConfigError("SCRIPTED_REPLIES: required when LLM_BACKEND=scripted")
-        try:
-            self._model = ScriptedChatModel.from_file(settings.SCRIPTED_REPLIES)
-        except (OSError, ValueError) as exc:
-            raise ConfigError(
-                f"SCRIPTED_REPLIES: cannot load a JSON list of replies: {exc}"
-            ) from None
-        super().__init__(self._model.model_name, reason)
-
-    async def list_models(self) -> list[str]:
-        return [self.default_model]
-
-    def chat_model(self, model: str) -> BaseChatModel:
-        return self._model
-
-    def explain(self, exc: Exception) -> LLMError:
-        from backend.llm.scripted import ScriptedFailure, ScriptExhausted
-
-        if isinstance(exc, ScriptExhausted):
-            return LLMError(f"The scripted model has no reply left: {exc}.")
-        if isinstance(exc, ScriptedFailure):
-            return LLMError(str(exc))
         return super().explain(exc)
 
 

@@ -8,13 +8,8 @@ from collections.abc import Callable
 import httpx
 
 from backend.config import Settings
-from backend.llm.backends import (
-    EmbeddedBackend,
-    LLMBackend,
-    OllamaBackend,
-    OpenAIBackend,
-    ScriptedBackend,
-)
+from backend.llm.backends import LLMBackend, OllamaBackend, OpenAIBackend
+from backend.llm.in_process import EmbeddedBackend, ScriptedBackend
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import pytest
 
 from backend.config import load_settings
 from backend.llm import LLMError
-from backend.llm.backends import ScriptedBackend
+from backend.llm.in_process import ScriptedBackend
 from backend.llm.turn import TurnLLM
 from backend.storage.audit import AuditLog
 from backend.storage.workspaces import Workspaces
