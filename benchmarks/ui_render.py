@@ -37,6 +37,7 @@ from playwright.sync_api import ConsoleMessage, Page, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
 from backend.storage import open_store
+from backend.storage.sessions import session_key
 from benchmarks.coder_small_model import PASSWORD, benchmark_server, clean_up, default_trace
 from tests.support.live_server import LiveServer
 from tests.ui.browser import CHROMIUM, CHROMIUM_ARGS
@@ -171,7 +172,8 @@ def setup(root: Path) -> tuple[LiveServer, dict[str, Seeded]]:
     rng, seeded = random.Random(1), {}
     for name, turns in (("big", 100), ("small", 1), ("spacer", 1)):
         title = f"Benchmark {name} conversation ({2 * turns} messages)"
-        conversation = store.conversation_for_session(user.id, os.urandom(16).hex(), title)
+        key = session_key(user.id, os.urandom(16).hex())  # the store keeps sessions by key
+        conversation = store.conversation_for_session(user.id, key, title)
         for i in range(turns):
             store.add_message(conversation.id, "user", f"Question {i}: what about `col_{i}`?")
             store.add_message(conversation.id, "assistant", answer_markdown(i, rng, name), META)
