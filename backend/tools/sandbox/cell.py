@@ -12,6 +12,7 @@ import traceback
 from typing import Any
 
 import out_of_core
+import shown_tables
 import variables
 
 CELL = "<cell>"
@@ -87,13 +88,16 @@ def save_figures(workspace: str, run_id: str) -> list[str]:
 def execute(
     code: str, namespace: dict[str, Any], state: dict[str, Any], run_id: str, workspace: str
 ) -> dict[str, Any]:
-    """Run the cell; on success save its figures and persist the variables it changed."""
+    """Run the cell; on success save its figures and the tables it showed, and persist the
+    variables it changed."""
     linecache.cache[CELL] = (len(code), None, code.splitlines(True), CELL)
     max_memory_mb = state["config"]["max_memory_mb"]
+    shown = shown_tables.Shown()
     try:
         out_of_core.configure(code, workspace, max_memory_mb, namespace)
-        compiled = compile(code, CELL, "exec")
-        exec(compiled, namespace)
+        compiled = compile(shown_tables.with_display(code), CELL, "exec")
+        with shown_tables.watching(shown):
+            exec(compiled, namespace)
     except BaseException as exc:
         error = clean_traceback(exc)
         if out_of_core.out_of_memory(exc):
@@ -107,7 +111,8 @@ def execute(
             os.path.join(workspace, "variables"),
             only=variables.names_to_check(compiled, namespace),
         )
+        tables = shown_tables.save(shown, namespace, saved, workspace, run_id)
     except Exception as exc:  # e.g. the workspace is full: the run cannot be kept
         error = f"{type(exc).__name__}: the results could not be saved: {exc}"
         return {"ok": False, "error": error}
-    return {"ok": True, "error": None, "figures": figures, "variables": saved}
+    return {"ok": True, "error": None, "figures": figures, "variables": saved, "tables": tables}

@@ -31,6 +31,7 @@ from backend.tools.sandbox.command import (
     WORKER_DIR,
     bwrap_command,
 )
+from backend.tools.sandbox.table_result import TablePreview, parse_tables
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ class ExecutionResult:
     files: list[str] = field(default_factory=list)
     figures: list[str] = field(default_factory=list)
     variables: list[dict[str, Any]] = field(default_factory=list)
+    tables: list[TablePreview] = field(default_factory=list)  # what the run showed as tables
     truncated: bool = False
     execution_time: float = 0.0
 
@@ -306,6 +308,7 @@ class SandboxedExecutor(BasePythonExecutor):
             files=[name for name in response.get("files", []) if listable_name(name)],
             figures=[name for name in response.get("figures", []) if listable_name(name)],
             variables=response.get("variables", []),
+            tables=parse_tables(response.get("tables"), str(request["id"])),
             truncated=response.get("truncated", False),
             execution_time=response.get("duration", time.monotonic() - started),
         )

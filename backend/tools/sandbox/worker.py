@@ -38,6 +38,7 @@ import arrivals
 import cell
 import out_of_core
 import reaping
+import shown_tables
 import variables
 from channel import Channel
 from reaping import kill_run, sweep
@@ -196,7 +197,10 @@ def serve_run(
     if ok:
         assert outcome is not None
         response.update(figures=outcome["figures"], variables=outcome["variables"])
-        response["files"] = variables.changed_files(before, after)
+        response["tables"] = outcome.get("tables", [])
+        hidden = shown_tables.TABLES_FOLDER + "/"  # the tables' own files, paged by the server
+        files = variables.changed_files(before, after)
+        response["files"] = [name for name in files if not name.startswith(hidden)]
         if not outcome.get("forkable", True):
             os.close(pipes["go_w"])
             kill_run(pid, state["keeper_pid"])
