@@ -11,6 +11,7 @@ import resource
 import traceback
 from typing import Any
 
+import charts
 import out_of_core
 import shown_tables
 import variables
@@ -95,8 +96,9 @@ def execute(
     shown = shown_tables.Shown()
     try:
         out_of_core.configure(code, workspace, max_memory_mb, namespace)
+        charts.prepare(code)
         compiled = compile(shown_tables.with_display(code), CELL, "exec")
-        with shown_tables.watching(shown):
+        with shown_tables.watching(shown), charts.watching() as last:
             exec(compiled, namespace)
     except BaseException as exc:
         error = clean_traceback(exc)
@@ -105,6 +107,9 @@ def execute(
         return {"ok": False, "error": error}
     try:
         figures = save_figures(workspace, run_id)
+        max_file_bytes = int(state["config"]["max_file_mb"] * 1024 * 1024)
+        charts.save_charts(code, namespace, last[-1] if last else None, workspace, run_id,
+                           max_file_bytes)  # fmt: skip
         saved = variables.persist(
             namespace,
             state["fingerprints"],
