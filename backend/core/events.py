@@ -1,7 +1,7 @@
 """The turn's event contract: one typed stream from the graphs to every wire format.
 
 A turn yields `Routed` first, then what its agent does (`Plan`, `StepStart`,
-`ToolCall`, `Code`, `Execution`, `PassageFound`, `Plot`), the answer as it is
+`ToolCall`, `Code`, `Execution`, `PassageFound`, `Plot`, `Chart`), the answer as it is
 produced (`AnswerDelta`, or `ToolCalls` of the client's own tools), `Usage`,
 `Finish`, and `Final`, which sums the turn up. A run adds `Failed` and `Done`.
 The chat model's own events come from `backend/llm/stream.py`.
@@ -130,6 +130,21 @@ class Plot(Event):
     url: str
 
 
+class Chart(Event):
+    """An interactive chart a successful run displayed: its JSON spec (Plotly, or
+    Vega-Lite from Altair) for a client to draw live, and its static PNG for any other."""
+
+    type: Literal["chart"] = "chart"
+    tool: str | None = None
+    index: int | None = None
+    run_id: str
+    library: Literal["plotly", "vega-lite"]
+    spec_path: str
+    spec_url: str
+    png_path: str
+    png_url: str
+
+
 class Observation(Event):
     """What a tool gave back to the agent (the runner's input, never sent): the
     runner turns it into the steps a client sees."""
@@ -240,8 +255,10 @@ class Done(Event):
     status: str | None = None
 
 
-StepEvent = Plan | StepStart | ToolCall | Code | Execution | PassageFound | Plot
+StepEvent = Plan | StepStart | ToolCall | Code | Execution | PassageFound | Plot | Chart
 AgentEvent = StepEvent | ChatEvent  # what an agent (or plain chat) yields
 TurnEvent = Routed | AgentEvent | Final | Failed | Done
-STEP_TYPES = frozenset({"plan", "step_start", "tool_call", "code", "execution", "passage", "plot"})
+STEP_TYPES = frozenset(
+    {"plan", "step_start", "tool_call", "code", "execution", "passage", "plot", "chart"}
+)
 SERVER_ONLY_TYPES = frozenset({"accepted", "usage", "finish"})  # what no `/api` client reads

@@ -35,6 +35,7 @@ from backend.core.agents.tools import (
 from backend.core.events import (
     AgentEvent,
     AnswerDelta,
+    Chart,
     Code,
     Event,
     Execution,
@@ -58,6 +59,7 @@ from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.python_coder.head import turn_head
 from backend.tools.python_coder.result import new_run_id
 from backend.tools.rag import RAG_EXTENSIONS, RagIndex
+from backend.tools.sandbox.chart_files import chart_files
 from backend.tools.sandbox.pool import SessionExecutors
 from backend.tools.web_search import web_search_from_settings
 
@@ -273,8 +275,9 @@ class StepEvents:
     """What a client sees of the steps a graph reports, for one turn.
 
     python_coder reports each execution attempt as it starts (`Code`, before the
-    sandbox runs it) and ends (`Execution`); a successful attempt adds a `Plot` per
-    image at once, before any answer written from it. A tool that reports no
+    sandbox runs it) and ends (`Execution`); a successful attempt adds a `Chart` per
+    interactive chart and a `Plot` per other image at once, before any answer written
+    from it. A tool that reports no
     attempts gets one `Execution` from its observation, then its plots, and
     rag_retrieval's passages follow it as `PassageFound`s.
     """
@@ -292,10 +295,10 @@ class StepEvents:
             yield step
             if isinstance(step, Execution) and step.ok:  # before an answer written from it
                 self.last_result = output_answer(step.stdout, step.files)
-                yield from self._plots(step.files)
+                yield from self._plots(step.files, step.tool, step.index)
         elif isinstance(step, Observation):
             yield from self._observed(step)
-        elif isinstance(step, Plan | StepStart | ToolCall | PassageFound | Plot):
+        elif isinstance(step, Plan | StepStart | ToolCall | PassageFound | Plot | Chart):
             yield step
 
     def _observed(self, step: Observation) -> Iterator[StepEvent]:
@@ -318,12 +321,29 @@ class StepEvents:
             )
         self.attempts_seen = False
         yield from step.passages
-        yield from self._plots(step.files)
+        yield from self._plots(step.files, step.tool, step.index)
 
-    def _plots(self, files: list[str]) -> Iterator[Plot]:
-        for path in plots(files):
-            if path not in self.plotted:
-                self.plotted.add(path)
-                yield Plot(
-                    path=path, url=f"/api/sessions/{client_id(self.session_id)}/files/{path}"
+    def _plots(
+        self, files: list[str], tool: str | None, index: int | None
+    ) -> Iterator[Plot | Chart]:
+        """A `Chart` per interactive chart the run displayed, a `Plot` per other image."""
+        folder = f"/api/sessions/{client_id(self.session_id)}/files/"
+        charts = chart_files(files)
+        for chart in charts:
+            if chart.spec_path not in self.plotted:
+                self.plotted.add(chart.spec_path)
+                yield Chart(
+                    tool=tool,
+                    index=index,
+                    run_id=chart.run_id,
+                    library=chart.library,
+                    spec_path=chart.spec_path,
+                    spec_url=folder + chart.spec_path,
+                    png_path=chart.png_path,
+                    png_url=folder + chart.png_path,
                 )
+        drawn = {chart.png_path for chart in charts}  # a chart's PNG is in its `Chart`
+        for path in plots(files):
+            if path not in self.plotted and path not in drawn:
+                self.plotted.add(path)
+                yield Plot(path=path, url=folder + path)
