@@ -1,7 +1,9 @@
 /**
- * The message column: draws the open conversation in one pass, appends new
- * items, and redraws only the assistant turn that changed, at most once per
- * animation frame. Follows the newest message unless the user scrolled up.
+ * The message column: draws the open conversation newest first, in slices of a
+ * few milliseconds (so a long one shows its end at once and never freezes the
+ * page), appends new items, and redraws only the assistant turn that changed,
+ * at most once per animation frame. Follows the newest message unless the user
+ * scrolled up.
  */
 
 import { drawAnswer, mountCitations } from "./citations.js";
@@ -12,6 +14,9 @@ import { renderPlots, renderTimeline } from "./timeline.js";
 import { renderUpload } from "./uploads.js";
 
 const STICK_DISTANCE = 80; // px from the bottom that still counts as "at the bottom"
+const FIRST_SLICE_MS = 12; // the newest items, drawn in the task that opens the view
+const FIRST_SCREEN_MS = 30; // ... and more of them until they fill the screen, within this
+const SLICE_MS = 8; // then older ones, a slice per task, the page painting and taking input between
 const views = new WeakMap(); // turn or upload → its view
 const dirty = new Set();
 let frame = 0;
@@ -20,6 +25,7 @@ let list;
 let emptyState;
 let jumpButton;
 let stick = true;
+let filling = null; // the open view's items still to draw: {items, next}
 
 export function mountMessages() {
   scroller = byId("scroller");
@@ -59,15 +65,67 @@ export function mountMessages() {
   });
 }
 
+/**
+ * Draw the open view's items (`state.items`), newest first: those that fill the
+ * screen at once, at the bottom, then older ones above them a slice at a time.
+ * Items appended meanwhile go below as usual; opening another view stops it.
+ */
 function renderAll() {
   dirty.clear();
-  const fragment = document.createDocumentFragment();
-  for (const item of state.items) fragment.append(buildItem(item, "later"));
-  list.replaceChildren(fragment);
+  list.replaceChildren();
   emptyState.hidden = state.items.length > 0;
   stick = true;
   jumpButton.hidden = true;
+  const fill = { items: state.items.slice(), next: state.items.length };
+  filling = fill;
+  const start = performance.now();
+  if (fill.next > 0) drawOlder(fill, FIRST_SLICE_MS);
+  while (fill.next > 0 && list.offsetHeight < scroller.clientHeight && performance.now() - start < FIRST_SCREEN_MS) {
+    drawOlder(fill, SLICE_MS);
+  }
   scrollToBottom();
+  if (fill.next > 0) fillOlder(fill);
+  else filling = null;
+}
+
+/** Resolves just after the next frame has painted (a hidden page paints none: a task then). */
+function afterPaint() {
+  return new Promise((resolve) => {
+    if (document.hidden) {
+      setTimeout(resolve, 0);
+      return;
+    }
+    requestAnimationFrame(() => {
+      const channel = new MessageChannel();
+      channel.port1.onmessage = resolve;
+      channel.port2.postMessage(null);
+    });
+  });
+}
+
+// A slice a frame: the page paints and takes input between them.
+async function fillOlder(fill) {
+  while (fill.next > 0) {
+    await afterPaint();
+    if (filling !== fill) return; // another view opened
+    drawOlder(fill, SLICE_MS);
+  }
+  filling = null;
+}
+
+/** Build the items before `fill.next` for about `budget` ms (one at least), and put them on top. */
+function drawOlder(fill, budget) {
+  const start = performance.now();
+  const fragment = document.createDocumentFragment();
+  do {
+    fill.next -= 1;
+    fragment.prepend(buildItem(fill.items[fill.next], "later"));
+  } while (fill.next > 0 && performance.now() - start < budget);
+  // What the user is reading stays where it is: the bottom, or the same lines.
+  const height = stick ? 0 : scroller.scrollHeight;
+  list.prepend(fragment);
+  if (stick) scrollToBottom();
+  else scroller.scrollTop += scroller.scrollHeight - height;
 }
 
 function appendItem(item) {
