@@ -25,6 +25,7 @@ let list;
 let emptyState;
 let jumpButton;
 let stick = true;
+let lastTop = 0; // scrollTop as the last scroll event saw it
 let filling = null; // the open view's items still to draw: {items, next}
 
 export function mountMessages() {
@@ -34,7 +35,6 @@ export function mountMessages() {
   jumpButton = byId("jump-latest");
   mountCitations(list);
   // Growing content never moves scrollTop, so only a move up (the user's) unsticks.
-  let lastTop = 0;
   scroller.addEventListener("scroll", () => {
     const top = scroller.scrollTop;
     if (scroller.scrollHeight - top - scroller.clientHeight < STICK_DISTANCE) stick = true;
@@ -121,11 +121,13 @@ function drawOlder(fill, budget) {
     fill.next -= 1;
     fragment.prepend(buildItem(fill.items[fill.next], "later"));
   } while (fill.next > 0 && performance.now() - start < budget);
-  // What the user is reading stays where it is: the bottom, or the same lines.
-  const height = stick ? 0 : scroller.scrollHeight;
+  // What the user sees stays where it is (the bottom, or the lines they scrolled to),
+  // even when their scroll's event is still to come: it must still read as a move up.
+  const height = scroller.scrollHeight;
   list.prepend(fragment);
-  if (stick) scrollToBottom();
-  else scroller.scrollTop += scroller.scrollHeight - height;
+  const grown = scroller.scrollHeight - height;
+  scroller.scrollTop += grown;
+  lastTop += grown;
 }
 
 function appendItem(item) {
