@@ -89,6 +89,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "AST_PREFILTER",
         ),
     ),
+    ("Interactive tables", ("TABLE_QUERY_MEMORY_MB", "TABLE_QUERY_THREADS")),
     (
         "Per-user and host limits",
         ("USER_MAX_SANDBOXES", "USER_MAX_RUNS", "USER_MAX_DISK_MB", "HOST_MAX_SANDBOXES"),

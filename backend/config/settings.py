@@ -240,6 +240,15 @@ class Settings(BaseSettings):
         description="MB per streamed upload (`PUT /api/sessions/{id}/uploads/{name}`, tus), "
         "written to disk as it arrives; also caps an S3 object's copy.",
     )
+    TABLE_QUERY_MEMORY_MB: int = Field(
+        default=256,
+        ge=16,
+        description="Memory the server's DuckDB may use for all table queries together "
+        "(paging, sorting, filtering and downloading the tables runs showed).",
+    )
+    TABLE_QUERY_THREADS: int = Field(
+        default=2, ge=1, le=64, description="Threads the server's DuckDB uses for table queries."
+    )
     PARQUET_CONVERSION_MB: float = Field(
         default=100,
         ge=0,

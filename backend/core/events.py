@@ -30,6 +30,7 @@ from backend.llm.stream import (
     ToolCalls,
     Usage,
 )
+from backend.tools.sandbox.table_result import Cell, TableColumn, TableSource
 
 __all__ = [
     "Accepted",
@@ -145,6 +146,23 @@ class Chart(Event):
     png_url: str
 
 
+class Table(Event):
+    """A table an attempt showed (sent right after its `Execution`): its row count, columns
+    and first rows; `url` serves its summary, its pages (sorted, filtered) and downloads."""
+
+    type: Literal["table"] = "table"
+    tool: str | None = None
+    index: int | None = None
+    run_id: str
+    table_id: str
+    name: str
+    source: TableSource
+    rows: int
+    columns: list[TableColumn]
+    preview: list[list[Cell]]
+    url: str
+
+
 class Observation(Event):
     """What a tool gave back to the agent (the runner's input, never sent): the
     runner turns it into the steps a client sees."""
@@ -229,6 +247,7 @@ class Final(Event):
     usage: Usage | None = None
     tool_calls: list[ClientToolCall] = Field(default_factory=list)
     logprobs: list[TokenLogprob] = Field(default_factory=list)
+    tables: list[Table] = Field(default_factory=list)  # the turn's, for clients that read no steps
 
     def payload(self) -> dict[str, Any]:
         return {
@@ -255,10 +274,10 @@ class Done(Event):
     status: str | None = None
 
 
-StepEvent = Plan | StepStart | ToolCall | Code | Execution | PassageFound | Plot | Chart
+StepEvent = Plan | StepStart | ToolCall | Code | Execution | PassageFound | Plot | Chart | Table
 AgentEvent = StepEvent | ChatEvent  # what an agent (or plain chat) yields
 TurnEvent = Routed | AgentEvent | Final | Failed | Done
 STEP_TYPES = frozenset(
-    {"plan", "step_start", "tool_call", "code", "execution", "passage", "plot", "chart"}
+    {"plan", "step_start", "tool_call", "code", "execution", "passage", "plot", "chart", "table"}
 )
 SERVER_ONLY_TYPES = frozenset({"accepted", "usage", "finish"})  # what no `/api` client reads

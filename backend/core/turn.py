@@ -22,6 +22,7 @@ from backend.core.events import (
     Finish,
     Routed,
     StepEvent,
+    Table,
     TokenLogprob,
     ToolCalls,
     ToolUse,
@@ -110,6 +111,7 @@ class Turn:
             usage=self.usage,
             tool_calls=self.tool_calls,
             logprobs=self.logprobs,
+            tables=[step for step in self.steps if isinstance(step, Table)],
         )
 
     def take(self, event: AgentEvent) -> None:

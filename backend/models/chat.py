@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from backend.core.events import Citation, TurnSummary
+from backend.core.events import Citation, Table, TurnSummary
 from backend.core.router import AgentType
 from backend.models.common import SessionId, Text
 
@@ -25,3 +25,4 @@ class ChatResponse(BaseModel):
     agent_type: str
     metadata: TurnSummary
     citations: list[Citation] = []
+    tables: list[Table] = []  # the tables its runs showed (also sent as `table` events)

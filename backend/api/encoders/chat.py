@@ -46,4 +46,5 @@ def chat_response(final: Final) -> ChatResponse:
         agent_type=final.summary.agent_type,
         metadata=final.summary,
         citations=final.citations,
+        tables=final.tables,
     )

@@ -2,7 +2,8 @@
 
 An agent's steps ride in our extension fields (`agent_event` on a chunk with an
 empty delta, `agent` on the first chunk and the completion), which OpenAI
-clients ignore; an agent turn's citations are the completion's `metadata`.
+clients ignore; an agent turn's citations (and the tables its runs showed) are the
+completion's `metadata`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ def citations_metadata(final: Final) -> dict[str, Any] | None:
     does, so strict clients of plain chat see OpenAI's shape."""
     if final.summary.agent_type == "chat":
         return None
-    return {"citations": final.citations_payload()}
+    return {"citations": final.citations_payload(), **tables_metadata(final)}
+
+
+def tables_metadata(final: Final) -> dict[str, Any]:
+    """The tables a turn's runs showed (schema, row count, first rows, the URL to page
+    them), under `tables`; nothing when there are none, so the shape stays OpenAI's."""
+    return {"tables": [t.payload() for t in final.tables]} if final.tables else {}
 
 
 def completion(final: Final) -> dict[str, Any]:
@@ -105,7 +112,7 @@ async def completion_chunks(
                     yield pending + sse_data(chunks.chunk({}, agent_event=event.payload()))
                     pending = ""
                 elif event.type == "final":
-                    metadata = {"citations": event.citations_payload()}
+                    metadata = {"citations": event.citations_payload(), **tables_metadata(event)}
                     closing = [
                         pending,
                         sse_data(chunks.chunk({}, event.finish_reason, metadata=metadata)),

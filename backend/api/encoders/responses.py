@@ -26,7 +26,10 @@ def finished(
     output += [function_call_item(call) for call in final.tool_calls]
     status = "incomplete" if final.finish_reason == "length" else "completed"
     agent = final.summary.model_dump(mode="json")
-    return response_body(response_id, final.model, status, output, final.usage, agent, previous)
+    body = response_body(response_id, final.model, status, output, final.usage, agent, previous)
+    if final.tables:  # our extension, as on chat completions' metadata
+        body["tables"] = [table.payload() for table in final.tables]
+    return body
 
 
 class _Events:

@@ -46,6 +46,7 @@ from backend.core.events import (
     Plot,
     StepEvent,
     StepStart,
+    Table,
     ToolCall,
 )
 from backend.files.catalog import DATA_FOLDER, WorkspaceCatalog
@@ -298,7 +299,7 @@ class StepEvents:
                 yield from self._plots(step.files, step.tool, step.index)
         elif isinstance(step, Observation):
             yield from self._observed(step)
-        elif isinstance(step, Plan | StepStart | ToolCall | PassageFound | Plot | Chart):
+        elif isinstance(step, Plan | StepStart | ToolCall | PassageFound | Plot | Table | Chart):
             yield step
 
     def _observed(self, step: Observation) -> Iterator[StepEvent]:

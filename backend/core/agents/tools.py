@@ -11,9 +11,18 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from backend.core.agents.react.state import Step
-from backend.core.events import AnswerDelta, Code, Execution, Observation, PassageFound, StepEvent
+from backend.core.events import (
+    AnswerDelta,
+    Code,
+    Execution,
+    Observation,
+    PassageFound,
+    StepEvent,
+    Table,
+)
 from backend.files.catalog import WorkspaceCatalog
 from backend.llm.turn import TurnLLM
+from backend.storage.sessions import client_id
 from backend.tools.python_coder.coder import CoderProgress, PythonCoder
 from backend.tools.python_coder.request import AnswerMode, CoderRequest
 from backend.tools.python_coder.result import ExecutionAttempt
@@ -147,6 +156,21 @@ class PythonCoderTool:
                     files=[str(name) for name in attempt.files],
                 )
             )
+            url = f"/api/sessions/{client_id(self.session_id)}/tables"
+            for table in attempt.tables:  # right after the run that showed them
+                context.report(
+                    Table(
+                        tool=self.name,
+                        run_id=attempt.run_id,
+                        table_id=table.id,
+                        name=table.name,
+                        source=table.source,
+                        rows=table.rows,
+                        columns=table.columns,
+                        preview=table.preview,
+                        url=f"{url}/{table.id}",
+                    )
+                )
 
         async def answering(text: str) -> None:
             context.report(AnswerDelta(text=text))

@@ -122,5 +122,6 @@ async def _attempt(
         stdout=stdout,
         error=error,
         files=result.files,
+        tables=result.tables if success else [],
         execution_time=result.execution_time,
     )

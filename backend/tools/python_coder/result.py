@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from backend.tools.sandbox.table_result import TablePreview
+
 
 def new_run_id() -> str:
     """A run's id: what a citation of its output names, unique within a server's life and beyond."""
@@ -50,6 +52,7 @@ class ExecutionAttempt(BaseModel):
     stdout: str = ""
     error: str | None = None
     files: list[str] = Field(default_factory=list)
+    tables: list[TablePreview] = Field(default_factory=list)  # what a successful run showed
     execution_time: float = 0.0
 
 

@@ -23,6 +23,7 @@ MAX_COLUMNS = 1_000
 MAX_TEXT = 200
 
 Cell = str | int | float | bool | None
+TableSource = Literal["expression", "printed", "variable"]  # how the run showed it
 
 
 def table_file(table_id: str) -> str:
@@ -47,7 +48,7 @@ class TablePreview(BaseModel):
 
     id: str = Field(pattern=TABLE_ID.pattern)
     name: str = Field(default="", max_length=MAX_TEXT)
-    source: Literal["expression", "printed", "variable"]
+    source: TableSource
     rows: int = Field(ge=0)
     columns: list[TableColumn] = Field(max_length=MAX_COLUMNS)
     preview: list[list[Cell]] = Field(max_length=PREVIEW_ROWS)
