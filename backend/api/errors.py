@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from backend.api.disconnect import ClientGone
+from backend.core.branches import MessageNotFound, NotARegeneration
 from backend.core.limits import LimitReached
 from backend.core.python_coder_service import ExecutorUnavailable, UnknownSession
 from backend.files import UnsupportedFileType
@@ -198,6 +199,22 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ClientGone)
     async def _client_gone(request: Request, exc: ClientGone) -> Response:
         return Response(status_code=499)  # nobody is listening any more
+
+    @app.exception_handler(MessageNotFound)
+    async def _no_message(request: Request, exc: Exception) -> JSONResponse:
+        return error_response(
+            request,
+            404,
+            "Message not found in this conversation.",
+            code="message_not_found",
+            param="parent_message_id",
+        )
+
+    @app.exception_handler(NotARegeneration)
+    async def _not_regeneration(request: Request, exc: Exception) -> JSONResponse:
+        return error_response(
+            request, 400, str(exc), code="invalid_request", param="parent_message_id"
+        )
 
     @app.exception_handler(SessionOwnedByAnotherUser)
     @app.exception_handler(InvalidSession)  # an id no check let through: still never a path

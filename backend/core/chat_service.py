@@ -11,14 +11,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 from collections.abc import AsyncGenerator
 
+import anyio
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from starlette.concurrency import run_in_threadpool
 
 from backend.core.agents.chat import run_chat
 from backend.core.agents.client_tools import as_plain_messages
-from backend.core.agents.runner import AgentRunner
+from backend.core.agents.runner import AgentRunner, ToolAgent
+from backend.core.branches import (
+    BranchPoint,
+    BranchStates,
+    MessageNotFound,
+    branch_point,
+    fork_from,
+)
 from backend.core.citations import turn_citations
 from backend.core.events import AgentEvent, TurnEvent
 from backend.core.limits import Limits
@@ -27,9 +36,11 @@ from backend.core.run_slots import RunSlot
 from backend.core.turn import Turn, TurnRequest
 from backend.llm import LLMBackend
 from backend.llm.turn import TurnLLM
-from backend.storage import Conversation, ConversationNotFound, Message, Store, User
+from backend.storage import ROOT, Conversation, ConversationNotFound, Message, Store, User
 from backend.storage.audit import AuditLog
 from backend.storage.sessions import session_key
+
+logger = logging.getLogger(__name__)
 
 
 class ChatService:
@@ -41,7 +52,9 @@ class ChatService:
         agents: AgentRunner | None = None,
         server: str = "",
         limits: Limits | None = None,
+        branches: BranchStates | None = None,
     ) -> None:
+        self.branches = branches  # each branch's data state (None: no workspaces to keep)
         self.server = server  # this server's id, on turns it holds `running`
         self.limits = limits  # per-user agent runs and disk (None: unlimited)
         self.store = store
@@ -85,17 +98,19 @@ class ChatService:
         )
         fresh = request.session_id is None
         messages = request.messages
+        point = BranchPoint(ROOT, [])  # a new conversation's
+        stored_user: Message | None = None
         if request.session_id is None:
+            if request.parent_message_id not in (None, ROOT):
+                raise MessageNotFound(request.parent_message_id)
             conversation = Conversation.new(user.id, _title(user_text))  # stored below
         else:
-            # OpenAI clients resend the whole history; a client that sends only the new
-            # message with a known `session_id` gets the stored history instead.
-            needs_history = not any(isinstance(m, AIMessage) for m in messages)
             key = session_key(user.id, request.session_id)  # namespaced by its owner
-            conversation, stored = self.store.begin_turn(
-                user.id, key, _title(user_text), user_text, history=needs_history
-            )
-            messages = _with_history(stored, messages) if stored else messages
+            conversation, point, stored_user = self._begin(user, key, user_text, request)
+            # OpenAI clients resend the whole history; a client that sends only the new
+            # message with a known `session_id` gets the stored history (its branch's).
+            if not any(isinstance(m, AIMessage) for m in messages):
+                messages = _with_history(point.path, messages)
         session_id = conversation.session_key
         coder_llm = TurnLLM.for_backend(
             self.llm, model, self.audit, user=user.username, session_id=session_id
@@ -118,8 +133,9 @@ class ChatService:
             conversation, decision, model, user=user.username, prompt=messages, question=user_text
         )
         turn.agent_llm = coder_llm
+        turn.reply_to = stored_user.id if stored_user is not None else point.answers
         if fresh:
-            opening = functools.partial(self.store.start_conversation, conversation, user_text)
+            opening = functools.partial(self._start, turn, user_text)
             if decision.agent_type == "chat":
                 # Stored once the model has the request (its first event), so the write
                 # overlaps the wait for the first token. Nobody can know the new session
@@ -135,11 +151,47 @@ class ChatService:
                 for m in messages[:-1]
                 if m.type in ("human", "ai")
             ]
+            if self.branches is not None and not fresh:
+                await self.branches.enter(session_id, point.path)
             agent_events = self.agents.run(
-                decision.agent_type, user_text, history, user.id, session_id, coder_llm
+                decision.agent_type,
+                user_text,
+                history,
+                user.id,
+                session_id,
+                coder_llm,
+                fork_from=fork_from(point.path, decision.agent_type, linear=point.linear),
             )
         turn.events = self._recorded(turn, agent_events)
         return turn
+
+    def _begin(
+        self, user: User, key: str, text: str, request: TurnRequest
+    ) -> tuple[Conversation, BranchPoint, Message | None]:
+        """The session's conversation, where the turn goes in it, and the user's message
+        stored there (none when the turn regenerates an answer)."""
+        title = _title(text)
+        if request.parent_message_id is None:
+            conversation, stored, mine = self.store.begin_turn(
+                user.id, key, title, text, history=True
+            )
+            return conversation, branch_point(stored, None, text), mine
+        if self.store.session_owner(key) is None:
+            raise MessageNotFound(request.parent_message_id)  # no conversation, no message
+        conversation = self.store.conversation_for_session(user.id, key, title)
+        stored = self.store.list_messages(conversation.id)
+        point = branch_point(stored, request.parent_message_id, text)
+        new_text = "" if point.regenerate is not None else text
+        _, _, mine = self.store.begin_turn(
+            user.id, key, title, new_text, history=False, parent_id=point.parent_id
+        )
+        return conversation, point, mine
+
+    def _start(self, turn: Turn, text: str) -> None:
+        """Store a new conversation with its first message, which the answer follows."""
+        first = self.store.start_conversation(turn.conversation, text)
+        if first is not None:
+            turn.reply_to = first.id
 
     def _chat(
         self, model: str, messages: list[BaseMessage], request: TurnRequest
@@ -211,8 +263,30 @@ class ChatService:
             finish, error = "error", llm_error.message
             raise llm_error from exc
         finally:
-            self._end_run(turn)
-            self._record(turn, finish, error)
+            try:
+                agent = turn.decision.agent_type
+                if self.agents is not None and agent in ("react", "plan_execute"):
+                    with anyio.CancelScope(shield=True):
+                        await self._close_branch(turn, agent, finish, error)
+                else:
+                    self._record(turn, finish, error)
+            finally:
+                self._end_run(turn)
+
+    async def _close_branch(
+        self, turn: Turn, agent: ToolAgent, finish: str, error: str | None
+    ) -> None:
+        """Record an agent turn with the checkpoint its graph reached, then snapshot the
+        session's data as that answer's state (`backend/core/branches.py`)."""
+        assert self.agents is not None
+        key = turn.conversation.session_key
+        try:
+            turn.extra["checkpoint"] = await self.agents.checkpoint_after(agent, key)
+        except Exception as exc:  # the answer matters more than its branch's memory
+            logger.warning("session %s: no checkpoint for the turn: %r", key, exc)
+        answer = self._record(turn, finish, error)
+        if answer is not None and self.branches is not None:
+            await self.branches.keep(key, answer)
 
     def _end_run(self, turn: Turn) -> None:
         """The agent run's slot back to its user, whose runs may have written anything."""
@@ -235,10 +309,13 @@ class ChatService:
             "server": self.server,
         }
         with contextlib.suppress(ConversationNotFound):
-            stored = self.store.add_message(turn.conversation.id, "assistant", "", metadata)
+            stored = self.store.add_message(
+                turn.conversation.id, "assistant", "", metadata, parent_id=turn.reply_to
+            )
             turn.placeholder = stored.id
 
-    def _record(self, turn: Turn, finish: str, error: str | None) -> None:
+    def _record(self, turn: Turn, finish: str, error: str | None) -> int | None:
+        """Store the answer; returns its message id (None if the conversation went)."""
         turn.write_opening()  # a turn that failed before its first event
         # The steps let a client redraw the turn's timeline from the stored answer.
         metadata = {
@@ -252,12 +329,16 @@ class ChatService:
             metadata["client_tool_calls"] = [c.model_dump(mode="json") for c in turn.tool_calls]
         if error:
             metadata["error"] = error
+        metadata.update(turn.extra)
         answer = "".join(turn.answer)
-        if turn.placeholder is not None:
-            self.store.update_message(turn.placeholder, answer, metadata)
+        stored = turn.placeholder
+        if stored is not None:
+            self.store.update_message(stored, answer, metadata)
         else:
             with contextlib.suppress(ConversationNotFound):  # deleted while we answered
-                self.store.add_message(turn.conversation.id, "assistant", answer, metadata)
+                stored = self.store.add_message(
+                    turn.conversation.id, "assistant", answer, metadata, parent_id=turn.reply_to
+                ).id
         if self.audit is not None:
             self.audit.prompt(
                 user=turn.user,
@@ -270,9 +351,12 @@ class ChatService:
                 error=error,
             )
 
+        return stored
+
 
 def _with_history(stored: list[Message], messages: list[BaseMessage]) -> list[BaseMessage]:
-    """The stored conversation, after the request's system messages, before the rest."""
+    """The stored conversation (its branch), after the request's system messages, before
+    the rest."""
     history: list[BaseMessage] = []
     for message in stored:
         if message.role == "user":

@@ -1,7 +1,7 @@
 """How much disk each user's workspaces take, kept cheap to ask.
 
 Every key of a user's sessions starts with `user_prefix(user_id)`, so their
-workspaces are the folders `DATA_DIR/scratch/<prefix>*`. Walking them on every
+workspaces are the folders `DATA_DIR/scratch/<prefix>*` (and their snapshots). Walking them on every
 request would cost as much as the files are many: the total is cached, uploads add
 what they write, a run's end marks it stale, and it is walked again at most every
 `REFRESH_SECONDS` otherwise. Sizes are blocks on disk (a sparse file costs what it
@@ -10,6 +10,7 @@ holds); links are never followed, and a hard-linked file counts once.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import threading
@@ -17,6 +18,7 @@ import time
 from pathlib import Path
 
 from backend.storage.sessions import user_prefix
+from backend.storage.workspaces import SNAPSHOTS_FOLDER
 
 REFRESH_SECONDS = 60.0
 
@@ -55,12 +57,13 @@ class DiskUsage:
 
 
 def _walk(scratch: Path, prefix: str) -> int:
+    """The user's workspaces and their turns' snapshots (`DATA_DIR/snapshots/<key>`)."""
     total = 0
     seen: set[tuple[int, int]] = set()
-    try:
-        tops = [entry.path for entry in os.scandir(scratch) if entry.name.startswith(prefix)]
-    except OSError:
-        return 0
+    tops = []
+    for root in (scratch, scratch.parent / SNAPSHOTS_FOLDER):
+        with contextlib.suppress(OSError):
+            tops += [entry.path for entry in os.scandir(root) if entry.name.startswith(prefix)]
     pending = [top for top in tops if os.path.isdir(top) and not os.path.islink(top)]
     while pending:
         try:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from backend.config import ConfigError, Settings
 from backend.core.accounts import ensure_admin
 from backend.core.agents.runner import AgentRunner
+from backend.core.branches import BranchStates
 from backend.core.chat_service import ChatService
 from backend.core.disk_usage import DiskUsage
 from backend.core.instance import server_id
@@ -34,6 +35,7 @@ from backend.storage.mirror import WorkspaceMirror
 from backend.storage.resumable import ResumableUploads
 from backend.storage.s3_objects import S3Config
 from backend.storage.shared import SharedWorkspaces
+from backend.storage.snapshots import TurnSnapshots
 from backend.storage.workspaces import Workspaces
 from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.sandbox import SandboxStatus, resolve_sandbox
@@ -119,6 +121,7 @@ def build_services(settings: Settings) -> Services:
     else:
         executors = ExecutorPool(settings, sandbox, workspaces, limits.max_sandboxes)
     agents = AgentRunner(settings, shared, catalog, coder, executors, llm.name)
+    branches = BranchStates(TurnSnapshots(settings.DATA_DIR, workspaces), executors)
     python_coder = PythonCoderService(
         settings=settings,
         store=store,
@@ -137,7 +140,7 @@ def build_services(settings: Settings) -> Services:
         secret_key=secret_key,
         store=store,
         llm=llm,
-        chat=ChatService(store, llm, audit, agents, server, limits),
+        chat=ChatService(store, llm, audit, agents, server, limits, branches),
         sandbox=sandbox,
         workspaces=workspaces,
         shared=shared,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 
@@ -45,6 +46,9 @@ class TurnRequest:
     agent_type: AgentType = "auto"
     options: GenerationOptions = field(default_factory=GenerationOptions)
     tools: ClientTools | None = None  # the client's own tools (its agent loop runs them)
+    # The message this one follows (backend/core/branches.py): None, the latest; ROOT (0),
+    # none (a new first message); the user's own message: its answer is made again.
+    parent_message_id: int | None = None
 
 
 @dataclass
@@ -69,6 +73,8 @@ class Turn:
     question: str = ""  # the user's message this turn answers
     citations: list[Citation] = field(default_factory=list)  # the answer's numbers' sources
     run_slot: RunSlot | None = None  # the user's place among their concurrent agent runs
+    reply_to: int | None = None  # the stored user message the answer follows (None: latest)
+    extra: dict[str, Any] = field(default_factory=dict)  # kept in the answer's metadata
 
     def write_opening(self) -> None:
         """Store what `open_turn` left to write (a new session and its first message), once."""

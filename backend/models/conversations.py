@@ -13,6 +13,16 @@ class MessagePublic(BaseModel):
     content: str
     created_at: float
     metadata: dict[str, Any]
+    parent_id: int | None = None  # the message it follows; None for the first
+    # The messages with the same parent, itself included, oldest first: more than one
+    # where the user edited a message or regenerated an answer ("< 2 / 3 >").
+    siblings: list[int] = []
+
+
+class BranchPublic(BaseModel):
+    leaf_id: int  # the branch's last message: `?leaf=` shows it
+    created_at: float  # when that message was written
+    preview: str  # its last question, shortened
 
 
 class ConversationPublic(BaseModel):
@@ -25,4 +35,6 @@ class ConversationPublic(BaseModel):
 
 
 class ConversationDetail(ConversationPublic):
-    messages: list[MessagePublic]
+    messages: list[MessagePublic]  # one branch: from the first message to `leaf_id`
+    leaf_id: int | None = None
+    branches: list[BranchPublic] = []  # every branch, oldest first

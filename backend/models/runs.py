@@ -13,6 +13,13 @@ class RunCreate(BaseModel):
     session_id: SessionId | None = None
     agent_type: AgentType = "auto"
     model: Text = ""
+    parent_message_id: int | None = Field(
+        default=None,
+        ge=0,
+        description="The message this one follows (editing a message: its parent;"
+        " 0: a new first message). Naming your own message regenerates its answer"
+        " (send its text again). Omitted: after the latest message.",
+    )
 
 
 class RunPublic(BaseModel):

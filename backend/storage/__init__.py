@@ -6,6 +6,7 @@ from pathlib import Path
 
 from backend.config import ConfigError
 from backend.storage.base import (
+    ROOT,
     ApiKey,
     Conversation,
     ConversationNotFound,
@@ -22,6 +23,7 @@ from backend.storage.base import (
 from backend.storage.sqlite import SQLiteStore
 
 __all__ = [
+    "ROOT",
     "ApiKey",
     "Conversation",
     "ConversationNotFound",

@@ -76,6 +76,12 @@ class Message:
     content: str
     created_at: float
     metadata: dict[str, Any] = field(default_factory=dict)
+    parent_id: int | None = None  # the message it follows; None for a conversation's first
+
+
+# `parent_id` for a message that starts a new branch at the top of its conversation
+# (an edit of the first message). A missing parent (None) means: after the latest message.
+ROOT = 0
 
 
 class SessionOwnedByAnotherUser(Exception):
@@ -158,15 +164,23 @@ class Store(Protocol):
         ...
 
     def begin_turn(
-        self, user_id: int, session_id: str, title: str, text: str, *, history: bool
-    ) -> tuple[Conversation, list[Message]]:
-        """One transaction: the conversation (as `conversation_for_session`), its messages
-        so far if `history`, then `text` (if any) appended as the user's message."""
+        self,
+        user_id: int,
+        session_id: str,
+        title: str,
+        text: str,
+        *,
+        history: bool,
+        parent_id: int | None = None,
+    ) -> tuple[Conversation, list[Message], Message | None]:
+        """One transaction: the conversation (as `conversation_for_session`), all its
+        messages so far if `history`, then `text` (if any) appended as the user's message
+        after `parent_id` (`ROOT`: first; None: after the latest), which is returned."""
         ...
 
-    def start_conversation(self, conversation: Conversation, text: str) -> None:
+    def start_conversation(self, conversation: Conversation, text: str) -> Message | None:
         """One transaction: store a new conversation (`Conversation.new`) and `text`, if
-        any, as its first user message."""
+        any, as its first user message (returned)."""
         ...
 
     def session_owner(self, session_id: str) -> int | None:
@@ -194,8 +208,10 @@ class Store(Protocol):
         role: str,
         content: str,
         metadata: dict[str, Any] | None = None,
+        parent_id: int | None = None,
     ) -> Message:
-        """Append a message; it is durable once this returns."""
+        """Append a message after `parent_id` (`ROOT`: first; None: after the latest); it
+        is durable once this returns."""
         ...
 
     def update_message(self, message_id: int, content: str, metadata: dict[str, Any]) -> None:

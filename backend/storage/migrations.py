@@ -132,6 +132,15 @@ MIGRATIONS = [
     );
     CREATE INDEX revoked_tokens_by_expiry ON revoked_tokens(expires_at)
     """,
+    # Branches (backend/storage/message_tree.py): a message follows its parent, NULL for
+    # a conversation's first. Earlier messages each followed the one stored before them.
+    """
+    ALTER TABLE messages ADD COLUMN parent_id BIGINT;
+    UPDATE messages SET parent_id = (
+        SELECT MAX(earlier.id) FROM messages earlier
+        WHERE earlier.conversation_id = messages.conversation_id AND earlier.id < messages.id
+    )
+    """,
 ]
 SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
 # In the order to copy; those with ids number on from the copied ones.

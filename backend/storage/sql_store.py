@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from backend.storage.base import (
+    ROOT,
     ApiKey,
     Conversation,
     ConversationNotFound,
@@ -222,16 +223,24 @@ class SQLStore:
             return _conversation_for_session(db, user_id, session_id, title)
 
     def begin_turn(
-        self, user_id: int, session_id: str, title: str, text: str, *, history: bool
-    ) -> tuple[Conversation, list[Message]]:
+        self,
+        user_id: int,
+        session_id: str,
+        title: str,
+        text: str,
+        *,
+        history: bool,
+        parent_id: int | None = None,
+    ) -> tuple[Conversation, list[Message], Message | None]:
         with self.database.transaction() as db:
             conversation = _conversation_for_session(db, user_id, session_id, title)
             earlier = _messages(db, conversation.id) if history else []
+            stored = None
             if text:
-                _insert_message(db, conversation.id, "user", text, {})
-        return conversation, earlier
+                stored = _insert_message(db, conversation.id, "user", text, {}, parent_id)
+        return conversation, earlier, stored
 
-    def start_conversation(self, conversation: Conversation, text: str) -> None:
+    def start_conversation(self, conversation: Conversation, text: str) -> Message | None:
         c = conversation
         with self.database.transaction() as db:
             db.execute(
@@ -240,8 +249,7 @@ class SQLStore:
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 (c.id, c.user_id, c.session_key, c.title[:80], c.created_at, c.updated_at),
             )
-            if text:
-                _insert_message(db, c.id, "user", text, {})
+            return _insert_message(db, c.id, "user", text, {}, ROOT) if text else None
 
     def session_owner(self, session_id: str) -> int | None:
         with self.database.reading() as db:
@@ -291,10 +299,13 @@ class SQLStore:
         role: str,
         content: str,
         metadata: dict[str, Any] | None = None,
+        parent_id: int | None = None,
     ) -> Message:
         try:
             with self.database.transaction() as db:
-                return _insert_message(db, conversation_id, role, content, metadata or {})
+                return _insert_message(
+                    db, conversation_id, role, content, metadata or {}, parent_id
+                )
         except self.database.integrity_errors:
             raise ConversationNotFound(conversation_id) from None
 
@@ -410,16 +421,28 @@ def _conversation_for_session(
 
 
 def _insert_message(
-    db: Connection, conversation_id: str, role: str, content: str, meta: dict[str, Any]
+    db: Connection,
+    conversation_id: str,
+    role: str,
+    content: str,
+    meta: dict[str, Any],
+    parent_id: int | None,
 ) -> Message:
+    """`parent_id`: `ROOT` for a first message, None for after the latest one."""
     now = time.time()
+    if parent_id is None:
+        latest = db.execute(
+            "SELECT MAX(id) AS id FROM messages WHERE conversation_id = ?", (conversation_id,)
+        ).fetchone()
+        parent_id = latest["id"] if latest is not None else None
+    parent = None if parent_id in (None, ROOT) else int(parent_id)
     row = db.execute(
-        "INSERT INTO messages (conversation_id, role, content, metadata, created_at)"
-        " VALUES (?, ?, ?, ?, ?) RETURNING id",
-        (conversation_id, role, content, json.dumps(meta), now),
+        "INSERT INTO messages (conversation_id, role, content, metadata, created_at, parent_id)"
+        " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+        (conversation_id, role, content, json.dumps(meta), now, parent),
     ).fetchone()
     db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id))
-    return Message(int(row["id"]), conversation_id, role, content, now, meta)
+    return Message(int(row["id"]), conversation_id, role, content, now, meta, parent)
 
 
 def _messages(db: Connection, conversation_id: str) -> list[Message]:
@@ -434,6 +457,7 @@ def _messages(db: Connection, conversation_id: str) -> list[Message]:
             row["content"],
             row["created_at"],
             json.loads(row["metadata"]),
+            None if row["parent_id"] is None else int(row["parent_id"]),
         )
         for row in rows
     ]

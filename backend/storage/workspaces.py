@@ -25,6 +25,7 @@ from backend.storage.drafts import Draft, Staging, is_draft, staging_of
 from backend.storage.sessions import check_key, valid_session_id
 
 SUBFOLDERS = ("uploads", "outputs", "variables", "scripts")
+SNAPSHOTS_FOLDER = "snapshots"  # DATA_DIR/snapshots/<key>: its turns' states (snapshots.py)
 # Free space that uploads, extractions and runs must leave on the disk (the sandbox worker's
 # DISK_FLOOR_BYTES): the server's own database and logs live there too.
 DISK_FLOOR = 1024**3
@@ -129,6 +130,8 @@ class Workspaces:
             shutil.rmtree(workspace)  # fd-based on Linux: safe against swapped-in links
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(staging_of(workspace))
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(workspace.parent.parent / SNAPSHOTS_FOLDER / workspace.name)
 
     def staging(self, session_id: str) -> Staging:
         """The server's own folder for the session's drafts, outside its workspace."""

@@ -112,9 +112,9 @@ def test_database_url_selects_the_store(tmp_path: Path) -> None:
 
 def test_a_turn_begins_in_one_transaction(store: Store) -> None:
     alice, bob = store.create_user("alice", "h"), store.create_user("bob", "h")
-    conversation, history = store.begin_turn(alice.id, "s1", "First", "hi", history=True)
+    conversation, history, _ = store.begin_turn(alice.id, "s1", "First", "hi", history=True)
     assert history == []  # a new session has none
-    again, history = store.begin_turn(alice.id, "s1", "Other", "and then?", history=True)
+    again, history, _ = store.begin_turn(alice.id, "s1", "Other", "and then?", history=True)
     assert again.id == conversation.id and again.title == "First"
     assert [(m.role, m.content) for m in history] == [("user", "hi")]  # before the new one
     assert [m.content for m in store.list_messages(conversation.id)] == ["hi", "and then?"]

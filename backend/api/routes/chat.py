@@ -32,6 +32,7 @@ async def create_chat_message(
         model=body.model,
         session_id=body.session_id,
         agent_type=body.agent_type,
+        parent_message_id=body.parent_message_id,
     )
     turn = await chat.open_turn(user, request)
     if body.stream:

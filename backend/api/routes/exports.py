@@ -9,10 +9,12 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from backend.api.deps import FileReader, SharedDep, StepsDep, StoreDep, WorkspacesDep
-from backend.api.errors import CLIENT_ERRORS
+from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.api.routes.files import current_session
 from backend.core.export import ExportFormat, export_session
 from backend.models.common import SessionId
+from backend.storage import Message
+from backend.storage.message_tree import MessageTree
 
 router = APIRouter(prefix="/api", tags=["sessions"], responses=CLIENT_ERRORS)
 
@@ -32,15 +34,35 @@ async def export_session_steps(
     steps: StepsDep,
     workspaces: WorkspacesDep,
     format: Annotated[ExportFormat, Query()] = "ipynb",
+    leaf: Annotated[int | None, Query(ge=1, description="Export this message's branch.")] = None,
 ) -> Response:
     """The session's successful steps as a notebook (`ipynb`) or a script (`py`) that reruns
-    on copies of its input files; the header records their SHA-256 and the library versions."""
+    on copies of its input files; the header records their SHA-256 and the library versions.
+    A conversation with branches exports one: the branch through `leaf`, or its latest."""
     key = await current_session(store, shared, user, session_id)
     conversation = store.conversation_for_session(user.id, key, "")
+    tree = MessageTree(store.list_messages(conversation.id))
+    if leaf is not None and leaf not in tree:
+        raise ApiError(404, "Message not found in this conversation.", code="message_not_found")
+    kept = await steps.steps(key)
+    if leaf is not None or tree.forks():
+        runs = branch_runs(tree.path(tree.latest_leaf(leaf) if leaf else tree.latest))
+        kept = [step for step in kept if step.run_id in runs]
     export = await run_in_threadpool(
-        export_session, workspaces, key, conversation.title, await steps.steps(key), format
+        export_session, workspaces, key, conversation.title, kept, format
     )
     disposition = f'attachment; filename="{export.filename}"'  # a name of [A-Za-z0-9_-]
     return Response(
         export.body, media_type=export.media_type, headers={"Content-Disposition": disposition}
     )
+
+
+def branch_runs(path: list[Message]) -> set[str]:
+    """The run ids of the steps the answers along a branch show."""
+    return {
+        str(step.get("run_id"))
+        for message in path
+        if message.role == "assistant"
+        for step in message.metadata.get("steps", [])
+        if isinstance(step, dict) and step.get("type") == "execution"
+    }

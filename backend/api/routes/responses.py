@@ -2,7 +2,9 @@
 
 A response id carries its conversation's id, so `previous_response_id` continues
 that conversation (the stored history is prepended, as for `/v1/chat/completions`
-with a `session_id`). Streaming sends the standard typed events.
+with a `session_id`). Any earlier response may be continued: the new turn follows
+that response's answer, a branch with that branch's history and data. Streaming
+sends the standard typed events.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ async def create_response(
         body.unsupported_parameter(), body.agent_type, tools=client_tools, text=response_format
     )
     session_id = body.session_id
+    parent_message_id = None
     if body.previous_response_id is not None:
         conversation_id = conversation_of(body.previous_response_id)
         conversation = store.get_conversation(user.id, conversation_id or "")
@@ -53,6 +56,15 @@ async def create_response(
                 param="previous_response_id",
             )
         session_id = conversation.session_id
+        # An earlier response, not only the latest, continues: its answer is the parent.
+        parent_message_id = next(
+            (
+                m.id
+                for m in store.list_messages(conversation.id)
+                if m.metadata.get("response_id") == body.previous_response_id
+            ),
+            None,  # a response from before branches: after the latest message
+        )
     turn = await chat.open_turn(
         user,
         TurnRequest(
@@ -62,9 +74,11 @@ async def create_response(
             agent_type=body.agent_type,
             options=body.generation_options(),
             tools=ClientTools(*client_tools) if client_tools else None,
+            parent_message_id=parent_message_id,
         ),
     )
     response_id = new_response_id(turn.conversation.id)
+    turn.extra["response_id"] = response_id  # kept with the answer: a later turn may follow it
     previous = body.previous_response_id
     if not body.stream:
         final = await unless_disconnected(http, turn.collect())

@@ -47,6 +47,7 @@ async def create_run(
         model=body.model,
         session_id=body.session_id,
         agent_type=body.agent_type,
+        parent_message_id=body.parent_message_id,
     )
 
     async def open_turn() -> Turn:

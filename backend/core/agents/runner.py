@@ -119,6 +119,16 @@ class AgentRunner:
             await saver.adelete_thread(f"{agent}:{session_id}")
         await self.rag.forget_session(user_id, session_id)
 
+    async def checkpoint_after(self, agent: ToolAgent, session_id: str) -> str | None:
+        """The latest checkpoint of the session's thread for `agent`: after a turn, the
+        one a branch from that turn continues from."""
+        saver = await self.checkpointer()
+        found = await saver.aget_tuple({"configurable": {"thread_id": f"{agent}:{session_id}"}})
+        if found is None:
+            return None
+        value = found.config.get("configurable", {}).get("checkpoint_id")
+        return value if isinstance(value, str) else None
+
     async def uploads(self, session_id: str) -> list[str]:
         listed = await run_in_threadpool(self.workspaces.list_files, session_id)
         return [f.path for f in listed if f.path.startswith(DATA_FOLDER)]
@@ -154,7 +164,10 @@ class AgentRunner:
         user_id: int,
         session_id: str,
         llm: TurnLLM,
+        fork_from: str | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
+        """`fork_from`: the checkpoint of the thread to continue from (a branch's last
+        turn of this agent, `backend/core/branches.py`); None for the thread's latest."""
         await self.shared.pull(session_id)  # what other servers and the sandbox wrote
         tools = await self.tools(user_id, session_id, llm, history, question)
         if llm.profile.long_context:
@@ -182,7 +195,10 @@ class AgentRunner:
         # One thread per session and agent: the state (and the agent's memory of earlier
         # turns) survives a restart; the turn's own fields start afresh.
         inputs.update(question=question, history=history, final_answer=None)
-        config: RunnableConfig = {"configurable": {"thread_id": f"{agent}:{session_id}"}}
+        configurable: dict[str, Any] = {"thread_id": f"{agent}:{session_id}"}
+        if fork_from is not None:
+            configurable["checkpoint_id"] = fork_from
+        config: RunnableConfig = {"configurable": configurable}
         final: dict[str, Any] = {}
         step_events = StepEvents(session_id)
         llm.max_calls = self.settings.AGENT_MAX_LLM_CALLS
@@ -296,7 +312,7 @@ class StepEvents:
             yield step
             if isinstance(step, Execution) and step.ok:  # before an answer written from it
                 self.last_result = output_answer(step.stdout, step.files)
-                yield from self._plots(step.files, step.tool, step.index)
+                yield from self._plots(step.files, step.tool, step.index, step.run_id)
         elif isinstance(step, Observation):
             yield from self._observed(step)
         elif isinstance(step, Plan | StepStart | ToolCall | PassageFound | Plot | Table | Chart):
@@ -307,6 +323,7 @@ class StepEvents:
             self.last_result = step.answer or step.observation
         else:
             self.last_failure = step.error or step.observation
+        run_id = step.run_id or new_run_id()
         if not self.attempts_seen:
             if step.code:
                 yield Code(tool=step.tool, index=step.index, attempt=1, code=step.code)
@@ -314,7 +331,7 @@ class StepEvents:
                 tool=step.tool,
                 index=step.index,
                 attempt=1,
-                run_id=step.run_id or new_run_id(),
+                run_id=run_id,
                 ok=step.ok,
                 stdout=step.output if step.output is not None else step.observation,
                 error=None if step.ok else (step.error or step.observation),
@@ -322,10 +339,10 @@ class StepEvents:
             )
         self.attempts_seen = False
         yield from step.passages
-        yield from self._plots(step.files, step.tool, step.index)
+        yield from self._plots(step.files, step.tool, step.index, run_id)
 
     def _plots(
-        self, files: list[str], tool: str | None, index: int | None
+        self, files: list[str], tool: str | None, index: int | None, run_id: str
     ) -> Iterator[Plot | Chart]:
         """A `Chart` per interactive chart the run displayed, a `Plot` per other image."""
         folder = f"/api/sessions/{client_id(self.session_id)}/files/"
@@ -336,7 +353,7 @@ class StepEvents:
                 yield Chart(
                     tool=tool,
                     index=index,
-                    run_id=chart.run_id,
+                    run_id=run_id,
                     library=chart.library,
                     spec_path=chart.spec_path,
                     spec_url=folder + chart.spec_path,
