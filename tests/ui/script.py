@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from tests.support.agent_script import CODE, react_turn, slow_turn
+from tests.support.table_script import table_turn
 
 XSS_FLAG = "__xss"
 
@@ -52,6 +53,14 @@ REATTACH_CODE = (
     "        break\n"
     "    time.sleep(0.05)\n"
     "print('mean price:', df1['price'].mean())\n"
+)
+
+# Issue 27: a Plotly figure (shown with .show()) and an Altair chart (a variable) in one run.
+CHART_CODE = (
+    "import altair as alt\nimport plotly.express as px\n"
+    "fig = px.scatter(df1, x='region', y='price', title='Prices by region')\nfig.show()\n"
+    "bars = alt.Chart(df1).mark_bar().encode(x='region', y='price', tooltip=['region', 'price'])\n"
+    "print('regions:', len(df1))\n"
 )
 
 
@@ -115,8 +124,25 @@ def wide_turn() -> list[dict[str, Any]]:
     ]
 
 
+# Issue 27, branches: each turn's code, by tag; SIX is regenerated, so it is there twice.
+BRANCH_CODE = {
+    "Q-UI-BR-ONE": "x = 1\nprint('x is', x)\n",
+    "Q-UI-BR-TWO": "x = 2\nprint('x is', x)\n",
+    "Q-UI-BR-THREE": "print('x is', x)\n",
+    "Q-UI-BR-FIVE": "x = 5\nprint('x is', x)\n",
+    "Q-UI-BR-FOUR": "print('x is', x)\n",
+    "Q-UI-BR-SIX": "print('x is', x)\n",
+}
+
+
+def branch_turns() -> list[dict[str, Any]]:
+    turns = [*BRANCH_CODE.items(), ("Q-UI-BR-SIX", BRANCH_CODE["Q-UI-BR-SIX"])]
+    return [r for tag, code in turns for r in react_turn(tag, code, f"{tag} done.")]
+
+
 def replies() -> list[dict[str, Any]]:
     return [
+        *branch_turns(),
         *react_turn("Q-UI-REACT", code=REACT_CODE),
         # Four statements are worth a review (fewer are "trivial"): it approves.
         {"when": ["[stage: review]", "Q-UI-REACT"], "content": '{"answers_question": true}'},
@@ -128,6 +154,14 @@ def replies() -> list[dict[str, Any]]:
             "content": '{"answers_question": true}',
             "repeat": True,
         },
+        *react_turn("Q-UI-CHART-LIVE", code=CHART_CODE, answer="It drew the 2 regions."),
+        *react_turn("Q-UI-CHART-PNG", code=CHART_CODE, answer="It drew the 2 regions."),
+        {
+            "when": ["[stage: review]", "Q-UI-CHART-"],
+            "content": '{"answers_question": true}',
+            "repeat": True,
+        },
+        *table_turn("Q-UI-TABLE"),  # issue 27: a 1,000,000-row table
         *react_turn("Q-UI-RELOAD", code=REATTACH_CODE),
         *react_turn("Q-UI-LONG", code=LONG_OUTPUT_CODE, answer="It printed 45 lines."),
         *wide_turn(),

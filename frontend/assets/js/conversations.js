@@ -6,6 +6,7 @@
 
 import { request } from "./api.js";
 import { newSessionId } from "./dom.js";
+import { setIds } from "./branches.js";
 import { attach, detachAll } from "./runs.js";
 import { emit, on, state, STORAGE, storage } from "./state.js";
 import { createTurn, turnFromMessage } from "./turn.js";
@@ -33,6 +34,7 @@ export function newChat() {
   remember(null);
   state.sessionId = newSessionId();
   state.items = [];
+  state.leafId = null;
   emit("conversation");
   emit("conversations");
 }
@@ -47,11 +49,16 @@ function itemsOf(detail) {
   const items = [];
   let lastUser = "";
   for (const message of messages) {
+    let item = null;
     if (message.role === "user") {
       lastUser = String(message.content || "");
-      items.push({ kind: "user", text: lastUser });
+      item = { kind: "user", text: lastUser };
     } else if (message.role === "assistant") {
-      items.push({ kind: "assistant", turn: turnFromMessage(message, lastUser, detail.session_id) });
+      item = { kind: "assistant", turn: turnFromMessage(message, lastUser, detail.session_id) };
+    }
+    if (item) {
+      setIds(item, message);
+      items.push(item);
     }
   }
   let live = null;
@@ -72,7 +79,8 @@ function itemsOf(detail) {
   return { items, live };
 }
 
-export async function openConversation(id) {
+/** Open conversation `id`, on the branch through message `leaf` (default: its latest). */
+export async function openConversation(id, leaf = null) {
   detachAll();
   state.viewId += 1;
   const viewId = state.viewId;
@@ -81,7 +89,8 @@ export async function openConversation(id) {
   emit("conversations"); // the highlight moves at once
   let detail;
   try {
-    detail = await request(`/api/conversations/${encodeURIComponent(id)}`);
+    const branch = leaf ? `?leaf=${encodeURIComponent(leaf)}` : "";
+    detail = await request(`/api/conversations/${encodeURIComponent(id)}${branch}`);
   } catch (error) {
     if (state.viewId !== viewId) return;
     state.loading = false;
@@ -98,6 +107,7 @@ export async function openConversation(id) {
   state.sessionId = detail.session_id;
   const { items, live } = itemsOf(detail);
   state.items = items;
+  state.leafId = live ? null : detail.leaf_id || null;
   emit("conversation");
   if (live) attach(live, detail.active_run_id);
 }
@@ -143,6 +153,9 @@ export function mountConversations() {
   on("conversation-created", loadConversations);
   on("run-ended", loadConversations);
   on("uploaded", adoptUploadedConversation);
+  on("switch-branch", (leaf) => {
+    if (state.conversationId && !state.running) openConversation(state.conversationId, leaf);
+  });
   on("run-lost", () => {
     if (state.conversationId) openConversation(state.conversationId);
   });

@@ -21,9 +21,11 @@ function refresh() {
   menu.hidden = !sessionId;
   setOpen(false);
   if (!sessionId) return;
+  // The branch on view: a conversation with branches exports the one being read.
+  const leaf = state.leafId ? `&leaf=${encodeURIComponent(state.leafId)}` : "";
   const base = `/api/sessions/${encodeURIComponent(sessionId)}/export?format=`;
-  byId("export-ipynb").href = `${base}ipynb`;
-  byId("export-py").href = `${base}py`;
+  byId("export-ipynb").href = `${base}ipynb${leaf}`;
+  byId("export-py").href = `${base}py${leaf}`;
 }
 
 export function mountExport() {
@@ -50,6 +52,8 @@ export function mountExport() {
   document.addEventListener("click", (event) => {
     if (!menu.contains(event.target)) setOpen(false);
   });
-  for (const topic of ["conversation", "conversation-created", "conversations", "auth"]) on(topic, refresh);
+  for (const topic of ["conversation", "conversation-created", "conversations", "auth", "item-meta"]) {
+    on(topic, refresh);
+  }
   refresh();
 }

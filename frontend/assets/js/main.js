@@ -4,6 +4,7 @@
  */
 
 import { mountAccount } from "./account.js";
+import { mountBranches } from "./branches.js";
 import { mountAdmin } from "./admin.js";
 import { configureApi, request } from "./api.js";
 import { mountComposer } from "./composer.js";
@@ -14,7 +15,7 @@ import { mountFiles } from "./files.js";
 import { mountLightbox } from "./lightbox.js";
 import { hideLogin, mountLogin, showLogin } from "./login.js";
 import { mountMessages } from "./messages.js";
-import { detachAll, retry } from "./runs.js";
+import { detachAll, retry, send } from "./runs.js";
 import { mountSidebar } from "./sidebar.js";
 import { emit, on, state, STORAGE, storage } from "./state.js";
 import { loadStatus, mountStatus } from "./status.js";
@@ -70,9 +71,20 @@ async function start() {
   mountUploads();
   mountLightbox();
   mountConversations();
+  mountBranches();
   mountAccount();
   mountAdmin();
   on("retry", (turn) => retry(turn));
+  on("send-branch", ({ text, keep, parentId, regenerate }) => {
+    send(text, byId("agent-select").value, { keep, parentId, regenerate });
+  });
+  on("regenerate", (item) => {
+    const at = state.items.indexOf(item);
+    const question = state.items.slice(0, at).reverse().find((i) => i.kind === "user");
+    if (at < 0 || !question || !question.id) return;
+    const keep = state.items.indexOf(question) + 1;
+    send(question.text, byId("agent-select").value, { keep, parentId: question.id, regenerate: true });
+  });
 
   const health = loadStatus();
   const token = storage.get(STORAGE.token);

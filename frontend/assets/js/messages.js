@@ -6,6 +6,7 @@
  * scrolled up.
  */
 
+import { branchControls, editParent, messageEditor } from "./branches.js";
 import { drawAnswer, mountCitations } from "./citations.js";
 import { byId, h } from "./dom.js";
 import { emit, on, state } from "./state.js";
@@ -18,6 +19,7 @@ const FIRST_SLICE_MS = 12; // the newest items, drawn in the task that opens the
 const FIRST_SCREEN_MS = 30; // ... and more of them until they fill the screen, within this
 const SLICE_MS = 8; // then older ones, a slice per task, the page painting and taking input between
 const views = new WeakMap(); // turn or upload → its view
+const actionSlots = new Map(); // a stored message's item → its slot for branch controls
 const dirty = new Set();
 let frame = 0;
 let scroller;
@@ -58,6 +60,9 @@ export function mountMessages() {
   }).observe(list);
   on("conversation", renderAll);
   on("item", appendItem);
+  on("item-meta", redrawActions);
+  on("run", redrawActions); // a run going disables editing
+  on("edit-message", editMessage);
   on("turn", schedule);
   on("upload", (upload) => {
     const view = views.get(upload);
@@ -72,6 +77,7 @@ export function mountMessages() {
  */
 function renderAll() {
   dirty.clear();
+  actionSlots.clear();
   list.replaceChildren();
   emptyState.hidden = state.items.length > 0;
   stick = true;
@@ -143,6 +149,7 @@ function buildItem(item, mode) {
       "article",
       { class: "message message-user", testid: "message-user" },
       h("div", { class: "bubble" }, item.text),
+      actionSlot(item),
     );
   }
   if (item.kind === "upload") {
@@ -150,10 +157,45 @@ function buildItem(item, mode) {
     views.set(item.upload, view);
     return view.el;
   }
-  return buildAssistant(item.turn, mode);
+  return buildAssistant(item, mode);
 }
 
-function buildAssistant(turn, mode) {
+/** The slot under a message for its edit / regenerate buttons and branch switch. */
+function actionSlot(item) {
+  const slot = h("div", { class: "action-slot" });
+  actionSlots.set(item, slot);
+  slot.replaceChildren(branchControls(item) || "");
+  return slot;
+}
+
+function redrawActions() {
+  for (const [item, slot] of actionSlots) {
+    if (slot.isConnected) slot.replaceChildren(branchControls(item) || "");
+    else actionSlots.delete(item);
+  }
+}
+
+/** Edit a stored user message in place; sending it starts a branch from its parent. */
+function editMessage(item) {
+  const slot = actionSlots.get(item);
+  const article = slot && slot.closest("article");
+  if (!article || state.running || state.loading) return;
+  const bubble = article.querySelector(".bubble");
+  const cancel = () => {
+    editor.replaceWith(bubble);
+    slot.hidden = false;
+  };
+  const editor = messageEditor(item, (text) => {
+    const keep = state.items.indexOf(item);
+    if (keep < 0) return cancel();
+    emit("send-branch", { text, keep, parentId: editParent(item), regenerate: false });
+  }, cancel);
+  bubble.replaceWith(editor);
+  slot.hidden = true;
+}
+
+function buildAssistant(item, mode) {
+  const turn = item.turn;
   const view = {
     el: null,
     timeline: h("div", { class: "timeline" }),
@@ -170,7 +212,7 @@ function buildAssistant(turn, mode) {
     "article",
     { class: "message message-assistant", testid: "message-assistant", dataset: { runState: turn.runState } },
     h("div", { class: "avatar", "aria-hidden": "true" }, "π"),
-    h("div", { class: "message-body" }, view.timeline, view.plots, view.answer, view.error, view.foot),
+    h("div", { class: "message-body" }, view.timeline, view.plots, view.answer, view.error, view.foot, actionSlot(item)),
   );
   views.set(turn, view);
   updateAssistant(turn, view);

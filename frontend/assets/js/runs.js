@@ -48,16 +48,28 @@ function endRunningState(turn) {
   }
 }
 
-/** Send `text` as a new turn in the open conversation. */
-export async function send(text, agentType = "auto") {
+/**
+ * Send `text` as a new turn in the open conversation, after the branch on view. A
+ * `branch` ({keep, parentId, regenerate}) starts another: the view keeps its first
+ * `keep` items, and the turn follows message `parentId` (regenerate: answers it).
+ */
+export async function send(text, agentType = "auto", branch = null) {
   const message = String(text || "").trim();
   if (!message || state.running || state.loading) return false;
   const viewId = state.viewId;
   const sessionId = state.sessionId;
+  const parentId = branch ? branch.parentId : state.leafId;
+  state.leafId = null; // known again once the run has ended (branches.js)
+  if (branch) {
+    state.items = state.items.slice(0, branch.keep);
+    emit("conversation");
+  }
   const user = { kind: "user", text: message };
   const turn = createTurn({ userText: message, sessionId, agentType });
-  state.items.push(user);
-  emit("item", user);
+  if (!branch || !branch.regenerate) {
+    state.items.push(user);
+    emit("item", user);
+  }
   state.items.push({ kind: "assistant", turn });
   emit("item", state.items[state.items.length - 1]);
   state.running = { turn, runId: null };
@@ -68,7 +80,12 @@ export async function send(text, agentType = "auto") {
   try {
     created = await request("/api/runs", {
       method: "POST",
-      body: { message, session_id: sessionId, agent_type: agentType },
+      body: {
+        message,
+        session_id: sessionId,
+        agent_type: agentType,
+        ...(parentId === null || parentId === undefined ? {} : { parent_message_id: parentId }),
+      },
     });
   } catch (error) {
     failTurn(turn, error.message, error.code, error.retryAfter); // a 429 or 507 says which limit

@@ -7,7 +7,8 @@
  * Topics: "auth", "health", "conversations", "conversation" (a whole view to
  * draw), "item" (one appended to the open view), "turn" (an assistant turn
  * changed), "run" (a run started or ended in the open view), "upload",
- * "uploaded", "files", "run-ended", "conversation-created".
+ * "uploaded", "files", "run-ended", "conversation-created", "item-meta" (stored ids
+ * reached the view's items), "edit-message", "regenerate", "switch-branch".
  */
 
 export const STORAGE = {
@@ -32,6 +33,8 @@ export const state = {
   items: [],
   /** Uploads made in this page, by session id, so a reopened view shows them again. */
   uploads: new Map(),
+  /** The last message of the branch on view (a new message follows it); null: the latest. */
+  leafId: null,
   /** The run the composer can stop: {turn, runId}, or null. */
   running: null,
   files: [],
