@@ -114,6 +114,7 @@ class PythonCoder:
                 await run_in_threadpool(notepad.read_entries, self.workspaces, request.session_id)
             ),
             head=request.head,
+            charts=llm.profile.free_form_code,  # a small model keeps to Matplotlib
         )
         preamble = loader_code(chosen.mapping, chosen.files)
         loads = file_loads(plain_loads(chosen.mapping, chosen.files))

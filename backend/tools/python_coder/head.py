@@ -52,7 +52,8 @@ async def turn_head(
         )
         described = describe_for_prompt(chosen.files, chosen.mapping)
     listing = "\n".join(f"- {name}: {description}" for name, description in tools)
-    messages: list[BaseMessage] = [SystemMessage(prompts.head_system(listing, described))]
+    system = prompts.head_system(listing, described, charts=llm.profile.free_form_code)
+    messages: list[BaseMessage] = [SystemMessage(system)]
     for role, content in _kept(history):
         text = content if len(content) <= _MESSAGE_CHARS else content[:_MESSAGE_CHARS] + "…"
         messages.append(HumanMessage(text) if role == "user" else AIMessage(text))

@@ -31,6 +31,12 @@ _RULES = """- The working directory is the session workspace. Uploaded files are
   specific name under outputs/.
 - No network, no subprocess, no input(), no files outside the workspace.
 - Allowed imports: {modules}."""
+# Not for small models: Matplotlib stays their one way to draw, and their prompts stay short.
+_CHART_RULE = """
+- For a chart the user may explore, prefer Plotly (plotly.express) or Altair: a figure or
+  chart that is the last expression, passed to .show(), or assigned to a variable is shown
+  live (hover, zoom, legend) with a PNG copy; do not save it yourself."""
+_CHART_MODULES = frozenset({"altair"})
 
 _CHECKLIST = """- [ ] Uses the exact file paths, variable names and column names from METADATA.
 - [ ] Answers the whole INPUT, not only part of it.
@@ -49,6 +55,7 @@ class CodingContext:
     variables: str = ""
     notepad: str = ""
     head: str | None = None  # the file metadata the turn's head already carries, if it has one
+    charts: bool = False  # the model is told about interactive charts (not a small model)
 
 
 def _section(title: str, body: str) -> str:
@@ -77,11 +84,14 @@ def _metadata(context: CodingContext) -> str:
     return "\n\n".join([context.metadata or "No data files.", *_session(context)])
 
 
-def rules() -> str:
-    return _RULES.format(modules=", ".join(sorted(ALLOWED_MODULES)))
+def rules(charts: bool = False) -> str:
+    """The coding rules; with `charts`, the interactive chart libraries too."""
+    modules = ALLOWED_MODULES if charts else ALLOWED_MODULES - _CHART_MODULES
+    text = _RULES.format(modules=", ".join(sorted(modules)))
+    return text + _CHART_RULE if charts else text
 
 
-def head_system(tools: str, files: str) -> str:
+def head_system(tools: str, files: str, charts: bool = False) -> str:
     """The system prompt of a turn's head: who the model is, its tools, the rules, the files.
 
     It is the same, byte for byte, for every prompt of the turn and of the
@@ -93,7 +103,7 @@ def head_system(tools: str, files: str) -> str:
         [
             SYSTEM + " You work step by step with tools, and you answer from what they found.",
             _section("TOOLS", tools),
-            _section("RULES", rules()),
+            _section("RULES", rules(charts)),
             _section("METADATA", files),
         ]
     )
@@ -114,7 +124,7 @@ def generate(context: CodingContext) -> str:
                 "Write one Python script that answers INPUT using the data in METADATA.",
             ),
             _section("METADATA", _metadata(context)),
-            _section("RULES", rules()),
+            _section("RULES", rules(context.charts)),
             _section("CHECKLISTS", _CHECKLIST),
             "Reply with the code in one ```python block.",
         ]
@@ -226,7 +236,7 @@ def modify(context: CodingContext, code: str, problems: list[str]) -> str:
             _section("METADATA", _metadata(context)),
             _section("CODE", f"```python\n{code}```"),
             _section("PROBLEMS", "\n".join(f"- {p}" for p in problems)),
-            _section("RULES", rules()),
+            _section("RULES", rules(context.charts)),
             "Rewrite the code so it has none of the PROBLEMS and still answers INPUT. "
             "Reply with the full code in one ```python block.",
         ]
@@ -274,7 +284,7 @@ def fix(
             _section("CODE", f"```python\n{code}```"),
             _section("ERROR", f"Attempt {attempt} failed:\n{error[-2000:]}"),
             *([_section("HINT", hint)] if hint else []),
-            _section("RULES", rules()),
+            _section("RULES", rules(context.charts)),
             "Fix the code so it runs and answers INPUT. "
             "Reply with the full corrected code in one ```python block.",
         ]

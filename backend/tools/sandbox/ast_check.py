@@ -20,7 +20,7 @@ _ALLOWED_TEXT = """
     math cmath statistics decimal fractions random datetime time calendar zoneinfo json csv re
     string textwrap unicodedata collections itertools functools operator heapq bisect array copy
     pprint typing dataclasses enum abc numbers io base64 hashlib uuid warnings glob pathlib
-    contextlib polars
+    contextlib polars altair
 """
 _ALLOWED_ORDER: tuple[str, ...] = tuple(_ALLOWED_TEXT.split())
 ALLOWED_MODULES: frozenset[str] = frozenset(_ALLOWED_ORDER)

@@ -1,8 +1,8 @@
 """The interactive charts among the files a run wrote (see `charts.py`, in the sandbox).
 
-A chart is its spec, `outputs/chart_<run>_<n>.plotly.json` or `.vl.json`, with its
-static image beside it, `outputs/chart_<run>_<n>.png`; a spec without its PNG is not
-a chart (a run may write anything into outputs/, but only the sandbox writes both).
+A chart is its spec, `outputs/chart_<run>_<n>.plotly.json` or `.vl.json` (<run>: the
+sandbox's id of the run), with its static image beside it, `outputs/chart_<run>_<n>.png`;
+a spec without its PNG is not a chart (only the sandbox writes both).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ ChartLibrary = Literal["plotly", "vega-lite"]
 
 @dataclass(frozen=True)
 class ChartFiles:
-    run_id: str
     library: ChartLibrary
     spec_path: str
     png_path: str
@@ -36,5 +35,5 @@ def chart_files(files: list[str]) -> list[ChartFiles]:
         png = f"outputs/chart_{match['run']}_{match['n']}.png"
         if png in present:
             library: ChartLibrary = "plotly" if match["kind"] == "plotly" else "vega-lite"
-            charts.append(ChartFiles(match["run"], library, path, png))
+            charts.append(ChartFiles(library, path, png))
     return charts

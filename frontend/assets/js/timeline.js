@@ -7,6 +7,7 @@
  * a card keeps its open/closed state and expanded outputs across redraws.
  */
 
+import { chartView } from "./charts.js";
 import { codeBlock } from "./code.js";
 import { fileUrl, h, isImagePath } from "./dom.js";
 import { isAllowedImage } from "./render.js";
@@ -168,10 +169,14 @@ export function renderTimeline(container, turn, mode = "now") {
   container.hidden = elements.length === 0;
 }
 
-/** Plots as inline images; a click enlarges one (see lightbox.js). */
+/** Plots as inline images (a click enlarges one, see lightbox.js), then live charts (charts.js). */
 export function renderPlots(container, turn) {
   const shown = new Set(Array.from(container.children, (el) => el.dataset.url));
   const plots = turn.plots.filter((plot) => isAllowedImage(plot.url));
+  const charts = turn.charts.filter((chart) => isAllowedImage(chart.pngUrl) && isAllowedImage(chart.specUrl));
+  for (const chart of charts) {
+    if (!shown.has(chart.specUrl)) container.append(chartView(chart));
+  }
   for (const plot of plots) {
     if (shown.has(plot.url)) continue;
     const name = plot.path.split("/").pop() || "plot";
@@ -188,5 +193,5 @@ export function renderPlots(container, turn) {
       ),
     );
   }
-  container.hidden = plots.length === 0;
+  container.hidden = plots.length + charts.length === 0;
 }

@@ -22,6 +22,7 @@ export function createTurn({ userText = "", sessionId = "", agentType = "auto", 
     plan: null,
     tools: [],
     plots: [],
+    charts: [], // interactive charts (Plotly, Vega-Lite), each with its PNG
     text: "",
     citations: [], // where the answer's numbers came from (the final event's)
     error: null,
@@ -166,6 +167,17 @@ export function applyEvent(turn, event) {
       }
       break;
     }
+    case "chart":
+      if (event.spec_url && event.png_url && !turn.charts.some((chart) => chart.specUrl === event.spec_url)) {
+        turn.charts.push({
+          library: event.library === "plotly" ? "plotly" : "vega-lite",
+          specUrl: String(event.spec_url),
+          pngUrl: String(event.png_url),
+          pngPath: String(event.png_path ?? ""),
+        });
+        turn.rev += 1;
+      }
+      break;
     case "plot":
       if (event.url && !turn.plots.some((plot) => plot.url === event.url)) {
         turn.plots.push({ key: `plot:${event.url}`, path: String(event.path ?? ""), url: String(event.url) });

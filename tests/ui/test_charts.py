@@ -1,0 +1,111 @@
+"""Interactive charts in real Chromium, under the page's CSP (issue 27).
+
+A Plotly figure and a Vega-Lite (Altair) chart from one run are drawn live, with no
+console error and no CSP violation (the fixtures fail the page on either), answer a hover
+with their tooltip, and come back after a reload. Before that, and for API clients, each
+is its PNG.
+"""
+
+from __future__ import annotations
+
+from playwright.sync_api import Locator, Page, expect
+
+from tests.support.agent_script import SALES
+from tests.ui.browser import ConsoleWatch, Person, ask, drop_file, last_answer, login, screenshot
+from tests.ui.conftest import OpenPage
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _charts(page: Page) -> tuple[Locator, Locator]:
+    answer = last_answer(page)
+    plotly = answer.locator("[data-testid=chart][data-library=plotly]")
+    vega = answer.locator("[data-testid=chart][data-library=vega-lite]")
+    for chart in (plotly, vega):
+        expect(chart).to_have_attribute("data-state", "live", timeout=30_000)
+        expect(chart.get_by_test_id("chart-image")).to_be_hidden()
+    return plotly, vega
+
+
+def _hover_both(page: Page, plotly: Locator, vega: Locator) -> None:
+    plotly.scroll_into_view_if_needed()
+    point = plotly.locator(".scatterlayer .point").last
+    expect(point).to_be_visible()
+    box = point.bounding_box()  # Plotly hovers from its drag layer, over the points
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    expect(plotly.locator(".hoverlayer .hovertext")).to_contain_text("30")
+    vega.scroll_into_view_if_needed()
+    bar = vega.locator(".mark-rect path").last
+    expect(bar).to_be_visible()
+    bar.hover()
+    expect(page.locator("#vg-tooltip-element.visible")).to_contain_text("south")
+
+
+def test_plotly_and_vega_lite_charts_draw_live_under_the_csp_and_answer_hover(
+    open_page: OpenPage,
+    person: Person,
+) -> None:
+    page = open_page()
+    login(page, person)
+    drop_file(page, "sales.csv", SALES)
+    expect(page.get_by_test_id("file-card")).to_contain_text("2 rows")
+    answer = ask(page, "Q-UI-CHART-LIVE chart the prices by region", "react")
+    expect(answer).to_have_attribute("data-run-state", "done", timeout=90_000)
+    expect(answer).to_contain_text("It drew the 2 regions.")
+
+    plotly, vega = _charts(page)
+    # The libraries came from the vendor folder, each once, only when a chart appeared.
+    scripts = page.evaluate("Array.from(document.scripts, (s) => s.src)")
+    vendored = sorted(s.rsplit("/", 1)[-1] for s in scripts if "/vendor/" in s and "tus" not in s)
+    assert vendored == [
+        "plotly-strict.min.js",
+        "vega-embed.min.js",
+        "vega-lite.min.js",
+        "vega.min.js",
+    ]
+    _hover_both(page, plotly, vega)
+    screenshot(page, "charts")
+
+    # Each chart's PNG is the one the API gives a client for it.
+    steps = page.evaluate(
+        """async () => {
+            const token = localStorage.getItem("pda.token");
+            const headers = {Authorization: `Bearer ${token}`};
+            const list = await (await fetch("/api/conversations", {headers})).json();
+            const one = await (await fetch(`/api/conversations/${list[0].id}`, {headers})).json();
+            return one.messages.at(-1).metadata.steps.filter((s) => s.type === "chart");
+        }"""
+    )
+    assert [s["library"] for s in steps] == ["plotly", "vega-lite"]
+    for step, chart in zip(steps, (plotly, vega), strict=True):
+        image = chart.get_by_test_id("chart-image")
+        assert image.get_attribute("src") == step["png_url"]
+        origin = page.evaluate("location.origin")
+        assert page.request.get(origin + step["png_url"]).body().startswith(PNG)
+
+    page.reload()  # the stored turn draws its charts again
+    plotly, vega = _charts(page)
+    _hover_both(page, plotly, vega)
+
+
+def test_a_chart_whose_library_fails_keeps_its_png(
+    open_page: OpenPage, person: Person, watch: ConsoleWatch
+) -> None:
+    watch.expect_failure("net::ERR_FAILED")  # the libraries this test keeps from loading
+    page = open_page()
+    page.route("**/assets/vendor/plotly-strict.min.js", lambda route: route.abort())
+    page.route("**/assets/vendor/vega-embed.min.js", lambda route: route.abort())
+    login(page, person)
+    drop_file(page, "sales.csv", SALES)
+    expect(page.get_by_test_id("file-card")).to_contain_text("2 rows")
+    answer = ask(page, "Q-UI-CHART-PNG chart the prices by region", "react")
+    expect(answer).to_have_attribute("data-run-state", "done", timeout=90_000)
+    for chart in answer.get_by_test_id("chart").all():
+        expect(chart).to_have_attribute("data-state", "static", timeout=30_000)
+        image = chart.get_by_test_id("chart-image")
+        expect(image).to_be_visible()
+        page.wait_for_function(
+            "(img) => img.complete && img.naturalWidth > 0", arg=image.element_handle()
+        )
+    expect(answer.get_by_test_id("chart")).to_have_count(2)
