@@ -248,6 +248,7 @@ class Final(Event):
     tool_calls: list[ClientToolCall] = Field(default_factory=list)
     logprobs: list[TokenLogprob] = Field(default_factory=list)
     tables: list[Table] = Field(default_factory=list)  # the turn's, for clients that read no steps
+    charts: list[Chart] = Field(default_factory=list)  # likewise: each chart's spec and PNG
 
     def payload(self) -> dict[str, Any]:
         return {

@@ -17,6 +17,7 @@ from backend.core.agents.client_tools import ClientTools
 from backend.core.events import (
     AgentEvent,
     AnswerDelta,
+    Chart,
     Citation,
     ClientToolCall,
     Final,
@@ -118,6 +119,7 @@ class Turn:
             tool_calls=self.tool_calls,
             logprobs=self.logprobs,
             tables=[step for step in self.steps if isinstance(step, Table)],
+            charts=[step for step in self.steps if isinstance(step, Chart)],
         )
 
     def take(self, event: AgentEvent) -> None:

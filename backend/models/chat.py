@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from backend.core.events import Citation, Table, TurnSummary
+from backend.core.events import Chart, Citation, Table, TurnSummary
 from backend.core.router import AgentType
 from backend.models.common import SessionId, Text
 
@@ -33,3 +33,4 @@ class ChatResponse(BaseModel):
     metadata: TurnSummary
     citations: list[Citation] = []
     tables: list[Table] = []  # the tables its runs showed (also sent as `table` events)
+    charts: list[Chart] = []  # the charts its runs showed, with their PNGs (`chart` events)

@@ -41,7 +41,12 @@ def _turn(tag: str) -> list[dict[str, Any]]:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     with scripted_server(
         tmp_path_factory.mktemp("charts"),
-        [*_turn("Q-CHART-SSE"), *_turn("Q-CHART-SDK"), *_turn("Q-CHART-PRIVATE")],
+        [
+            *_turn("Q-CHART-SSE"),
+            *_turn("Q-CHART-SDK"),
+            *_turn("Q-CHART-PRIVATE"),
+            *_turn("Q-CHART-RESPONSES"),
+        ],
     ) as live:
         with live.client() as admin:
             created = admin.post("/api/users", json={"username": "eve", "password": "e" * 12})
@@ -104,7 +109,9 @@ def test_an_openai_client_receives_each_charts_png_and_its_answer(server: LiveSe
         extra_body={"session_id": "charts-sdk"},
     )
     content, charts = [], []
+    final_metadata: dict[str, Any] = {}
     for chunk in stream:
+        final_metadata.update((chunk.model_extra or {}).get("metadata") or {})
         step = (chunk.model_extra or {}).get("agent_event")
         if step and step["type"] == "chart":
             charts.append(step)
@@ -112,6 +119,7 @@ def test_an_openai_client_receives_each_charts_png_and_its_answer(server: LiveSe
             content.append(chunk.choices[0].delta.content)
     assert "".join(content) == ANSWER
     assert [c["library"] for c in charts] == ["plotly", "plotly", "vega-lite"]
+    assert [c["png_url"] for c in final_metadata["charts"]] == [c["png_url"] for c in charts]
     with server.client() as http:
         for chart in charts:
             assert http.get(chart["png_url"]).content.startswith(PNG)
@@ -125,6 +133,8 @@ def test_another_user_cannot_fetch_a_users_chart_files(server: LiveServer) -> No
         assert reply.status_code == 200, reply.text
         files = [f for f in reply.json()["metadata"]["files"] if "/chart_" in f]
         assert len(files) == 6, files
+        shown = reply.json()["charts"]  # JSON clients get the charts beside the answer
+        assert {c["png_path"] for c in shown} | {c["spec_path"] for c in shown} == set(files)
         for path in files:
             assert http.get(f"/api/sessions/charts-private/files/{path}").status_code == 200
     with server.client(server.token("eve", "e" * 12)) as eve:
@@ -132,3 +142,18 @@ def test_another_user_cannot_fetch_a_users_chart_files(server: LiveServer) -> No
             response = eve.get(f"/api/sessions/charts-private/files/{path}")
             assert response.status_code == 404, (path, response.text)
             assert json.dumps(response.json()).find("chart_") < 0  # nothing about the file
+
+
+def test_a_responses_client_gets_the_charts_beside_its_answer(server: LiveServer) -> None:
+    upload(server, "charts-responses")
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
+    response = client.responses.create(
+        model="scripted",
+        input="Q-CHART-RESPONSES chart the prices",
+        extra_body={"session_id": "charts-responses"},
+    )
+    assert response.output_text == ANSWER
+    charts = (response.model_extra or {})["charts"]  # our extension; OpenAI's shape is kept
+    assert [c["library"] for c in charts] == ["plotly", "plotly", "vega-lite"]
+    with server.client() as http:
+        assert all(http.get(c["png_url"]).content.startswith(PNG) for c in charts)

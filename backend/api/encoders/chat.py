@@ -47,4 +47,5 @@ def chat_response(final: Final) -> ChatResponse:
         metadata=final.summary,
         citations=final.citations,
         tables=final.tables,
+        charts=final.charts,
     )

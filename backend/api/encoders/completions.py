@@ -31,8 +31,14 @@ def citations_metadata(final: Final) -> dict[str, Any] | None:
 
 def tables_metadata(final: Final) -> dict[str, Any]:
     """The tables a turn's runs showed (schema, row count, first rows, the URL to page
-    them), under `tables`; nothing when there are none, so the shape stays OpenAI's."""
-    return {"tables": [t.payload() for t in final.tables]} if final.tables else {}
+    them), under `tables`, and its charts (each spec's and PNG's URL) under `charts`;
+    neither when there are none, so the shape stays OpenAI's."""
+    shown: dict[str, Any] = {}
+    if final.tables:
+        shown["tables"] = [t.payload() for t in final.tables]
+    if final.charts:
+        shown["charts"] = [c.payload() for c in final.charts]
+    return shown
 
 
 def completion(final: Final) -> dict[str, Any]:

@@ -29,6 +29,8 @@ def finished(
     body = response_body(response_id, final.model, status, output, final.usage, agent, previous)
     if final.tables:  # our extension, as on chat completions' metadata
         body["tables"] = [table.payload() for table in final.tables]
+    if final.charts:  # likewise: each chart's spec and PNG
+        body["charts"] = [chart.payload() for chart in final.charts]
     return body
 
 
