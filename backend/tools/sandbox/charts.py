@@ -90,7 +90,7 @@ def watching() -> Iterator[list[Any]]:
 
 
 def assigned_names(code: str) -> list[str]:
-    """The names the cell's top level assigns, in order."""
+    """The names the cell's top level assigns, in order (not attributes or items)."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
@@ -103,10 +103,21 @@ def assigned_names(code: str) -> list[str]:
         elif isinstance(node, ast.AnnAssign | ast.AugAssign):
             targets = [node.target]
         for target in targets:
-            for name in ast.walk(target):
-                if isinstance(name, ast.Name) and name.id not in names:
-                    names.append(name.id)
+            for name in _bound(target):
+                if name not in names:
+                    names.append(name)
     return names
+
+
+def _bound(target: ast.expr) -> list[str]:
+    """The names an assignment target binds: `a`, `a, (b, *c)`; not `a.b` or `a[0]`."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Starred):
+        return _bound(target.value)
+    if isinstance(target, ast.Tuple | ast.List):
+        return [name for element in target.elts for name in _bound(element)]
+    return []
 
 
 def displayed(code: str, namespace: dict[str, Any], last_value: Any) -> list[tuple[str, Any]]:
