@@ -28,16 +28,21 @@ import json
 import os
 import random
 import statistics
+import struct
 import tempfile
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from playwright.sync_api import ConsoleMessage, Page, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
+from backend.core import events
 from backend.storage import open_store
 from backend.storage.sessions import session_key
+from backend.storage.workspaces import Workspaces
 from benchmarks.coder_small_model import PASSWORD, benchmark_server, clean_up, default_trace
 from tests.support.live_server import LiveServer
 from tests.ui.browser import CHROMIUM, CHROMIUM_ARGS
@@ -109,7 +114,7 @@ window.__armOpen = (count, marker, id, answer) => {
         const tFetch = got ? got.responseEnd : t0;
         resolve({total: tPaint - t0, first: (tFirst || tPaint) - t0, fetch: tFetch - t0,
           render: tDom - tFetch, paint: tPaint - tDom, max_gap: Math.max(0, ...gaps),
-          longest_task: longest(within('longtask', t0, tPaint))});
+          frames: gaps.length, longest_task: longest(within('longtask', t0, tPaint))});
       });
     });
     observer.observe(document.body, {childList: true, subtree: true, characterData: true});
@@ -158,6 +163,90 @@ def answer_markdown(i: int, rng: random.Random, name: str) -> str:
     return "\n\n".join(parts)
 
 
+def png(width: int, height: int) -> bytes:
+    """A plain grey PNG, as big on screen as a chart's."""
+    row = b"\x00" + b"\xd0" * (3 * width)
+    body = zlib.compress(row * height, 9)
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data)
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    head = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head) + chunk(b"IDAT", body) + chunk(b"IEND", b"")
+
+
+def table_and_chart_steps(i: int, workspace: Path, folder: str) -> list[dict[str, Any]]:
+    """The stored steps of answer `i` of the long conversation: every tenth (from the
+    fourth) ran code that showed a table (500 rows), every tenth (from the eighth) code
+    that drew a Plotly and a Vega-Lite chart; their files are written to `workspace`,
+    served under `folder`. Each kind is added only where backend.core.events defines
+    its event (Table, Chart), so the benchmark runs on a tree without either."""
+    table_event, chart_event = getattr(events, "Table", None), getattr(events, "Chart", None)
+    run_id = f"{i:012x}"
+    steps: list[Any] = []
+    if i % 10 == 3 and table_event is not None:
+        table_id, n = f"{run_id}_1", 500
+        frame = pd.DataFrame({
+            "region": [f"region {k % 7}" for k in range(n)], "units": range(n),
+            "price": [round(1.5 * k % 97, 2) for k in range(n)],
+            "day": pd.date_range("2024-01-01", periods=n, freq="D").strftime("%Y-%m-%d"),
+        })  # fmt: skip
+        path = workspace / "outputs" / ".tables" / f"{table_id}.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        frame.to_parquet(path)
+        types = {"region": "string", "units": "int64", "price": "double", "day": "string"}
+        steps.append(table_event(
+            tool="python_coder", run_id=run_id, table_id=table_id, name="sales",
+            source="expression", rows=n, url=folder.replace("/files/", "/tables/") + table_id,
+            columns=[{"name": c, "type": t} for c, t in types.items()],
+            preview=frame.head(20).values.tolist(),
+        ))  # fmt: skip
+    if i % 10 == 7 and chart_event is not None:
+        values = [{"region": f"region {k}", "price": 10 + 3 * k + i % 5} for k in range(6)]
+        specs = {
+            "plotly": ("plotly.json", {
+                "data": [{"type": "bar", "x": [v["region"] for v in values],
+                          "y": [v["price"] for v in values]}],
+                "layout": {"title": {"text": f"Prices {i}"}, "height": 360},
+            }),
+            "vega-lite": ("vl.json", {
+                "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+                "data": {"values": values}, "mark": "bar", "height": 300,
+                "encoding": {"x": {"field": "region", "type": "nominal"},
+                             "y": {"field": "price", "type": "quantitative"}},
+            }),
+        }  # fmt: skip
+        for n, (library, (suffix, spec)) in enumerate(specs.items(), start=1):
+            stem = f"outputs/chart_{run_id}_{n}"
+            spec_path, png_path = f"{stem}.{suffix}", f"{stem}.png"
+            (workspace / "outputs").mkdir(parents=True, exist_ok=True)
+            (workspace / spec_path).write_text(json.dumps(spec))
+            (workspace / png_path).write_bytes(png(640, 400))
+            steps.append(chart_event(
+                tool="python_coder", run_id=run_id, library=library, spec_path=spec_path,
+                spec_url=folder + spec_path, png_path=png_path, png_url=folder + png_path,
+            ))  # fmt: skip
+    if not steps:
+        return []
+    code = "import pandas as pd\ndf = pd.read_csv('sales.csv')\ndf\n"
+    files = [path for s in steps if s.type == "chart" for path in (s.spec_path, s.png_path)]
+    ran: list[Any] = [
+        events.ToolCall(tool="python_coder", input=f"question {i}", thought=""),
+        events.Code(tool="python_coder", attempt=1, code=code),
+        events.Execution(
+            tool="python_coder",
+            attempt=1,
+            run_id=run_id,
+            ok=True,
+            stdout="shown",
+            error=None,
+            files=files,
+        ),
+    ]
+    return [step.payload() for step in ran + steps]
+
+
 def stream_reply() -> str:
     """Exactly STREAM_WORDS words (= scripted tokens), ending with END-OF-STREAM."""
     rng = random.Random(2)
@@ -195,11 +284,16 @@ def setup(root: Path) -> tuple[LiveServer, dict[str, Seeded]]:
     rng, seeded = random.Random(1), {}
     for name, turns in (("big", 100), ("small", 1), ("spacer", 1)):
         title = f"Benchmark {name} conversation ({2 * turns} messages)"
-        key = session_key(user.id, os.urandom(16).hex())  # the store keeps sessions by key
+        session_id = os.urandom(16).hex()
+        key = session_key(user.id, session_id)  # the store keeps sessions by key
         conversation = store.conversation_for_session(user.id, key, title)
+        workspace = Workspaces(server.data_dir).path(key)
+        folder = f"/api/sessions/{session_id}/files/"
         for i in range(turns):
+            steps = table_and_chart_steps(i, workspace, folder) if name == "big" else []
             store.add_message(conversation.id, "user", f"Question {i}: what about `col_{i}`?")
-            store.add_message(conversation.id, "assistant", answer_markdown(i, rng, name), META)
+            answer = answer_markdown(i, rng, name)
+            store.add_message(conversation.id, "assistant", answer, {**META, "steps": steps})
         seeded[name] = (conversation.id, title, turns, f"END-{name}-{turns - 1}")
     store.close()
     return server, seeded
@@ -253,8 +347,8 @@ def report(results: dict[str, Any]) -> None:
     def goal(value: float, limit: float) -> str:
         return f"< {limit:.0f} ms: {'yes' if value < limit else 'NO'}"
 
-    def phase(key: str, how: Any = median) -> list[float]:
-        return [how(s[key] for s in opened[name]) for name in ("big", "small")]
+    def phase(key: str, how: Any = median) -> tuple[float, float]:
+        return how(s[key] for s in opened["big"]), how(s[key] for s in opened["small"])
 
     rows: list[tuple[str, float, float, str]] = [
         ("open 200 messages, median", median(big), median(small), goal(median(big), OPEN_GOAL_MS)),
