@@ -34,7 +34,13 @@ from pathlib import Path
 
 from backend.storage.drafts import is_draft
 from backend.storage.sessions import check_key
-from backend.storage.workspaces import SNAPSHOTS_FOLDER, SUBFOLDERS, Workspaces, listable_name
+from backend.storage.workspaces import (
+    SNAPSHOTS_FOLDER,
+    SUBFOLDERS,
+    Workspaces,
+    listable_name,
+    open_folder,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -129,7 +135,10 @@ class TurnSnapshots:
         source = self.folder(key) / str(message_id) / "files"
         root = os.open(self.workspaces.ensure(key), _DIRECTORY)
         try:
-            live = {relative: mark for relative, _, _, mark in _files(root)}
+            try:
+                live = {relative: mark for relative, _, _, mark in _files(root)}
+            except TooManyFiles:  # a run left too many: still restorable, all rewritten
+                live = {}
             _remove_all_but(root, set(manifest), "")
         finally:
             os.close(root)
@@ -168,33 +177,32 @@ class TurnSnapshots:
 def _files(root: int) -> Iterator[tuple[str, int, str, Mark]]:
     """(relative path, its folder's fd, name, mark) of each regular file a run may have
     written; links, FIFOs and devices are skipped, no link is followed. The folder's fd
-    is open only while its files are being yielded."""
+    is open only while its files are being yielded: folders waiting their turn are kept
+    by name, not open, since a run may make thousands of them (EMFILE would skip some)."""
     count = 0
-    stack: list[tuple[str, int]] = [("", os.dup(root))]
-    try:
-        while stack:
-            prefix, directory = stack.pop()
-            try:
-                with os.scandir(directory) as entries:
-                    listed = list(entries)
-                for entry in listed:
-                    relative = f"{prefix}{entry.name}"
-                    if relative == KEPT or is_draft(entry.name) or not listable_name(entry.name):
-                        continue
-                    info = entry.stat(follow_symlinks=False)
-                    if stat.S_ISDIR(info.st_mode):
-                        with contextlib.suppress(OSError):
-                            inner = os.open(entry.name, _DIRECTORY, dir_fd=directory)
-                            stack.append((f"{relative}/", inner))
-                    elif stat.S_ISREG(info.st_mode):
-                        count += 1
-                        if count > MAX_FILES:
-                            raise TooManyFiles(f"more than {MAX_FILES} files")
-                        yield relative, directory, entry.name, (info.st_size, info.st_mtime_ns)
-            finally:
-                os.close(directory)
-    finally:
-        for _, directory in stack:
+    stack = [""]
+    while stack:
+        prefix = stack.pop()
+        try:
+            directory = open_folder(root, prefix.split("/")[:-1], create=False)
+        except OSError:  # replaced by a link, or removed, since it was listed
+            continue
+        try:
+            with os.scandir(directory) as entries:
+                listed = list(entries)
+            for entry in listed:
+                relative = f"{prefix}{entry.name}"
+                if relative == KEPT or is_draft(entry.name) or not listable_name(entry.name):
+                    continue
+                info = entry.stat(follow_symlinks=False)
+                if stat.S_ISDIR(info.st_mode):
+                    stack.append(f"{relative}/")
+                elif stat.S_ISREG(info.st_mode):
+                    count += 1
+                    if count > MAX_FILES:
+                        raise TooManyFiles(f"more than {MAX_FILES} files")
+                    yield relative, directory, entry.name, (info.st_size, info.st_mtime_ns)
+        finally:
             os.close(directory)
 
 
