@@ -98,6 +98,17 @@ def test_plotly_and_altair_charts_become_chart_events_with_a_spec_and_a_png(
     # A reload redraws the charts from the stored turn's steps.
     assert [s for s in stored["metadata"]["steps"] if s["type"] == "chart"] == charts
 
+    # The notebook export shows each chart as its PNG, beside Matplotlib's plot.
+    with server.client() as http:
+        notebook = http.get("/api/sessions/charts/export?format=ipynb").json()
+    shown = [
+        output["data"]["image/png"]
+        for cell in notebook["cells"]
+        for output in cell.get("outputs", [])
+        if "image/png" in output.get("data", {})
+    ]
+    assert len(shown) == 4 and all(image.startswith("iVBOR") for image in shown)
+
 
 def test_an_openai_client_receives_each_charts_png_and_its_answer(server: LiveServer) -> None:
     upload(server, "charts-sdk")
