@@ -33,6 +33,7 @@ from backend.files import (
 )
 from backend.files.archive_checks import EXTRACT_LIMITS
 from backend.files.catalog import FileNotInWorkspace
+from backend.files.tables import TABLES_FOLDER
 from backend.models.common import SessionId
 from backend.models.tools import (
     ExtractedArchive,
@@ -209,10 +210,15 @@ async def read_session_files(
     shared: SharedDep,
     workspaces: WorkspacesDep,
 ) -> list[WorkspaceFilePublic]:
-    """Every file in the session's workspace."""
+    """Every file in the session's workspace (a table's own Parquet is paged by /tables)."""
     key = await current_session(store, shared, user, session_id)
     files = await run_in_threadpool(workspaces.list_files, key)
-    return [WorkspaceFilePublic(path=f.path, size=f.size, modified=f.modified) for f in files]
+    hidden = TABLES_FOLDER + "/"
+    return [
+        WorkspaceFilePublic(path=f.path, size=f.size, modified=f.modified)
+        for f in files
+        if not f.path.startswith(hidden)
+    ]
 
 
 _ANY_FILE: dict[str, dict[str, object]] = {"*/*": {}}  # typed by its extension

@@ -9,6 +9,7 @@
 
 import { chartView } from "./charts.js";
 import { codeBlock } from "./code.js";
+import { tableView } from "./table.js";
 import { fileUrl, h, isImagePath } from "./dom.js";
 import { isAllowedImage } from "./render.js";
 import { cardStatus } from "./turn.js";
@@ -169,7 +170,8 @@ export function renderTimeline(container, turn, mode = "now") {
   container.hidden = elements.length === 0;
 }
 
-/** Plots as inline images (a click enlarges one, see lightbox.js), then live charts (charts.js). */
+/** Plots as inline images (a click enlarges one, see lightbox.js), then live charts (charts.js),
+ * then tables (table.js). */
 export function renderPlots(container, turn) {
   const shown = new Set(Array.from(container.children, (el) => el.dataset.url));
   const plots = turn.plots.filter((plot) => isAllowedImage(plot.url));
@@ -193,5 +195,8 @@ export function renderPlots(container, turn) {
       ),
     );
   }
-  container.hidden = plots.length + charts.length === 0;
+  for (const table of turn.tables) {
+    if (!shown.has(table.url)) container.append(tableView(table));
+  }
+  container.hidden = plots.length + charts.length + turn.tables.length === 0;
 }

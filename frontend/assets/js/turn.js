@@ -7,6 +7,8 @@
  * Each part has a `rev` that changes when it does, so a view redraws only what changed.
  */
 
+import { isTableUrl, tableFromEvent } from "./table.js";
+
 let keys = 0;
 const nextKey = (prefix) => `${prefix}${(keys += 1)}`;
 
@@ -22,6 +24,7 @@ export function createTurn({ userText = "", sessionId = "", agentType = "auto", 
     plan: null,
     tools: [],
     plots: [],
+    tables: [], // tables the runs showed (table.js pages them from the server)
     charts: [], // interactive charts (Plotly, Vega-Lite), each with its PNG
     text: "",
     citations: [], // where the answer's numbers came from (the final event's)
@@ -175,6 +178,12 @@ export function applyEvent(turn, event) {
           pngUrl: String(event.png_url),
           pngPath: String(event.png_path ?? ""),
         });
+        turn.rev += 1;
+      }
+      break;
+    case "table":
+      if (isTableUrl(event.url) && !turn.tables.some((table) => table.url === event.url)) {
+        turn.tables.push(tableFromEvent(event));
         turn.rev += 1;
       }
       break;
