@@ -66,8 +66,8 @@ function loadVega() {
 
 async function drawPlotly(target, spec) {
   const Plotly = await loadPlotly();
-  const layout = { ...(spec.layout || {}), autosize: true };
-  delete layout.width; // the chart takes the message's width
+  const layout = { height: 420, ...(spec.layout || {}), autosize: true };
+  delete layout.width; // the chart takes the message's width (and Plotly's usual height)
   await Plotly.newPlot(target, spec.data || [], layout, { responsive: true, displaylogo: false });
 }
 
