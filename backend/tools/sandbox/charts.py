@@ -57,7 +57,11 @@ def prepare(code: str) -> None:
         except ImportError:
             pass
         else:
+            import plotly.io
+
             plotly.basedatatypes.BaseFigure.show = _record
+            # pio.show(fig) too: its default (browser) renderer would wait for a request.
+            plotly.io.show = _record
     if "altair" in code or "altair" in sys.modules:
         try:
             import altair

@@ -35,8 +35,9 @@ async def test_a_run_shows_the_charts_it_displayed_once_each_and_matplotlib_stay
     assert (await executor.run("import plotly.graph_objects as go\nold = go.Figure()")).success
     code = (
         "import altair as alt\nimport matplotlib.pyplot as plt\nimport pandas as pd\n"
-        "import plotly.express as px\n"
+        "import plotly.express as px\nimport plotly.io as pio\n"
         "shown = px.bar(x=['a', 'b'], y=[1, 2])\nshown.show()\n"
+        "pio.show(px.scatter(x=[1], y=[2]))\n"  # its browser renderer would wait: shown here
         "frame = pd.DataFrame({'k': ['a', 'b', 'a'], 'v': [1, 2, 3]})\n"
         "chart = alt.Chart(frame).mark_line().encode(x='k', y='sum(v)', color='k')\n"
         "again = shown\n"  # the same figure under another name: shown once
@@ -47,15 +48,17 @@ async def test_a_run_shows_the_charts_it_displayed_once_each_and_matplotlib_stay
     result = await executor.run(code)
     assert result.success, result.error
     charts = chart_files(result.files)
-    assert [c.library for c in charts] == ["plotly", "plotly", "vega-lite"]
+    assert [c.library for c in charts] == ["plotly", "plotly", "plotly", "vega-lite"]
     stem = charts[0].spec_path.split("_")[1]
     assert [c.spec_path for c in charts] == [
         f"outputs/chart_{stem}_1.plotly.json",
         f"outputs/chart_{stem}_2.plotly.json",
-        f"outputs/chart_{stem}_3.vl.json",
+        f"outputs/chart_{stem}_3.plotly.json",
+        f"outputs/chart_{stem}_4.vl.json",
     ]
-    bar, pie, line = (json.loads(_read(executor, c.spec_path)) for c in charts)
+    bar, scatter, pie, line = (json.loads(_read(executor, c.spec_path)) for c in charts)
     assert bar["data"][0]["type"] == "bar" and pie["data"][0]["type"] == "pie"
+    assert scatter["data"][0]["type"] == "scatter"
     assert line["mark"]["type"] == "line" and line["encoding"]["y"]["aggregate"] == "sum"
     for chart in charts:
         assert _read(executor, chart.png_path).startswith(PNG)
