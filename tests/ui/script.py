@@ -58,7 +58,8 @@ REATTACH_CODE = (
 # Issue 27: a Plotly figure (shown with .show()) and an Altair chart (a variable) in one run.
 CHART_CODE = (
     "import altair as alt\nimport plotly.express as px\n"
-    "fig = px.scatter(df1, x='region', y='price', title='Prices by region')\nfig.show()\n"
+    "fig = px.scatter(df1, x='region', y='price', color='region', title='Prices by region')\n"
+    "fig.show()\n"
     "bars = alt.Chart(df1).mark_bar().encode(x='region', y='price', tooltip=['region', 'price'])\n"
     "print('regions:', len(df1))\n"
 )

@@ -2,8 +2,8 @@
 
 A Plotly figure and a Vega-Lite (Altair) chart from one run are drawn live, with no
 console error and no CSP violation (the fixtures fail the page on either), answer a hover
-with their tooltip, and come back after a reload. Before that, and for API clients, each
-is its PNG.
+with their tooltip (Plotly's legend hides a series too), and come back after a reload.
+Before that, and for API clients, each is its PNG.
 """
 
 from __future__ import annotations
@@ -66,6 +66,13 @@ def test_plotly_and_vega_lite_charts_draw_live_under_the_csp_and_answer_hover(
     ]
     _hover_both(page, plotly, vega)
     screenshot(page, "charts")
+    # A click on a legend entry hides its series; a second brings it back.
+    points = plotly.locator(".scatterlayer .point")
+    expect(points).to_have_count(2)
+    plotly.locator(".legend .traces").first.click()
+    expect(points).to_have_count(1)
+    plotly.locator(".legend .traces").first.click()
+    expect(points).to_have_count(2)
 
     # Each chart's PNG is the one the API gives a client for it.
     steps = page.evaluate(
