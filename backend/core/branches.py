@@ -12,7 +12,10 @@ checkpoint that the branch's last turn of that agent left (`fork_from`).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,11 +23,13 @@ from starlette.concurrency import run_in_threadpool
 
 from backend.storage import ROOT, Message
 from backend.storage.message_tree import MessageTree
+from backend.storage.shared import SharedWorkspaces
 from backend.storage.snapshots import TooManyFiles, TurnSnapshots
 from backend.tools.sandbox.pool import SessionExecutors
 
 logger = logging.getLogger(__name__)
 
+CLOSE_WAIT = 10.0  # seconds a turn waits for the session's previous one to be recorded
 # A checkpoint id no thread has: a graph run from it starts with no memory of other turns.
 FRESH_CHECKPOINT = "00000000-0000-0000-0000-000000000000"
 
@@ -90,9 +95,36 @@ def fork_from(path: Sequence[Message], agent: str, *, linear: bool) -> str | Non
 class BranchStates:
     """Each session's data state, per branch: snapshots after turns, restores before."""
 
-    def __init__(self, snapshots: TurnSnapshots, executors: SessionExecutors) -> None:
+    def __init__(
+        self, snapshots: TurnSnapshots, executors: SessionExecutors, shared: SharedWorkspaces
+    ) -> None:
         self.snapshots = snapshots
         self.executors = executors
+        self.shared = shared  # with EXECUTOR_BACKEND=ray, S3 holds what the sandbox sees
+        self._open: dict[str, asyncio.Event] = {}  # set when the session's last turn closed
+
+    async def begin(self, key: str, turn: object) -> asyncio.Event:
+        """Wait (at most `CLOSE_WAIT` s) until the session's previous agent turn is
+        recorded and snapshot, then mark `turn` open; set the event returned once it is.
+
+        A client may send the next message as soon as it has the last answer's last byte,
+        while the turn that wrote it is still being recorded: without the wait, the next
+        turn would take the workspace for another branch's. A turn whose events are never
+        read closes when it is garbage collected.
+        """
+        previous = self._open.get(key)
+        if previous is not None and not previous.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(previous.wait(), CLOSE_WAIT)
+        closed = asyncio.Event()
+        self._open[key] = closed
+        weakref.finalize(turn, closed.set)
+        return closed
+
+    def end(self, key: str, closed: asyncio.Event) -> None:
+        closed.set()
+        if self._open.get(key) is closed:
+            del self._open[key]
 
     async def enter(self, key: str, path: Sequence[Message]) -> bool:
         """Put the state after `path`'s last snapshot turn (none: before any turn) in the
@@ -102,6 +134,7 @@ class BranchStates:
             return False
         await self.executors.discard(key)  # its variables are the other branch's
         await run_in_threadpool(self.snapshots.restore, key, target)
+        await self.shared.push(key)
         logger.info("session %s: data state of turn %s restored", key, target)
         return True
 
@@ -109,9 +142,11 @@ class BranchStates:
         """Snapshot the workspace as the state after the turn answered as `message_id`. A
         snapshot that cannot be taken costs that turn's branch its data, never the answer."""
         try:
+            await self.shared.pull(key)  # what the session's actor wrote, with Ray
             cost = await run_in_threadpool(self.snapshots.take, key, message_id)
-        except (OSError, TooManyFiles) as exc:
-            logger.warning("session %s: turn %s not snapshot: %r", key, message_id, exc)
+        except Exception as exc:  # a full disk, too many files, S3 unreachable
+            level = logging.WARNING if isinstance(exc, OSError | TooManyFiles) else logging.ERROR
+            logger.log(level, "session %s: turn %s not snapshot: %r", key, message_id, exc)
             return
         logger.debug("session %s: snapshot of turn %s: %s", key, message_id, cost)
 

@@ -151,8 +151,10 @@ class ChatService:
                 for m in messages[:-1]
                 if m.type in ("human", "ai")
             ]
-            if self.branches is not None and not fresh:
-                await self.branches.enter(session_id, point.path)
+            if self.branches is not None:
+                turn.closed = await self.branches.begin(session_id, turn)
+                if not fresh:
+                    await self.branches.enter(session_id, point.path)
             agent_events = self.agents.run(
                 decision.agent_type,
                 user_text,
@@ -285,8 +287,11 @@ class ChatService:
         except Exception as exc:  # the answer matters more than its branch's memory
             logger.warning("session %s: no checkpoint for the turn: %r", key, exc)
         answer = self._record(turn, finish, error)
-        if answer is not None and self.branches is not None:
-            await self.branches.keep(key, answer)
+        if self.branches is not None:
+            if answer is not None:
+                await self.branches.keep(key, answer)
+            if turn.closed is not None:
+                self.branches.end(key, turn.closed)
 
     def _end_run(self, turn: Turn) -> None:
         """The agent run's slot back to its user, whose runs may have written anything."""

@@ -121,7 +121,7 @@ def build_services(settings: Settings) -> Services:
     else:
         executors = ExecutorPool(settings, sandbox, workspaces, limits.max_sandboxes)
     agents = AgentRunner(settings, shared, catalog, coder, executors, llm.name)
-    branches = BranchStates(TurnSnapshots(settings.DATA_DIR, workspaces), executors)
+    branches = BranchStates(TurnSnapshots(settings.DATA_DIR, workspaces), executors, shared)
     python_coder = PythonCoderService(
         settings=settings,
         store=store,

@@ -7,6 +7,7 @@ service records what the `Turn` holds.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,6 +77,7 @@ class Turn:
     run_slot: RunSlot | None = None  # the user's place among their concurrent agent runs
     reply_to: int | None = None  # the stored user message the answer follows (None: latest)
     extra: dict[str, Any] = field(default_factory=dict)  # kept in the answer's metadata
+    closed: asyncio.Event | None = None  # set once an agent turn is recorded (branches.py)
 
     def write_opening(self) -> None:
         """Store what `open_turn` left to write (a new session and its first message), once."""

@@ -22,7 +22,7 @@ TURNS = {
     "delta": "x = 5\nprint('x is', x)\n",
     "echo": "print('x is', x)\n",
     "foxtrot": "print('x is', x)\n",
-    "golf": "print('x is', x)\n",
+    "golf": "x = 7\nprint('x is', x)\n",
 }
 
 
@@ -30,6 +30,7 @@ TURNS = {
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     replies = [r for tag, code in TURNS.items() for r in react_turn(tag, code, "Done.")]
     replies += react_turn("golf", TURNS["golf"], "Done again.")  # golf is regenerated
+    replies.append({"when": "Q-BR-HELLO", "content": "Hello.", "repeat": True})
     with scripted_server(tmp_path_factory.mktemp("branches"), replies) as live:
         yield live
 
@@ -47,9 +48,9 @@ def ask(
         return dict(sse_events(reply.iter_lines()))
 
 
-def branch(http: httpx.Client, leaf: int | None = None) -> dict[str, Any]:
+def branch(http: httpx.Client, leaf: int | None = None, session: str = SESSION) -> dict[str, Any]:
     conversations = http.get("/api/conversations").json()
-    found = next(c for c in conversations if c["session_id"] == SESSION)
+    found = next(c for c in conversations if c["session_id"] == session)
     params = {"leaf": leaf} if leaf is not None else {}
     reply = http.get(f"/api/conversations/{found['id']}", params=params)
     assert reply.status_code == 200, reply.text
@@ -118,17 +119,19 @@ def test_regenerating_keeps_the_sibling_answers(server: LiveServer) -> None:
 def test_a_parent_from_elsewhere_is_not_found(server: LiveServer) -> None:
     with server.client() as admin:
         admin.post("/api/users", json={"username": "brenda", "password": "brenda-pass-1"})
-        mine = branch(admin)["messages"][0]["id"]
+        hello = {"message": "Q-BR-HELLO", "session_id": "mine", "agent_type": "chat"}
+        assert admin.post("/api/chat", json=hello).status_code == 200
+        mine = branch(admin, session="mine")["messages"][0]["id"]
         for body in (
-            {"message": "hi", "session_id": SESSION, "parent_message_id": 10**9},
+            {"message": "hi", "session_id": "mine", "parent_message_id": 10**9},
             {"message": "hi", "session_id": "never-seen", "parent_message_id": mine},
             {"message": "hi", "parent_message_id": mine},  # a new conversation has none
         ):
             reply = admin.post("/api/chat", json=body)
             assert reply.status_code == 404, reply.text
-        conversation = branch(admin)["id"]
+        conversation = branch(admin, session="mine")["id"]
         assert admin.get(f"/api/conversations/{conversation}?leaf=999999").status_code == 404
     with server.client(server.token("brenda", "brenda-pass-1")) as other:
-        body = {"message": "hi", "session_id": SESSION, "parent_message_id": mine}
+        body = {"message": "hi", "session_id": "mine", "parent_message_id": mine}
         assert other.post("/api/chat", json=body).status_code == 404  # admin's session
         assert other.get(f"/api/conversations/{conversation}?leaf={mine}").status_code == 404
