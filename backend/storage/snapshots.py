@@ -40,6 +40,7 @@ from backend.storage.workspaces import (
     Workspaces,
     listable_name,
     open_folder,
+    remove_tree,
 )
 
 logger = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ KEPT = "uploads"  # the user's own files: never snapshot, never rolled back
 MANIFEST = "manifest.json"
 HEAD = "HEAD"
 MAX_FILES = 10_000
+MAX_DEPTH = 64  # a state keeps no deeper folder; a restore removes such a folder whole
 FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
@@ -195,12 +197,13 @@ def _files(root: int) -> Iterator[tuple[str, int, str, Mark]]:
                 if relative == KEPT or is_draft(entry.name) or not listable_name(entry.name):
                     continue
                 info = entry.stat(follow_symlinks=False)
-                if stat.S_ISDIR(info.st_mode):
+                folder, regular = stat.S_ISDIR(info.st_mode), stat.S_ISREG(info.st_mode)
+                count += folder or regular  # folders count too: a run may make millions
+                if count > MAX_FILES:
+                    raise TooManyFiles(f"more than {MAX_FILES} files and folders")
+                if folder and relative.count("/") < MAX_DEPTH:  # deeper: not in a state
                     stack.append(f"{relative}/")
-                elif stat.S_ISREG(info.st_mode):
-                    count += 1
-                    if count > MAX_FILES:
-                        raise TooManyFiles(f"more than {MAX_FILES} files")
+                elif regular:
                     yield relative, directory, entry.name, (info.st_size, info.st_mtime_ns)
         finally:
             os.close(directory)
@@ -261,6 +264,11 @@ def _remove_all_but(directory: int, kept: set[str], prefix: str) -> None:
         if relative == KEPT or is_draft(entry.name):
             continue
         if entry.is_dir(follow_symlinks=False):
+            folders = f"{relative}/"
+            if prefix.count("/") >= MAX_DEPTH and not any(k.startswith(folders) for k in kept):
+                with contextlib.suppress(OSError):  # deeper than a state keeps: gone whole
+                    remove_tree(directory, entry.name)
+                continue
             with contextlib.suppress(OSError):
                 inner = os.open(entry.name, _DIRECTORY, dir_fd=directory)
                 try:

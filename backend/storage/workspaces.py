@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import stat
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -127,7 +128,11 @@ class Workspaces:
         """Delete the workspace and everything in it; links in it are removed, never followed."""
         workspace = self.path(session_id)
         with contextlib.suppress(FileNotFoundError):
-            shutil.rmtree(workspace)  # fd-based on Linux: safe against swapped-in links
+            root = os.open(workspace.parent, _DIRECTORY_FLAGS)
+            try:
+                remove_tree(root, workspace.name)  # by fd: safe against swapped-in links
+            finally:
+                os.close(root)
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(staging_of(workspace))
         with contextlib.suppress(FileNotFoundError):
@@ -397,6 +402,49 @@ def open_folder(root: int, parts: Sequence[str], *, create: bool) -> int:
         os.close(directory)
         raise
     return directory
+
+
+def remove_tree(parent: int, name: str) -> None:
+    """Delete the folder `name` in the open folder `parent` with all it holds, never
+    following a link, however deep a run nested it: each folder met is moved up into the
+    one being emptied (a rename), so neither the stack nor the open files grow with depth
+    (shutil.rmtree recurses, and dies past ~1,000 levels)."""
+    try:
+        top = os.open(name, _DIRECTORY_FLAGS, dir_fd=parent)
+    except FileNotFoundError:
+        return
+    try:
+        while True:
+            with os.scandir(top) as entries:
+                listed = list(entries)
+            folders = [entry.name for entry in listed if entry.is_dir(follow_symlinks=False)]
+            for entry in listed:
+                if entry.name not in folders:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(entry.name, dir_fd=top)
+            if not folders:
+                break
+            for folder in folders:
+                inner = os.open(folder, _DIRECTORY_FLAGS, dir_fd=top)
+                try:
+                    with os.scandir(inner) as entries:
+                        for entry in list(entries):
+                            if entry.is_dir(follow_symlinks=False):
+                                os.rename(
+                                    entry.name,
+                                    f".up-{uuid.uuid4().hex}",
+                                    src_dir_fd=inner,
+                                    dst_dir_fd=top,
+                                )
+                            else:
+                                with contextlib.suppress(FileNotFoundError):
+                                    os.unlink(entry.name, dir_fd=inner)
+                finally:
+                    os.close(inner)
+                os.rmdir(folder, dir_fd=top)
+    finally:
+        os.close(top)
+    os.rmdir(name, dir_fd=parent)
 
 
 def listable_name(name: str) -> bool:

@@ -254,3 +254,27 @@ def test_sessions_are_kept_apart_and_bad_keys_refused(tmp_path: Path) -> None:
         with pytest.raises(InvalidSession):
             snapshots.has(key, 1)
     assert sorted(p.name for p in (tmp_path / "data/snapshots").iterdir()) == [mine, theirs]
+
+
+def test_folders_nested_deeper_than_python_recurses_are_restored_away_and_removed(
+    session: Session,
+) -> None:
+    """A run may nest 1,500 folders: restore and deleting the session still empty them
+    (shutil.rmtree would die of recursion), and the link at the bottom is never followed."""
+    outside = session.workspace.parent.parent / "outside.txt"
+    outside.write_text("keep me")
+    folder = os.open(session.workspace / "outputs", os.O_RDONLY)
+    for _ in range(1500):
+        os.mkdir("d", dir_fd=folder)
+        inner = os.open("d", os.O_RDONLY, dir_fd=folder)
+        os.close(folder)
+        folder = inner
+    os.symlink(outside, "link", dir_fd=folder)
+    os.close(folder)
+    session.write("uploads/sales.csv", "a,b\n")
+    session.snapshots.take(session.key, 1)
+    session.snapshots.restore(session.key, None)
+    assert list((session.workspace / "outputs").iterdir()) == []
+    assert (session.workspace / "uploads" / "sales.csv").exists()
+    session.snapshots.workspaces.remove(session.key)
+    assert not session.workspace.exists() and outside.read_text() == "keep me"
