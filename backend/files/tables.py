@@ -19,6 +19,7 @@ import decimal
 import math
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Literal
@@ -88,6 +89,11 @@ class TableEngine:
             "threads": threads,
             "autoinstall_known_extensions": False,
             "autoload_known_extensions": False,
+            # Each query reads its own /proc/self/fd/N: a cache of file blocks by path would
+            # only grow. Freed memory goes back to the system soon, not at 128 MB.
+            "enable_external_file_cache": False,
+            "allocator_flush_threshold": "16MB",
+            "allocator_bulk_deallocation_flush_threshold": "16MB",
         }
         self.database = duckdb.connect(config=config)
         self.database.execute("SET lock_configuration = true")
@@ -142,9 +148,38 @@ def source(handle: BinaryIO) -> str:
     return f"/proc/self/fd/{handle.fileno()}"
 
 
+class _Layouts:
+    """Each table file's columns and row count, kept: a table's file never changes, and
+    reading its footer again would be most of a small page's time."""
+
+    def __init__(self, size: int = 1_024) -> None:
+        self.size = size
+        self.kept: OrderedDict[tuple[int, ...], tuple[list[Column], int]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def __call__(self, cursor: duckdb.DuckDBPyConnection, path: str) -> tuple[list[Column], int]:
+        info = os.stat(path)  # /proc/self/fd/N: the open file itself
+        key = (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
+        with self.lock:
+            if key in self.kept:
+                self.kept.move_to_end(key)
+                return self.kept[key]
+        described = cursor.execute("DESCRIBE SELECT * FROM read_parquet(?)", [path]).fetchall()
+        counted = "SELECT sum(num_rows) FROM parquet_file_metadata(?)"
+        rows = int(cursor.execute(counted, [path]).fetchall()[0][0] or 0)
+        layout = ([Column(str(row[0]), str(row[1])) for row in described], rows)
+        with self.lock:
+            self.kept[key] = layout
+            while len(self.kept) > self.size:
+                self.kept.popitem(last=False)
+        return layout
+
+
+layout = _Layouts()
+
+
 def columns_of(cursor: duckdb.DuckDBPyConnection, path: str) -> list[Column]:
-    described = cursor.execute("DESCRIBE SELECT * FROM read_parquet(?)", [path]).fetchall()
-    return [Column(str(row[0]), str(row[1])) for row in described]
+    return layout(cursor, path)[0]
 
 
 def quoted(name: str) -> str:
@@ -219,8 +254,7 @@ def read_page(
 
 def row_count(cursor: duckdb.DuckDBPyConnection, path: str) -> int:
     """From the Parquet's footer: nothing is scanned."""
-    counted = "SELECT sum(num_rows) FROM parquet_file_metadata(?)"
-    return int(cursor.execute(counted, [path]).fetchall()[0][0] or 0)
+    return layout(cursor, path)[1]
 
 
 def _first_line(exc: Exception) -> str:

@@ -23,6 +23,8 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+import variables
+
 TABLES_FOLDER = "outputs/.tables"
 MAX_TABLES = 5  # per run
 KEPT_TABLES = 200  # per session: older tables' files are deleted
@@ -145,13 +147,14 @@ def _write(
     draft = path + ".partial"
     try:
         module = type(value).__module__.split(".", 1)[0]
+        rows = variables.PARQUET_ROW_GROUP  # what the server reads at a time
         if module == "pandas":
             try:
-                value.to_parquet(draft)
+                value.to_parquet(draft, row_group_size=rows)
             except (TypeError, ValueError):  # e.g. column names that are not strings
-                value.rename(columns=str).to_parquet(draft)
+                value.rename(columns=str).to_parquet(draft, row_group_size=rows)
         else:  # Polars and DuckDB write Parquet themselves
-            value.write_parquet(draft)
+            value.write_parquet(draft, row_group_size=rows)
         os.replace(draft, path)
     finally:
         with contextlib.suppress(OSError):
@@ -160,8 +163,6 @@ def _write(
 
 def _variable_file(name: str, saved: list[dict[str, Any]], workspace: str) -> str | None:
     """The Parquet of the pandas DataFrame variable `name`, as this or an earlier run saved it."""
-    import variables
-
     entry = next((e for e in saved if e.get("name") == name), None)
     if entry is None:
         entry = variables.read_catalog(os.path.join(workspace, "variables")).get(name)

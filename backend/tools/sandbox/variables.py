@@ -19,6 +19,9 @@ from typing import Any
 CATALOG = "variables_metadata.json"
 MAX_JSON_ITEMS = 100_000
 MAX_WORKSPACE_FILES = 10_000
+# DuckDB's own row group: the server pages a shown DataFrame's Parquet (shown_tables.py)
+# a row group at a time, so pyarrow's default (1 Mi rows) costs ~8x its memory per query.
+PARQUET_ROW_GROUP = 122_880
 MAX_FILES_SCANNED = MAX_WORKSPACE_FILES + 1  # one past the limit shows it was crossed
 
 
@@ -139,7 +142,7 @@ def _save(name: str, value: Any, directory: str) -> dict[str, Any]:
     draft = path + ".partial"
     try:
         if kind == "dataframe":
-            value.to_parquet(draft)
+            value.to_parquet(draft, row_group_size=PARQUET_ROW_GROUP)
         elif kind == "series":
             value.to_frame(name=str(value.name) if value.name is not None else name).to_parquet(
                 draft
