@@ -112,14 +112,19 @@ class BranchStates:
         turn would take the workspace for another branch's. A turn whose events are never
         read closes when it is garbage collected.
         """
-        previous = self._open.get(key)
-        if previous is not None and not previous.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(previous.wait(), CLOSE_WAIT)
+        await self.settled(key)
         closed = asyncio.Event()
         self._open[key] = closed
         weakref.finalize(turn, closed.set)
         return closed
+
+    async def settled(self, key: str) -> None:
+        """Wait (at most `CLOSE_WAIT` s) until the session's last agent turn is recorded:
+        what reads its answers (an export) sees the one just streamed."""
+        previous = self._open.get(key)
+        if previous is not None and not previous.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(previous.wait(), CLOSE_WAIT)
 
     def end(self, key: str, closed: asyncio.Event) -> None:
         closed.set()

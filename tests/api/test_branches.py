@@ -3,6 +3,8 @@ follows the branch (variables rolled back, the sandbox restarted from them)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -89,6 +91,25 @@ def test_an_edit_rolls_the_data_back_and_each_branch_keeps_its_own(
             "charlie: run it",
             "foxtrot: run it",
         ]
+
+        # Each branch's export reruns to that branch's numbers.
+        printed = {}
+        for name, leaf in (("first", user2["id"]), ("second", edited["id"])):
+            reply = http.get(
+                f"/api/sessions/{SESSION}/export", params={"format": "py", "leaf": leaf}
+            )
+            assert reply.status_code == 200, reply.text
+            script = tmp_path / f"{name}.py"
+            script.write_text(reply.text)
+            ran = subprocess.run(
+                [sys.executable, script.name], cwd=tmp_path, capture_output=True, text=True
+            )
+            assert ran.returncode == 0, ran.stderr
+            printed[name] = [line for line in ran.stdout.splitlines() if line.startswith("x is")]
+        assert printed == {
+            "first": ["x is 1", "x is 2", "x is 2", "x is 2"],
+            "second": ["x is 1", "x is 5", "x is 5"],
+        }
 
 
 def test_regenerating_keeps_the_sibling_answers(server: LiveServer) -> None:

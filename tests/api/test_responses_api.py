@@ -86,6 +86,33 @@ def test_previous_response_id_continues_the_conversation(
     assert missing.value.param == "previous_response_id"  # type: ignore[attr-defined]
 
 
+def test_any_earlier_response_continues_as_a_branch(
+    client: openai.OpenAI, server: LiveServer
+) -> None:
+    first = client.responses.create(model="scripted", input="The capital of France?")
+    second = client.responses.create(
+        model="scripted", input="And of Italy?", previous_response_id=first.id
+    )
+    third = client.responses.create(
+        model="scripted", input="Now like a pirate", previous_response_id=first.id
+    )
+    assert third.output_text == "Arr, hello!"
+    conversation = third.agent["conversation_id"]  # type: ignore[attr-defined]
+    with server.client() as http:
+        detail = http.get(f"/api/conversations/{conversation}").json()
+        # The latest branch skips the second response; the other branch still has it.
+        assert [m["content"] for m in detail["messages"]] == [
+            "The capital of France?",
+            "Paris is the capital of France.",
+            "Now like a pirate",
+            "Arr, hello!",
+        ]
+        assert len(detail["branches"]) == 2
+        italy = detail["messages"][2]["siblings"][0]
+        other = http.get(f"/api/conversations/{conversation}", params={"leaf": italy}).json()
+    assert other["messages"][-1]["content"] == second.output_text
+
+
 def test_function_tools_round_trip(client: openai.OpenAI) -> None:
     first = client.responses.create(
         model="scripted",

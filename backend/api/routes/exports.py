@@ -8,7 +8,14 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from backend.api.deps import FileReader, SharedDep, StepsDep, StoreDep, WorkspacesDep
+from backend.api.deps import (
+    ChatServiceDep,
+    FileReader,
+    SharedDep,
+    StepsDep,
+    StoreDep,
+    WorkspacesDep,
+)
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.api.routes.files import current_session
 from backend.core.export import ExportFormat, export_session
@@ -29,6 +36,7 @@ _EXPORTS: dict[str, dict[str, object]] = {"application/x-ipynb+json": {}, "text/
 async def export_session_steps(
     session_id: SessionId,
     user: FileReader,
+    chat: ChatServiceDep,
     store: StoreDep,
     shared: SharedDep,
     steps: StepsDep,
@@ -40,6 +48,8 @@ async def export_session_steps(
     on copies of its input files; the header records their SHA-256 and the library versions.
     A conversation with branches exports one: the branch through `leaf`, or its latest."""
     key = await current_session(store, shared, user, session_id)
+    if chat.branches is not None:
+        await chat.branches.settled(key)  # a turn just streamed is recorded
     conversation = store.conversation_for_session(user.id, key, "")
     tree = MessageTree(store.list_messages(conversation.id))
     if leaf is not None and leaf not in tree:
