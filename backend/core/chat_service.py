@@ -106,6 +106,8 @@ class ChatService:
             conversation = Conversation.new(user.id, _title(user_text))  # stored below
         else:
             key = session_key(user.id, request.session_id)  # namespaced by its owner
+            if self.branches is not None:  # the last answer is recorded: its branch follows it
+                await self.branches.settled(key)
             conversation, point, stored_user = self._begin(user, key, user_text, request)
             # OpenAI clients resend the whole history; a client that sends only the new
             # message with a known `session_id` gets the stored history (its branch's).

@@ -3,6 +3,7 @@ follows the branch (variables rolled back, the sandbox restarted from them)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -50,6 +51,12 @@ def ask(
         return dict(sse_events(reply.iter_lines()))
 
 
+def react_prompts(server: LiveServer) -> list[list[dict[str, Any]]]:
+    """The messages of each ReAct prompt the turns sent, oldest first."""
+    log = (server.data_dir / "logs" / "prompts.jsonl").read_text().splitlines()
+    return [record["prompt"] for record in map(json.loads, log) if record.get("stage") == "react"]
+
+
 def branch(http: httpx.Client, leaf: int | None = None, session: str = SESSION) -> dict[str, Any]:
     conversations = http.get("/api/conversations").json()
     found = next(c for c in conversations if c["session_id"] == session)
@@ -81,6 +88,14 @@ def test_an_edit_rolls_the_data_back_and_each_branch_keeps_its_own(
             edited["id"],
         ]
         assert len(second["branches"]) == 2
+
+        # The edited turn's model saw its branch only: the history and the graph's memory
+        # (forked from turn 1's checkpoint) have turn 1 and never the replaced turn 2.
+        react = [p for p in react_prompts(server) if "delta: run it" in p[-1]["content"]]
+        seen = "\n".join(str(m["content"]) for m in react[0])
+        assert "Q: alpha: run it" in seen and "bravo" not in seen and "charlie" not in seen
+        echo = [p for p in react_prompts(server) if "echo: run it" in p[-1]["content"]]
+        assert "Q: delta: run it" in "\n".join(str(m["content"]) for m in echo[0])
 
         # Back on the first branch, x is what that branch made it.
         assert ask(http, "foxtrot", parent=answer3["id"])["execution"]["stdout"] == "x is 2\n"
