@@ -182,3 +182,18 @@ def test_a_deleted_session_has_no_table(server: LiveServer, tmp_path: Path) -> N
         deleted = http.delete(f"/api/conversations/{final['conversation_id']}")
         assert deleted.status_code == 204
         assert http.get(table["url"]).status_code == 404
+
+
+def test_the_notebook_export_shows_the_table_as_a_dataframe_output(
+    http: httpx.Client, table: dict[str, Any]
+) -> None:
+    exported = http.get("/api/sessions/tables/export", params={"format": "ipynb"})
+    assert exported.status_code == 200, exported.text
+    notebook = json.loads(exported.text)
+    (cell,) = [c for c in notebook["cells"] if "default_rng(7)" in "".join(c["source"])]
+    assert "".join(cell["source"]).rstrip().endswith("big")  # the code reruns as it ran
+    (result,) = [o for o in cell["outputs"] if o["output_type"] == "execute_result"]
+    text = "".join(result["data"]["text/plain"])
+    assert "[1000000 rows x 4 columns]" in text and "Paris-Nord" in text
+    streams = "".join("".join(o["text"]) for o in cell["outputs"] if o["output_type"] == "stream")
+    assert "rows x 4 columns" not in streams  # shown once, as the value

@@ -55,6 +55,7 @@ class Cell:
     kind: Literal["markdown", "code"]
     source: str
     stdout: str = ""  # what the session printed, shown before a rerun
+    result: str = ""  # the last expression's value (a table), as a notebook shows it
     images: list[bytes] = field(default_factory=list)  # the session's plots (PNG)
     figures_from: str = ""  # a script saves the step's figures under this name
 
@@ -166,12 +167,16 @@ def _step_cells(
     if reload:
         code = f"{_loading(reload)}\n\n{code}"
     images = [image for path in step.files if (image := plots(path)) is not None]
+    stdout, result = "" if step.kind == "tdd" else step.output, ""
+    if step.display and stdout.rstrip("\n").endswith(step.display):  # the sandbox printed it
+        stdout, result = stdout.rstrip("\n")[: -len(step.display)], step.display
     cells = [
         Cell("markdown", title),
         Cell(
             "code",
             code,
-            stdout="" if step.kind == "tdd" else step.output,
+            stdout=stdout,
+            result=result,
             images=images,
             figures_from=f"step_{number}" if script and images else "",
         ),

@@ -37,6 +37,15 @@ def _outputs(cell: Cell) -> list[dict[str, Any]]:
                 "metadata": {},
             }
         )
+    if cell.result:  # a table the cell ended with, shown as Jupyter shows a DataFrame
+        outputs.append(
+            {
+                "output_type": "execute_result",
+                "execution_count": None,
+                "data": {"text/plain": _lines(cell.result)},
+                "metadata": {},
+            }
+        )
     return outputs
 
 

@@ -337,6 +337,15 @@ def _step(
         code=code,
         output=result.output,
         files=result.files,
+        display=next(
+            (
+                table.display
+                for attempt in result.execution_history[-1:]
+                for table in attempt.tables
+                if table.source == "expression"
+            ),
+            "",
+        ),
     )
 
 

@@ -32,6 +32,7 @@ class SessionStep(BaseModel):
     output: str = ""
     files: list[str] = Field(default_factory=list)
     tests: str = ""  # TDD: the test cases as code that runs them
+    display: str = ""  # the table its last expression showed, as its text (the end of `output`)
 
     @field_validator("output")
     @classmethod

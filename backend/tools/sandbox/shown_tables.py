@@ -31,6 +31,7 @@ KEPT_TABLES = 200  # per session: older tables' files are deleted
 PREVIEW_ROWS = 20
 MAX_PREVIEW_COLUMNS = 100
 MAX_CELL_CHARS = 200
+MAX_DISPLAY_CHARS = 20_000  # the last expression's text, for the notebook export
 DISPLAY_HOOK = "__cell_display__"  # a builtin: the cell's namespace never holds it
 
 
@@ -50,6 +51,7 @@ class Shown:
 
     def __init__(self) -> None:
         self.tables: list[tuple[Any, str]] = []  # (value, how it was shown)
+        self.displayed = ""  # what the last expression printed
 
     def add(self, value: Any, how: str) -> None:
         if is_table(value) and all(value is not seen for seen, _ in self.tables):
@@ -59,7 +61,9 @@ class Shown:
         """The cell's last expression: a table is shown, and printed as a notebook would."""
         if is_table(value):
             self.add(value, "expression")
-            print(value)
+            text = str(value)
+            print(text)
+            self.displayed = text[:MAX_DISPLAY_CHARS]
 
 
 def with_display(code: str) -> ast.Module | str:
@@ -127,7 +131,10 @@ def save(
             os.makedirs(folder, exist_ok=True)
             path = os.path.join(folder, f"{table_id}.parquet")
             _write(value, name, path, saved_variables, workspace)
-            tables.append({"id": table_id, "name": name, "source": how, **preview(path)})
+            table = {"id": table_id, "name": name, "source": how, **preview(path)}
+            if how == "expression":
+                table["display"] = shown.displayed
+            tables.append(table)
         except Exception:  # not every frame can be Parquet (mixed-type columns): not a table
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(folder, f"{table_id}.parquet"))

@@ -21,6 +21,7 @@ MAX_TABLES = 5
 PREVIEW_ROWS = 20
 MAX_COLUMNS = 1_000
 MAX_TEXT = 200
+MAX_DISPLAY = 20_000
 
 Cell = str | int | float | bool | None
 TableSource = Literal["expression", "printed", "variable"]  # how the run showed it
@@ -52,6 +53,12 @@ class TablePreview(BaseModel):
     rows: int = Field(ge=0)
     columns: list[TableColumn] = Field(max_length=MAX_COLUMNS)
     preview: list[list[Cell]] = Field(max_length=PREVIEW_ROWS)
+    display: str = ""  # the cell's last expression: its text, as a notebook shows it
+
+    @field_validator("display")
+    @classmethod
+    def _short_display(cls, text: str) -> str:
+        return text[:MAX_DISPLAY]
 
     @field_validator("preview")
     @classmethod
