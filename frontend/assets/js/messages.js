@@ -2,8 +2,9 @@
  * The message column: draws the open conversation newest first, in slices of a
  * few milliseconds (so a long one shows its end at once and never freezes the
  * page), appends new items, and redraws only the assistant turn that changed,
- * at most once per animation frame. Follows the newest message unless the user
- * scrolled up.
+ * at most once per animation frame. Messages far off screen are not laid out
+ * (style.css) until they come near, and the lines on screen stay put as they
+ * take their real height. Follows the newest message unless the user scrolled up.
  */
 
 import { branchControls, editParent, messageEditor } from "./branches.js";
@@ -17,7 +18,7 @@ import { renderUpload } from "./uploads.js";
 const STICK_DISTANCE = 80; // px from the bottom that still counts as "at the bottom"
 const FIRST_SLICE_MS = 12; // the newest items, drawn in the task that opens the view
 const FIRST_SCREEN_MS = 30; // ... and more of them until they fill the screen, within this
-const SLICE_MS = 8; // then older ones, a slice per task, the page painting and taking input between
+const SLICE_MS = 12; // then older ones, a slice a frame, the page painting and taking input between
 const views = new WeakMap(); // turn or upload → its view
 const actionSlots = new Map(); // a stored message's item → its slot for branch controls
 const dirty = new Set();
@@ -28,6 +29,9 @@ let emptyState;
 let jumpButton;
 let stick = true;
 let lastTop = 0; // scrollTop as the last scroll event saw it
+let itemObserver; // a ResizeObserver of the list's items (keepInPlace)
+let nearObserver; // marks the items that came within a screen and a half of view
+const heights = new WeakMap(); // an item → its height as that observer last saw it
 let filling = null; // the open view's items still to draw: {items, next}
 
 export function mountMessages() {
@@ -58,6 +62,16 @@ export function mountMessages() {
   new ResizeObserver(() => {
     if (stick) scrollToBottom();
   }).observe(list);
+  itemObserver = new ResizeObserver(keepInPlace);
+  // An item off screen is drawn once it comes this near, and stays drawn (style.css): well
+  // before it scrolls into view, so its real height is taken above what is on screen.
+  nearObserver = new IntersectionObserver((entries) => {
+    for (const entry of entries) {
+      if (!entry.isIntersecting) continue;
+      nearObserver.unobserve(entry.target);
+      entry.target.classList.add("is-near");
+    }
+  }, { root: scroller, rootMargin: "150% 0px" });
   on("conversation", renderAll);
   on("item", appendItem);
   on("item-meta", redrawActions);
@@ -78,6 +92,8 @@ export function mountMessages() {
 function renderAll() {
   dirty.clear();
   actionSlots.clear();
+  itemObserver.disconnect();
+  nearObserver.disconnect();
   list.replaceChildren();
   emptyState.hidden = state.items.length > 0;
   stick = true;
@@ -125,7 +141,9 @@ function drawOlder(fill, budget) {
   const fragment = document.createDocumentFragment();
   do {
     fill.next -= 1;
-    fragment.prepend(buildItem(fill.items[fill.next], "later"));
+    const el = buildItem(fill.items[fill.next], "later");
+    watch(el);
+    fragment.prepend(el);
   } while (fill.next > 0 && performance.now() - start < budget);
   // What the user sees stays where it is (the bottom, or the lines they scrolled to),
   // even when their scroll's event is still to come: it must still read as a move up.
@@ -136,8 +154,43 @@ function drawOlder(fill, budget) {
   lastTop += grown;
 }
 
+function watch(el) {
+  itemObserver.observe(el);
+  nearObserver.observe(el);
+}
+
+/**
+ * An item above the lines on screen can change height after it was drawn: one far off
+ * screen takes its real height when it comes near (content-visibility in style.css; see
+ * nearObserver), an image loads. Scroll by as much, so those lines stay put (at the
+ * bottom, the list's own observer follows it).
+ */
+function keepInPlace(entries) {
+  const top = scroller.getBoundingClientRect().top;
+  const inOrder = [...entries].sort((a, b) =>
+    a.target.compareDocumentPosition(b.target) & Node.DOCUMENT_POSITION_FOLLOWING ? -1 : 1);
+  let grownAbove = 0; // by the items before this one: it moved down as much
+  let shift = 0;
+  for (const entry of inOrder) {
+    const height = entry.borderBoxSize[0].blockSize;
+    const before = heights.get(entry.target);
+    heights.set(entry.target, height);
+    if (before === undefined || height === before) continue; // new: drawOlder keeps its place
+    const grown = height - before;
+    const bottomBefore = entry.target.getBoundingClientRect().bottom - grownAbove - grown;
+    if (bottomBefore <= top) shift += grown; // it was wholly above what is on screen
+    grownAbove += grown;
+  }
+  if (shift && !stick) {
+    scroller.scrollTop += shift;
+    lastTop += shift;
+  }
+}
+
 function appendItem(item) {
-  list.append(buildItem(item, "now"));
+  const el = buildItem(item, "now");
+  watch(el);
+  list.append(el);
   emptyState.hidden = true;
   if (item.kind === "user") stick = true; // sending follows the answer
   if (stick) scrollToBottom();
