@@ -50,12 +50,12 @@ _MEDIA = {
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
 }
 
-Sort = Annotated[str | None, Query(max_length=1_000, description="A column to sort by.")]
+Sort = Annotated[str | None, Query(max_length=300, description="A column to sort by.")]
 Order = Annotated[Literal["asc", "desc"], Query()]
 Filters = Annotated[
     str | None,
     Query(
-        max_length=20_000,
+        max_length=2_000,
         description='A JSON list of filters: [{"column": "city", "op": "contains", '
         '"value": "par"}]; ops: eq, ne, contains, gt, ge, lt, le. All must hold.',
     ),
