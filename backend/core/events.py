@@ -1,7 +1,7 @@
 """The turn's event contract: one typed stream from the graphs to every wire format.
 
 A turn yields `Routed` first, then what its agent does (`Plan`, `StepStart`,
-`ToolCall`, `Code`, `Execution`, `PassageFound`, `Plot`, `Chart`), the answer as it is
+`ToolCall`, `Code`, `Execution`, `PassageFound`, `Plot`, `Chart`, `Table`), the answer as it is
 produced (`AnswerDelta`, or `ToolCalls` of the client's own tools), `Usage`,
 `Finish`, and `Final`, which sums the turn up. A run adds `Failed` and `Done`.
 The chat model's own events come from `backend/llm/stream.py`.
