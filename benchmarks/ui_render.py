@@ -95,8 +95,9 @@ window.__armOpen = (count, marker, id, answer) => {
     addEventListener('click', () => {
       t0 = performance.now();
       let last = t0;
-      const tick = (t) => {
-        gaps.push(t - last); last = t; if (!done) requestAnimationFrame(tick); };
+      const tick = () => {  // not the frame's timestamp: a long task can come after it
+        const t = performance.now(); gaps.push(t - last); last = t;
+        if (!done) requestAnimationFrame(tick); };
       requestAnimationFrame(tick);
     }, {capture: true, once: true});
     let done = false;

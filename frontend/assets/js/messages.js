@@ -16,9 +16,9 @@ import { renderPlots, renderTimeline } from "./timeline.js";
 import { renderUpload } from "./uploads.js";
 
 const STICK_DISTANCE = 80; // px from the bottom that still counts as "at the bottom"
-const FIRST_SLICE_MS = 12; // the newest items, drawn in the task that opens the view
-const FIRST_SCREEN_MS = 30; // ... and more of them until they fill the screen, within this
-const SLICE_MS = 12; // then older ones, a slice a frame, the page painting and taking input between
+const FIRST_SLICE_MS = 8; // the newest items, drawn in the task that opens the view
+const FIRST_SCREEN_MS = 20; // ... and more of them until they fill the screen, within this
+const SLICE_MS = [8, 24]; // then older ones, a slice a frame: half the frame's time, within these
 const views = new WeakMap(); // turn or upload → its view
 const actionSlots = new Map(); // a stored message's item → its slot for branch controls
 const dirty = new Set();
@@ -103,7 +103,7 @@ function renderAll() {
   const start = performance.now();
   if (fill.next > 0) drawOlder(fill, FIRST_SLICE_MS);
   while (fill.next > 0 && list.offsetHeight < scroller.clientHeight && performance.now() - start < FIRST_SCREEN_MS) {
-    drawOlder(fill, SLICE_MS);
+    drawOlder(fill, SLICE_MS[0]);
   }
   scrollToBottom();
   if (fill.next > 0) fillOlder(fill);
@@ -125,12 +125,16 @@ function afterPaint() {
   });
 }
 
-// A slice a frame: the page paints and takes input between them.
+// A slice a frame: the page paints and takes input between them. Where frames come
+// slower (a busy machine), each does more, so the whole takes fewer of them.
 async function fillOlder(fill) {
+  let last = performance.now();
   while (fill.next > 0) {
     await afterPaint();
     if (filling !== fill) return; // another view opened
-    drawOlder(fill, SLICE_MS);
+    const now = performance.now();
+    drawOlder(fill, Math.min(SLICE_MS[1], Math.max(SLICE_MS[0], (now - last) / 2)));
+    last = now;
   }
   filling = null;
 }
