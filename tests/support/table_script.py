@@ -30,6 +30,25 @@ def table_turn(tag: str) -> list[dict[str, Any]]:
     ]
 
 
+# DataFrames the run only saves: a table each, folded unless the answer names it.
+VARIABLES_CODE = (
+    "import pandas as pd\n"
+    "sales = pd.DataFrame({'region': ['north', 'south'], 'price': [10, 30]})\n"
+    "costs = pd.DataFrame({'cost': [1, 2, 3]})\n"
+    "print('total:', sales['price'].sum())\n"
+)
+
+
+def variables_turn(tag: str) -> list[dict[str, Any]]:
+    """python_coder saves two DataFrames; the answer names one of them."""
+    return [
+        {"when": ["[stage: react]", tag], "content": f"Action: coder\nAction Input: {tag} sum"},
+        {"when": ["[stage: generate]", tag], "content": f"```python\n{VARIABLES_CODE}```"},
+        {"when": ["[stage: review]", tag], "content": '{"answers_question": true}'},
+        {"when": ["[stage: answer]", tag], "content": "The sales total is 40."},
+    ]
+
+
 def expected_frame() -> pd.DataFrame:
     """The same data, made here."""
     rng = np.random.default_rng(7)

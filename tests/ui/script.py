@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from tests.support.agent_script import CODE, react_turn, slow_turn
-from tests.support.table_script import table_turn
+from tests.support.table_script import table_turn, variables_turn
 
 XSS_FLAG = "__xss"
 
@@ -163,6 +163,7 @@ def replies() -> list[dict[str, Any]]:
             "repeat": True,
         },
         *table_turn("Q-UI-TABLE"),  # issue 27: a 1,000,000-row table
+        *variables_turn("Q-UI-TABLE-VARS"),
         *react_turn("Q-UI-RELOAD", code=REATTACH_CODE),
         *react_turn("Q-UI-LONG", code=LONG_OUTPUT_CODE, answer="It printed 45 lines."),
         *wide_turn(),

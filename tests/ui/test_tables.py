@@ -112,3 +112,21 @@ def test_a_million_rows_sort_filter_page_and_download(
     table.scroll_into_view_if_needed()
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
     screenshot(page, "table-375")
+
+
+def test_saved_dataframes_stay_folded_unless_the_answer_names_them(
+    open_page: OpenPage, person: Person
+) -> None:
+    page = open_page()
+    login(page, person)
+    send(page, "Q-UI-TABLE-VARS use pandas to sum the sales")
+    answer = last_answer(page)
+    expect(answer).to_have_attribute("data-run-state", "done", timeout=120_000)
+    expect(answer).to_contain_text("The sales total is 40.")
+    sales, costs = answer.get_by_test_id("table-details").all()
+    expect(sales).to_have_attribute("open", "")  # named by the answer
+    expect(sales.get_by_test_id("table-status")).to_have_text("Rows 1–2 of 2")
+    assert costs.get_attribute("open") is None
+    expect(costs.get_by_test_id("table")).to_be_hidden()
+    costs.locator("summary").click()  # the keyboard's Enter does the same
+    expect(costs.get_by_test_id("table-status")).to_have_text("Rows 1–3 of 3")

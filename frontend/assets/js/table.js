@@ -63,8 +63,33 @@ function summaryText(column) {
   return parts.join(" · ");
 }
 
-/** The table's element; it loads what it needs by itself. */
+/**
+ * The table's element; it loads what it needs by itself. A DataFrame the run only saved
+ * (a variable) starts folded, until the answer names it (`openNamedTables`).
+ */
 export function tableView(table) {
+  const section = tableSection(table);
+  if (table.source !== "variable") return section;
+  const rows = `${number.format(table.rows)} rows × ${table.columns.length} columns`;
+  return h(
+    "details",
+    { class: "table-details", dataset: { url: table.url, name: table.name }, testid: "table-details" },
+    h("summary", {}, h("span", { class: "table-caption-text" }, `Table ${table.name || ""}`), h("span", { class: "muted small" }, ` · ${rows}`)),
+    section,
+  );
+}
+
+/** Unfold the variables' tables that `text` (the answer) names. */
+export function openNamedTables(container, text) {
+  if (!text) return;
+  for (const details of container.querySelectorAll("details.table-details:not([open])")) {
+    const name = details.dataset.name || "";
+    const named = new RegExp(`(^|[^\\w])${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}($|[^\\w])`);
+    if (name && named.test(text)) details.open = true;
+  }
+}
+
+function tableSection(table) {
   const state = { offset: 0, sort: null, desc: false, filters: new Map(), total: table.rows, rows: table.preview, busy: 0 };
   const title = table.name || "Table";
   const caption = h("span", { class: "table-caption-text" });

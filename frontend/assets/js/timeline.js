@@ -9,7 +9,7 @@
 
 import { chartView } from "./charts.js";
 import { codeBlock } from "./code.js";
-import { tableView } from "./table.js";
+import { openNamedTables, tableView } from "./table.js";
 import { fileUrl, h, isImagePath } from "./dom.js";
 import { isAllowedImage } from "./render.js";
 import { cardStatus } from "./turn.js";
@@ -198,5 +198,6 @@ export function renderPlots(container, turn) {
   for (const table of turn.tables) {
     if (!shown.has(table.url)) container.append(tableView(table));
   }
+  openNamedTables(container, turn.text);
   container.hidden = plots.length + charts.length + turn.tables.length === 0;
 }
