@@ -18,7 +18,7 @@ import { renderUpload } from "./uploads.js";
 const STICK_DISTANCE = 80; // px from the bottom that still counts as "at the bottom"
 const FIRST_SLICE_MS = 8; // the newest items, drawn in the task that opens the view
 const FIRST_SCREEN_MS = 20; // ... and more of them until they fill the screen, within this
-const SLICE_MS = [8, 24]; // then older ones, a slice a frame: half the frame's time, within these
+const SLICE_MS = [8, 16]; // then older ones, a slice a frame: half the frame's time, within these
 const views = new WeakMap(); // turn or upload → its view
 const actionSlots = new Map(); // a stored message's item → its slot for branch controls
 const dirty = new Set();
