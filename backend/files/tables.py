@@ -28,6 +28,7 @@ import duckdb
 from pydantic import BaseModel, ConfigDict, Field
 
 from backend.storage.sessions import InvalidSession
+from backend.storage.snapshots import open_kept
 from backend.storage.workspaces import NotARegularFile, UnsafePath, Workspaces
 
 TABLES_FOLDER = "outputs/.tables"  # the sandbox's shown_tables.TABLES_FOLDER
@@ -136,7 +137,7 @@ def table_path(table_id: str) -> str:
 def opened_table(workspaces: Workspaces, session_key: str, table_id: str) -> Iterator[BinaryIO]:
     """The table's Parquet, opened without following links; TableNotFound if it is not there."""
     try:
-        handle = workspaces.open_file(session_key, table_path(table_id))
+        handle = open_kept(workspaces, session_key, table_path(table_id))  # or another branch's
     except (FileNotFoundError, NotADirectoryError, NotARegularFile, UnsafePath, InvalidSession):
         raise TableNotFound(table_id) from None
     with handle:

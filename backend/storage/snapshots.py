@@ -31,16 +31,20 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
+from backend.storage import workspace_tree
 from backend.storage.drafts import is_draft
 from backend.storage.sessions import check_key
 from backend.storage.workspaces import (
     SNAPSHOTS_FOLDER,
     SUBFOLDERS,
+    NotARegularFile,
     Workspaces,
     listable_name,
     open_folder,
     remove_tree,
+    safe_relative,
 )
 
 logger = logging.getLogger(__name__)
@@ -174,6 +178,29 @@ class TurnSnapshots:
         draft = folder / f"{HEAD}.partial"
         draft.write_text(json.dumps({"message_id": message_id}))
         os.replace(draft, folder / HEAD)
+
+
+def open_kept(workspaces: Workspaces, key: str, relative: str) -> BinaryIO:
+    """`Workspaces.open_file`, and for a file under outputs/ that is not in the workspace
+    (a run on another branch wrote it: a plot, a chart, a table), the copy the newest
+    snapshot kept. Such files are named by their run, so the copy is that file."""
+    try:
+        return workspaces.open_file(key, relative)
+    except (FileNotFoundError, NotADirectoryError, NotARegularFile):
+        parts = safe_relative(relative).parts
+        if parts[0] != "outputs":
+            raise
+    kept = workspaces.root.parent / SNAPSHOTS_FOLDER / check_key(key)
+    with contextlib.suppress(FileNotFoundError):
+        turns = sorted((int(p.name) for p in kept.iterdir() if p.name.isdigit()), reverse=True)
+        for turn in turns:
+            with contextlib.suppress(OSError):
+                root = os.open(kept / str(turn) / "files", _DIRECTORY)
+                try:
+                    return os.fdopen(workspace_tree.open_regular(root, parts), "rb")
+                finally:
+                    os.close(root)
+    raise FileNotFoundError(relative)
 
 
 def _files(root: int) -> Iterator[tuple[str, int, str, Mark]]:

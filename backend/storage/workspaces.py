@@ -206,11 +206,14 @@ class Workspaces:
         """A read-only binary handle on a regular file; no link is ever followed."""
         return os.fdopen(self._open(session_id, relative), "rb")
 
-    def read_chunks(self, session_id: str, relative: str, size: int = 65536) -> Iterator[bytes]:
-        fd = self._open(session_id, relative)
+    def read_chunks(
+        self, session_id: str, relative: str, size: int = 65536, *, opened: BinaryIO | None = None
+    ) -> Iterator[bytes]:
+        """The file's bytes, from `opened` if the caller opened it already."""
+        handle = opened or self.open_file(session_id, relative)
 
         def chunks() -> Iterator[bytes]:
-            with os.fdopen(fd, "rb") as handle:
+            with handle:
                 while chunk := handle.read(size):
                     yield chunk
 

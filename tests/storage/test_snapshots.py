@@ -14,8 +14,8 @@ import pytest
 
 from backend.storage import snapshots as snapshots_module
 from backend.storage.sessions import InvalidSession
-from backend.storage.snapshots import TooManyFiles, TurnSnapshots
-from backend.storage.workspaces import Workspaces
+from backend.storage.snapshots import TooManyFiles, TurnSnapshots, open_kept
+from backend.storage.workspaces import NotARegularFile, UnsafePath, Workspaces
 
 KEY = "u1-0123456789abcdef"
 
@@ -278,3 +278,26 @@ def test_folders_nested_deeper_than_python_recurses_are_restored_away_and_remove
     assert (session.workspace / "uploads" / "sales.csv").exists()
     session.snapshots.workspaces.remove(session.key)
     assert not session.workspace.exists() and outside.read_text() == "keep me"
+
+
+def test_an_output_rolled_out_by_a_restore_is_still_served_from_its_snapshot(
+    session: Session,
+) -> None:
+    """Another branch's plot or table is shown from the snapshot that kept it; nothing
+    but outputs/ is, and the live file wins when there is one."""
+    session.write("outputs/plot_run1_1.png", b"branch one's plot")
+    session.write("variables/x.json", "1")
+    session.snapshots.take(session.key, 1)
+    session.snapshots.restore(session.key, None)
+    workspaces = session.snapshots.workspaces
+    with open_kept(workspaces, session.key, "outputs/plot_run1_1.png") as handle:
+        assert handle.read() == b"branch one's plot"
+    with pytest.raises((FileNotFoundError, NotARegularFile)):
+        open_kept(workspaces, session.key, "variables/x.json")
+    with pytest.raises(FileNotFoundError):
+        open_kept(workspaces, session.key, "outputs/never_made.png")
+    with pytest.raises(UnsafePath):
+        open_kept(workspaces, session.key, "outputs/../../u2-other/outputs/plot.png")
+    session.write("outputs/plot_run1_1.png", b"live")
+    with open_kept(workspaces, session.key, "outputs/plot_run1_1.png") as handle:
+        assert handle.read() == b"live"

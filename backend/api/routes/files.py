@@ -45,6 +45,7 @@ from backend.storage import Store, User
 from backend.storage.s3_objects import is_s3
 from backend.storage.sessions import session_key
 from backend.storage.shared import SharedWorkspaces
+from backend.storage.snapshots import open_kept
 from backend.storage.workspaces import (
     DISK_FLOOR,
     NotARegularFile,
@@ -240,7 +241,8 @@ async def read_session_file(
     """Download one workspace file; links and special files are refused."""
     key = await current_session(store, shared, user, session_id)
     try:
-        chunks = workspaces.read_chunks(key, path)
+        # A plot of a turn on another branch is served from the snapshot that kept it.
+        chunks = workspaces.read_chunks(key, path, opened=open_kept(workspaces, key, path))
     except UnsafePath:
         raise ApiError(400, "Invalid file path.", code="bad_path") from None
     except (NotARegularFile, FileNotFoundError):
