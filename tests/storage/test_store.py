@@ -14,6 +14,7 @@ from backend.config import ConfigError, load_settings
 from backend.core.accounts import ensure_admin
 from backend.core.throttle import LoginThrottle, login_keys
 from backend.storage import (
+    ROOT,
     Conversation,
     ConversationNotFound,
     SessionOwnedByAnotherUser,
@@ -23,6 +24,7 @@ from backend.storage import (
     UsernameTaken,
     open_store,
 )
+from backend.storage.message_tree import MessageTree
 from backend.storage.migrations import MIGRATIONS, SQLITE, statements
 from backend.storage.postgres import PostgresDatabase, PostgresStore
 from backend.storage.sql_store import SQLStore
@@ -72,6 +74,22 @@ def test_messages_keep_order_and_metadata_and_survive_reopen(
     reopened.close()
     assert [(m.role, m.content) for m in messages] == [("user", "hi"), ("assistant", "hello")]
     assert messages[1].metadata == {"finish_reason": "stop"}
+
+
+def test_a_message_follows_the_latest_its_parent_or_nothing(store: Store) -> None:
+    """Branches: without a parent a message follows the latest one; ROOT starts a branch."""
+    user = store.create_user("alice", "h")
+    conversation = store.conversation_for_session(user.id, "s1", "t")
+    first = store.add_message(conversation.id, "user", "hi")
+    answer = store.add_message(conversation.id, "assistant", "hello")
+    edit = store.add_message(conversation.id, "user", "hello again", parent_id=ROOT)
+    regenerated = store.add_message(conversation.id, "assistant", "hi!", parent_id=first.id)
+    stored = {m.id: m.parent_id for m in store.list_messages(conversation.id)}
+    assert stored == {first.id: None, answer.id: first.id, edit.id: None, regenerated.id: first.id}
+    tree = MessageTree(store.list_messages(conversation.id))
+    assert tree.siblings(answer.id) == [answer.id, regenerated.id]
+    assert tree.leaves() == [answer.id, edit.id, regenerated.id] and tree.forks()
+    assert [m.id for m in tree.path(tree.latest_leaf(first.id))] == [first.id, regenerated.id]
 
 
 def test_deleting_a_conversation_deletes_its_messages(store: Store) -> None:
