@@ -167,7 +167,11 @@ def test_a_parent_from_elsewhere_is_not_found(server: LiveServer) -> None:
             assert reply.status_code == 404, reply.text
         conversation = branch(admin, session="mine")["id"]
         assert admin.get(f"/api/conversations/{conversation}?leaf=999999").status_code == 404
+        export = "/api/sessions/mine/export"
+        assert admin.get(export, params={"leaf": 999999}).status_code == 404
+        assert admin.get(export, params={"leaf": mine}).status_code == 200
     with server.client(server.token("brenda", "brenda-pass-1")) as other:
         body = {"message": "hi", "session_id": "mine", "parent_message_id": mine}
         assert other.post("/api/chat", json=body).status_code == 404  # admin's session
         assert other.get(f"/api/conversations/{conversation}?leaf={mine}").status_code == 404
+        assert other.get(export, params={"leaf": mine}).status_code == 404
