@@ -112,10 +112,10 @@ $(VENDOR)/.installed: frontend/package.json frontend/package-lock.json | system-
 	cp -r frontend/node_modules/katex/dist/katex.mjs frontend/node_modules/katex/dist/katex.min.css \
 		frontend/node_modules/katex/dist/fonts $(VENDOR)/katex/
 	# Charts, loaded by charts.js only when a chart appears: builds that run under the CSP.
-	cp frontend/node_modules/plotly.js-strict-dist-min/plotly-strict.min.js $(VENDOR)/
+	cp frontend/node_modules/plotly.js-cartesian-dist-min/plotly-cartesian.min.js $(VENDOR)/
 	cp frontend/node_modules/vega/build/vega.min.js frontend/node_modules/vega-lite/build/vega-lite.min.js \
 		frontend/node_modules/vega-embed/build/vega-embed.min.js $(VENDOR)/
-	cd frontend && node vendor-charts.mjs assets/vendor  # Plotly's style sheets, vega-interpreter.mjs
+	cd frontend && node vendor-charts.mjs assets/vendor  # Plotly's style sheets and traces, vega-interpreter.mjs
 	touch $@
 
 system-deps:

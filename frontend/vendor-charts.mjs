@@ -1,10 +1,13 @@
-// Two vendored chart files that the pinned packages hold but do not ship as files of their
+// Vendored chart files that the pinned packages hold but do not ship as files of their
 // own; `make frontend` runs this after `npm ci` (node_modules/ is read, VENDOR is written):
 //
 // - plotly.css and plotly-<id>.css: the style sheets Plotly's bundle would inject as
 //   <style> elements, which the page's Content-Security-Policy refuses (its own rules, and
 //   MapLibre's). plotly-styles.json lists them with the element id whose presence makes
 //   the bundle skip each injection; charts.js links each file under that id.
+// - plotly-traces.json: the trace types the bundle registers. The cartesian bundle has no
+//   3D, map, WebGL, polar or treemap traces (among others), and Plotly would draw such a
+//   trace as a scatter, its default type: charts.js keeps the chart's PNG instead.
 // - vega-interpreter.mjs: Vega's CSP-safe expression interpreter, an ES module that imports
 //   three names from the bare specifier 'vega-util', which a page without a bundler cannot
 //   resolve; the same names come from the vega bundle's global (loaded first by charts.js).
@@ -37,7 +40,7 @@ function objectLiteralAt(text, start) {
 }
 
 // Plotly's src/css/plotcss: selectors use X for the plot and Y for the notifier.
-const bundle = readFileSync("node_modules/plotly.js-strict-dist-min/plotly-strict.min.js", "utf8");
+const bundle = readFileSync("node_modules/plotly.js-cartesian-dist-min/plotly-cartesian.min.js", "utf8");
 const start = bundle.indexOf('{"X,X div":');
 if (start < 0) throw new Error("Plotly's style rules were not found in its bundle");
 const rules = vm.runInNewContext(`(${objectLiteralAt(bundle, start)})`, {});
@@ -61,6 +64,13 @@ if ((bundle.match(/createElement\("style"\)/g) || []).length !== sheets.length) 
   throw new Error("Plotly's bundle injects a style sheet that vendor-charts.mjs does not know");
 }
 writeFileSync(join(vendor, "plotly-styles.json"), `${JSON.stringify(sheets, null, 1)}\n`);
+
+// Each trace module: `{moduleType:"trace",name:"scatter",...}`, registered by the bundle.
+const traces = Array.from(bundle.matchAll(/moduleType:"trace",name:"(\w+)"/g), ([, name]) => name);
+if (!traces.includes("scatter") || traces.length !== bundle.split('moduleType:"trace"').length - 1) {
+  throw new Error("Plotly's trace modules were not all found in its bundle");
+}
+writeFileSync(join(vendor, "plotly-traces.json"), `${JSON.stringify(traces)}\n`);
 
 const interpreter = readFileSync("node_modules/vega-interpreter/build/vega-interpreter.js", "utf8");
 const line = /^import \{ ([\w, ]+) \} from 'vega-util';$/m;

@@ -157,6 +157,7 @@ def replies() -> list[dict[str, Any]]:
         },
         *react_turn("Q-UI-CHART-LIVE", code=CHART_CODE, answer="It drew the 2 regions."),
         *react_turn("Q-UI-CHART-PNG", code=CHART_CODE, answer="It drew the 2 regions."),
+        *react_turn("Q-UI-CHART-TRACE", code=CHART_CODE, answer="It drew the 2 regions."),
         {
             "when": ["[stage: review]", "Q-UI-CHART-"],
             "content": '{"answers_question": true}',

@@ -3,12 +3,16 @@
 A Plotly figure and a Vega-Lite (Altair) chart from one run are drawn live, with no
 console error and no CSP violation (the fixtures fail the page on either), answer a hover
 with their tooltip (Plotly's legend hides a series too), and come back after a reload.
-Before that, and for API clients, each is its PNG.
+Before that, and for API clients, each is its PNG, and it stays one where the library
+cannot load, or a trace type is one that the vendored Plotly bundle (the cartesian one)
+lacks or the CSP keeps from drawing.
 """
 
 from __future__ import annotations
 
-from playwright.sync_api import Locator, Page, expect
+import re
+
+from playwright.sync_api import ConsoleMessage, Locator, Page, Route, expect
 
 from tests.support.agent_script import SALES
 from tests.ui.browser import ConsoleWatch, Person, ask, drop_file, last_answer, login, screenshot
@@ -59,7 +63,7 @@ def test_plotly_and_vega_lite_charts_draw_live_under_the_csp_and_answer_hover(
     scripts = page.evaluate("Array.from(document.scripts, (s) => s.src)")
     vendored = sorted(s.rsplit("/", 1)[-1] for s in scripts if "/vendor/" in s and "tus" not in s)
     assert vendored == [
-        "plotly-strict.min.js",
+        "plotly-cartesian.min.js",
         "vega-embed.min.js",
         "vega-lite.min.js",
         "vega.min.js",
@@ -101,7 +105,7 @@ def test_a_chart_whose_library_fails_keeps_its_png(
 ) -> None:
     watch.expect_failure("net::ERR_FAILED")  # the libraries this test keeps from loading
     page = open_page()
-    page.route("**/assets/vendor/plotly-strict.min.js", lambda route: route.abort())
+    page.route("**/assets/vendor/plotly-cartesian.min.js", lambda route: route.abort())
     page.route("**/assets/vendor/vega-embed.min.js", lambda route: route.abort())
     login(page, person)
     drop_file(page, "sales.csv", SALES)
@@ -116,3 +120,40 @@ def test_a_chart_whose_library_fails_keeps_its_png(
             "(img) => img.complete && img.naturalWidth > 0", arg=image.element_handle()
         )
     expect(answer.get_by_test_id("chart")).to_have_count(2)
+
+
+def test_a_plotly_figure_with_a_trace_it_cannot_draw_keeps_its_png(
+    open_page: OpenPage, person: Person
+) -> None:
+    def as_3d(route: Route) -> None:
+        # The run's figure, with a trace the bundle lacks, and one it draws as a data: URL
+        # (which the CSP refuses).
+        spec = route.fetch().json()
+        spec["data"][0]["type"] = "scatter3d"
+        spec["data"].append({"type": "heatmap", "z": [[1, 2], [3, 4]]})
+        route.fulfill(json=spec)
+
+    warnings: list[str] = []
+
+    def keep_warning(message: ConsoleMessage) -> None:
+        if message.type == "warning":
+            warnings.append(message.text)
+
+    page = open_page()
+    page.route(re.compile(r"\.plotly\.json"), as_3d)
+    page.on("console", keep_warning)
+    login(page, person)
+    drop_file(page, "sales.csv", SALES)
+    expect(page.get_by_test_id("file-card")).to_contain_text("2 rows")
+    answer = ask(page, "Q-UI-CHART-TRACE chart the prices by region", "react")
+    expect(answer).to_have_attribute("data-run-state", "done", timeout=90_000)
+    plotly = answer.locator("[data-testid=chart][data-library=plotly]")
+    vega = answer.locator("[data-testid=chart][data-library=vega-lite]")
+    expect(plotly).to_have_attribute("data-state", "static", timeout=30_000)
+    expect(plotly.get_by_test_id("chart-image")).to_be_visible()
+    expect(plotly.get_by_test_id("chart-live")).to_be_hidden()
+    expect(vega).to_have_attribute("data-state", "live", timeout=30_000)
+    # A warning says why, not an error (the fixtures fail the page on one); the bundle was
+    # not loaded for a figure it cannot draw.
+    assert any("cannot draw scatter3d, heatmap traces" in text for text in warnings), warnings
+    assert page.evaluate("typeof window.Plotly") == "undefined"

@@ -4,11 +4,14 @@
  *
  * Each library is loaded from assets/vendor/ the first time a chart needs it, so a
  * conversation without charts loads none of it. Both run under the page's strict CSP:
- * Plotly's strict bundle (no eval), and Vega with `ast: true` and its expression
+ * Plotly's cartesian bundle (no WebGL traces, so no eval; a fifth of the full bundle, whose
+ * first load blocked the page for seconds), and Vega with `ast: true` and its expression
  * interpreter (no Function). Neither may inject <style>: Plotly's style sheets are
  * files in vendor/ (see vendor-charts.mjs), linked under the ids that make Plotly leave
- * them alone, and Vega's tooltip style is in style.css. A chart shows its PNG until its library has drawn it,
- * and keeps showing the PNG if the library or the spec cannot be loaded.
+ * them alone, and Vega's tooltip style is in style.css. A chart shows its PNG until its
+ * library has drawn it, and keeps showing the PNG if the library or the spec cannot be
+ * loaded, or the figure has a trace type that the bundle lacks (Plotly would draw it as
+ * a scatter) or that the CSP keeps from drawing.
  */
 
 import { request } from "./api.js";
@@ -41,15 +44,27 @@ function added(element) {
 
 const script = (name) => added(h("script", { src: VENDOR + name }));
 
+async function vendoredJson(name) {
+  const response = await fetch(VENDOR + name);
+  if (!response.ok) throw new Error(`could not load ${name} (${response.status})`);
+  return response.json();
+}
+
+/** The trace types Plotly's bundle draws (vendor-charts.mjs lists them). */
+const plotlyTraces = () => once("plotly-traces", async () => new Set(await vendoredJson("plotly-traces.json")));
+// Drawn as an SVG <image> of a data: URL, which the CSP's img-src refuses: a blank chart,
+// and an error in the console.
+const DATA_URL_TRACES = new Set(["heatmap", "histogram2d", "image"]);
+
 function loadPlotly() {
   return once("plotly", async () => {
     // Plotly's style sheets as files, each under the id that stops the bundle injecting it
     // as a <style> element (vendor-charts.mjs lists them).
-    const response = await fetch(`${VENDOR}plotly-styles.json`);
-    if (!response.ok) throw new Error(`could not load plotly-styles.json (${response.status})`);
-    const sheets = (await response.json()).map((sheet) => added(h("link", { rel: "stylesheet", ...sheet, href: VENDOR + sheet.href })));
+    const sheets = (await vendoredJson("plotly-styles.json")).map((sheet) =>
+      added(h("link", { rel: "stylesheet", ...sheet, href: VENDOR + sheet.href })),
+    );
     await Promise.all(sheets);
-    await script("plotly-strict.min.js");
+    await script("plotly-cartesian.min.js");
     return window.Plotly;
   });
 }
@@ -65,6 +80,11 @@ function loadVega() {
 }
 
 async function drawPlotly(target, spec) {
+  // Checked before the library loads, which a figure it cannot draw need not wait for.
+  const traces = await plotlyTraces();
+  const types = (spec.data || []).map((trace) => trace.type || "scatter");
+  const lacking = new Set(types.filter((type) => !traces.has(type) || DATA_URL_TRACES.has(type)));
+  if (lacking.size) throw new Error(`Plotly cannot draw ${[...lacking].join(", ")} traces here`);
   const Plotly = await loadPlotly();
   const layout = { height: 420, ...(spec.layout || {}), autosize: true };
   delete layout.width; // the chart takes the message's width (and Plotly's usual height)
