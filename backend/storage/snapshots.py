@@ -36,6 +36,7 @@ from typing import BinaryIO
 from backend.storage import workspace_tree
 from backend.storage.drafts import is_draft
 from backend.storage.sessions import check_key
+from backend.storage.tree_removal import remove_tree
 from backend.storage.workspaces import (
     SNAPSHOTS_FOLDER,
     SUBFOLDERS,
@@ -43,7 +44,6 @@ from backend.storage.workspaces import (
     Workspaces,
     listable_name,
     open_folder,
-    remove_tree,
     safe_relative,
 )
 

@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import stat
-import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -24,6 +23,7 @@ from typing import Any, BinaryIO
 
 from backend.storage.drafts import Draft, Staging, is_draft, staging_of
 from backend.storage.sessions import check_key, valid_session_id
+from backend.storage.tree_removal import remove_tree
 
 SUBFOLDERS = ("uploads", "outputs", "variables", "scripts")
 SNAPSHOTS_FOLDER = "snapshots"  # DATA_DIR/snapshots/<key>: its turns' states (snapshots.py)
@@ -405,49 +405,6 @@ def open_folder(root: int, parts: Sequence[str], *, create: bool) -> int:
         os.close(directory)
         raise
     return directory
-
-
-def remove_tree(parent: int, name: str) -> None:
-    """Delete the folder `name` in the open folder `parent` with all it holds, never
-    following a link, however deep a run nested it: each folder met is moved up into the
-    one being emptied (a rename), so neither the stack nor the open files grow with depth
-    (shutil.rmtree recurses, and dies past ~1,000 levels)."""
-    try:
-        top = os.open(name, _DIRECTORY_FLAGS, dir_fd=parent)
-    except FileNotFoundError:
-        return
-    try:
-        while True:
-            with os.scandir(top) as entries:
-                listed = list(entries)
-            folders = [entry.name for entry in listed if entry.is_dir(follow_symlinks=False)]
-            for entry in listed:
-                if entry.name not in folders:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(entry.name, dir_fd=top)
-            if not folders:
-                break
-            for folder in folders:
-                inner = os.open(folder, _DIRECTORY_FLAGS, dir_fd=top)
-                try:
-                    with os.scandir(inner) as entries:
-                        for entry in list(entries):
-                            if entry.is_dir(follow_symlinks=False):
-                                os.rename(
-                                    entry.name,
-                                    f".up-{uuid.uuid4().hex}",
-                                    src_dir_fd=inner,
-                                    dst_dir_fd=top,
-                                )
-                            else:
-                                with contextlib.suppress(FileNotFoundError):
-                                    os.unlink(entry.name, dir_fd=inner)
-                finally:
-                    os.close(inner)
-                os.rmdir(folder, dir_fd=top)
-    finally:
-        os.close(top)
-    os.rmdir(name, dir_fd=parent)
 
 
 def listable_name(name: str) -> bool:
