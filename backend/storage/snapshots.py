@@ -85,8 +85,9 @@ class TurnSnapshots:
     def head(self, key: str) -> int | None:
         """The turn whose snapshot the live workspace matches (None: before any turn, or
         a session from before snapshots)."""
+        head = self.folder(key) / HEAD  # a bad key raises here, never reads as "no head"
         try:
-            value = json.loads((self.folder(key) / HEAD).read_text())["message_id"]
+            value = json.loads(head.read_text())["message_id"]
         except (OSError, ValueError, KeyError, TypeError):
             return None
         return value if isinstance(value, int) else None
@@ -161,9 +162,6 @@ class TurnSnapshots:
                 raise
             draft.commit()
         self._set_head(key, message_id)
-
-    def remove(self, key: str) -> None:
-        shutil.rmtree(self.folder(key), ignore_errors=True)
 
     def _manifest(self, key: str, message_id: int | None) -> dict[str, Mark]:
         try:
