@@ -19,7 +19,7 @@ import logging
 import sys
 from typing import BinaryIO
 
-from backend.api.ui import ASSETS_DIR, FRONTEND_DIR, UI_HEADERS
+from backend.api.ui import ASSETS_DIR, CHART_FRAME_HEADERS, FRONTEND_DIR, UI_HEADERS
 from backend.config import ConfigError, load_settings
 
 _FORWARDED = ("/api/", "/v1/", "/health")
@@ -51,14 +51,18 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
     def end_headers(self) -> None:
         if not self.path.startswith(_FORWARDED):
-            for name, value in UI_HEADERS.items():
+            frame = self.path.split("?", 1)[0] == "/chart-frame"
+            for name, value in (CHART_FRAME_HEADERS if frame else UI_HEADERS).items():
                 self.send_header(name, value)
         super().end_headers()
 
     def translate_path(self, path: str) -> str:
-        # Only the page and assets/ are served; the rest of frontend/ (node_modules) is not.
+        # Only the page, the chart frame and assets/ are served; the rest of frontend/
+        # (node_modules) is not.
         if path.split("?", 1)[0] == "/":
             return str(FRONTEND_DIR / "index.html")
+        if path.split("?", 1)[0] == "/chart-frame":
+            return str(FRONTEND_DIR / "chart-frame.html")
         if path.startswith("/assets/"):
             return super().translate_path(path.removeprefix("/assets"))
         return str(FRONTEND_DIR / "missing")

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from backend.api.ui import CONTENT_SECURITY_POLICY
+from backend.api.ui import CHART_FRAME_POLICY, CONTENT_SECURITY_POLICY
 from tests.conftest import ADMIN_PASSWORD, StartApp, StartServer, write_replies
 from tests.support.agent_script import sse_events
 from tests.support.app_client import InProcessServer
@@ -69,8 +69,26 @@ def assert_is_the_page(page: httpx.Response) -> None:
     assert re.search(r"\s(on[a-z]+|style)\s*=", page.text) is None
 
 
+def assert_is_the_chart_frame(frame: httpx.Response) -> None:
+    """Plotly's sandboxed frame (chart-frame.js): walled off by its own header too."""
+    assert frame.status_code == 200
+    assert frame.headers["content-type"].startswith("text/html")
+    policy = frame.headers["content-security-policy"]
+    assert policy == CHART_FRAME_POLICY
+    directives = dict(d.strip().split(" ", 1) for d in policy.split(";"))
+    # An opaque origin (no allow-same-origin), framed only by the UI's own page.
+    assert directives["sandbox"] == "allow-scripts allow-downloads"
+    assert directives["frame-ancestors"] == "'self'"
+    assert directives["script-src"] == "'self'" and directives["default-src"] == "'none'"
+    assert "connect-src" not in directives  # no request of its own: the page posts the figure
+    assert '<script src="/assets/js/chart-frame.js"></script>' in frame.text
+    assert "<script>" not in frame.text and "<style" not in frame.text
+
+
 def test_the_api_serves_the_ui_at_its_root(app: InProcessServer) -> None:
     assert_is_the_page(app.request("GET", "/"))
+    assert_is_the_chart_frame(app.request("GET", "/chart-frame"))
+    assert "frame-src 'self'" in CONTENT_SECURITY_POLICY
     module = app.request("GET", "/assets/js/main.js")
     assert module.status_code == 200 and "javascript" in module.headers["content-type"]
     vendor = app.request("GET", "/assets/vendor/purify.mjs")
@@ -82,6 +100,7 @@ def test_run_frontend_serves_the_same_page_and_forwards_the_api(
     server: LiveServer, frontend: str
 ) -> None:
     assert_is_the_page(httpx.get(frontend + "/"))
+    assert_is_the_chart_frame(httpx.get(frontend + "/chart-frame"))
     assert httpx.get(frontend + "/assets/js/main.js").status_code == 200
     assert httpx.get(frontend + "/package.json").status_code == 404  # only the page and assets
     assert httpx.get(frontend + "/health").json()["status"] == "ok"

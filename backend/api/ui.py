@@ -32,6 +32,7 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "img-src 'self' blob:",
         "font-src 'self'",
         "connect-src 'self'",
+        "frame-src 'self'",  # the chart frame
         "object-src 'none'",
         "base-uri 'none'",
         "frame-ancestors 'none'",
@@ -46,6 +47,31 @@ UI_HEADERS = {
     "Cache-Control": "no-cache",  # revalidate (ETag), so an update shows at once
 }
 
+# The chart frame (chart-frame.html) runs Plotly in an opaque origin, in a process of its
+# own where the browser isolates sandboxed frames: it reads nothing of the page's and never
+# talks to the API (charts.js posts it the figure). Sandboxed by this header as well as by
+# the <iframe>'s attribute, so it is walled off even when opened on its own. Plotly draws
+# heatmaps and its "download as PNG" through data: images, harmless in here.
+CHART_FRAME_POLICY = "; ".join(
+    (
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "style-src-attr 'unsafe-inline'",
+        "img-src 'self' blob: data:",
+        "font-src 'self'",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'self'",
+        "sandbox allow-scripts allow-downloads",
+    )
+)
+CHART_FRAME_HEADERS = {
+    **UI_HEADERS,
+    "Content-Security-Policy": CHART_FRAME_POLICY,
+    "X-Frame-Options": "SAMEORIGIN",
+}
+
 mimetypes.add_type("text/javascript", ".mjs")  # module scripts need a JavaScript type
 
 router = APIRouter(include_in_schema=False)
@@ -55,6 +81,12 @@ router = APIRouter(include_in_schema=False)
 async def read_ui() -> Response:
     """The chat UI's page."""
     return FileResponse(FRONTEND_DIR / "index.html", headers=UI_HEADERS)
+
+
+@router.get("/chart-frame")
+async def read_chart_frame() -> Response:
+    """The sandboxed frame that draws one Plotly figure (assets/js/chart-frame.js)."""
+    return FileResponse(FRONTEND_DIR / "chart-frame.html", headers=CHART_FRAME_HEADERS)
 
 
 class _Assets(StaticFiles):

@@ -64,6 +64,14 @@ CHART_CODE = (
     "print('regions:', len(df1))\n"
 )
 
+# Plotly draws a heatmap as an <image> of a data: URL, which its sandboxed frame allows.
+HEATMAP_CODE = (
+    "import plotly.graph_objects as go\n"
+    "fig = go.Figure(go.Heatmap(z=[[1, 2], [3, 4]], x=['a', 'b'], y=['c', 'd']))\n"
+    "fig.show()\n"
+    "print('cells:', 4)\n"
+)
+
 
 # Issue 14: an answer with computed numbers (a sentence, a table, a list), one from the
 # question ("2", printed too, as the answer may only state printed numbers) and one no
@@ -158,6 +166,7 @@ def replies() -> list[dict[str, Any]]:
         *react_turn("Q-UI-CHART-LIVE", code=CHART_CODE, answer="It drew the 2 regions."),
         *react_turn("Q-UI-CHART-PNG", code=CHART_CODE, answer="It drew the 2 regions."),
         *react_turn("Q-UI-CHART-TRACE", code=CHART_CODE, answer="It drew the 2 regions."),
+        *react_turn("Q-UI-CHART-HEAT", code=HEATMAP_CODE, answer="It drew the heatmap."),
         {
             "when": ["[stage: review]", "Q-UI-CHART-"],
             "content": '{"answers_question": true}',

@@ -3,22 +3,36 @@
 A Plotly figure and a Vega-Lite (Altair) chart from one run are drawn live, with no
 console error and no CSP violation (the fixtures fail the page on either), answer a hover
 with their tooltip (Plotly's legend hides a series too), and come back after a reload.
-Before that, and for API clients, each is its PNG, and it stays one where the library
-cannot load, or a trace type is one that the vendored Plotly bundle (the cartesian one)
-lacks or the CSP keeps from drawing.
+Plotly draws in a sandboxed frame of its chart, with an opaque origin, never in the page;
+a heatmap, an <image> of a data: URL, draws there too. Before that, and for API clients,
+each chart is its PNG, and it stays one where the library cannot load, or the figure has a
+trace type that the vendored Plotly bundle (the cartesian one) lacks.
 """
 
 from __future__ import annotations
 
 import re
 
-from playwright.sync_api import ConsoleMessage, Locator, Page, Route, expect
+from playwright.sync_api import (
+    ConsoleMessage,
+    Frame,
+    FrameLocator,
+    Locator,
+    Page,
+    Route,
+    expect,
+)
 
 from tests.support.agent_script import SALES
 from tests.ui.browser import ConsoleWatch, Person, ask, drop_file, last_answer, login, screenshot
 from tests.ui.conftest import OpenPage
 
 PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _plotly(chart: Locator) -> FrameLocator:
+    """The sandboxed frame that a Plotly figure is drawn in (chart-frame.js)."""
+    return chart.frame_locator("[data-testid=chart-frame]")
 
 
 def _charts(page: Page) -> tuple[Locator, Locator]:
@@ -33,12 +47,12 @@ def _charts(page: Page) -> tuple[Locator, Locator]:
 
 def _hover_both(page: Page, plotly: Locator, vega: Locator) -> None:
     plotly.scroll_into_view_if_needed()
-    point = plotly.locator(".scatterlayer .point").last
+    point = _plotly(plotly).locator(".scatterlayer .point").last
     expect(point).to_be_visible()
     box = point.bounding_box()  # Plotly hovers from its drag layer, over the points
     assert box is not None
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    expect(plotly.locator(".hoverlayer .hovertext")).to_contain_text("30")
+    expect(_plotly(plotly).locator(".hoverlayer .hovertext")).to_contain_text("30")
     vega.scroll_into_view_if_needed()
     bar = vega.locator(".mark-rect path").last
     expect(bar).to_be_visible()
@@ -59,23 +73,34 @@ def test_plotly_and_vega_lite_charts_draw_live_under_the_csp_and_answer_hover(
     expect(answer).to_contain_text("It drew the 2 regions.")
 
     plotly, vega = _charts(page)
-    # The libraries came from the vendor folder, each once, only when a chart appeared.
-    scripts = page.evaluate("Array.from(document.scripts, (s) => s.src)")
-    vendored = sorted(s.rsplit("/", 1)[-1] for s in scripts if "/vendor/" in s and "tus" not in s)
-    assert vendored == [
-        "plotly-cartesian.min.js",
-        "vega-embed.min.js",
-        "vega-lite.min.js",
-        "vega.min.js",
-    ]
+    # The libraries came from the vendor folder, each once, only when a chart appeared:
+    # Vega in the page, Plotly in the sandboxed frame of its chart, whose origin is opaque
+    # (it can read none of the page's storage), so that Plotly's first run, most of a
+    # second, blocks no task of the page's.
+    def vendored(frame: Page | Frame) -> list[str]:
+        scripts = frame.evaluate("Array.from(document.scripts, (s) => s.src)")
+        return sorted(s.rsplit("/", 1)[-1] for s in scripts if "/vendor/" in s and "tus" not in s)
+
+    assert vendored(page) == ["vega-embed.min.js", "vega-lite.min.js", "vega.min.js"]
+    frame = plotly.get_by_test_id("chart-frame").element_handle().content_frame()
+    assert frame is not None
+    assert vendored(frame) == ["plotly-cartesian.min.js"]
+    assert frame.evaluate("self.origin") == "null"
+    assert frame.evaluate("(() => { try { return localStorage.length; } catch (e) { return e.name; } })()") == "SecurityError"
+    assert page.evaluate("typeof window.Plotly") == "undefined"
+    assert frame.evaluate("window.__csp") == []
+    # Chromium runs it out of the page's process (an "iframe" target of its own), which is
+    # what keeps Plotly's long tasks off the page's thread.
+    targets = page.context.new_cdp_session(page).send("Target.getTargets")["targetInfos"]
+    assert [t["type"] for t in targets if t["url"].endswith("/chart-frame")] == ["iframe"]
     _hover_both(page, plotly, vega)
     screenshot(page, "charts")
     # A click on a legend entry hides its series; a second brings it back.
-    points = plotly.locator(".scatterlayer .point")
+    points = _plotly(plotly).locator(".scatterlayer .point")
     expect(points).to_have_count(2)
-    plotly.locator(".legend .traces").first.click()
+    _plotly(plotly).locator(".legend .traces").first.click()
     expect(points).to_have_count(1)
-    plotly.locator(".legend .traces").first.click()
+    _plotly(plotly).locator(".legend .traces").first.click()
     expect(points).to_have_count(2)
 
     # Each chart's PNG is the one the API gives a client for it.
@@ -126,8 +151,8 @@ def test_a_plotly_figure_with_a_trace_it_cannot_draw_keeps_its_png(
     open_page: OpenPage, person: Person
 ) -> None:
     def as_3d(route: Route) -> None:
-        # The run's figure, with a trace the bundle lacks, and one it draws as a data: URL
-        # (which the CSP refuses).
+        # The run's figure, with a trace the bundle lacks (Plotly would draw it as a
+        # scatter), next to one it draws.
         spec = route.fetch().json()
         spec["data"][0]["type"] = "scatter3d"
         spec["data"].append({"type": "heatmap", "z": [[1, 2], [3, 4]]})
@@ -155,5 +180,27 @@ def test_a_plotly_figure_with_a_trace_it_cannot_draw_keeps_its_png(
     expect(vega).to_have_attribute("data-state", "live", timeout=30_000)
     # A warning says why, not an error (the fixtures fail the page on one); the bundle was
     # not loaded for a figure it cannot draw.
-    assert any("cannot draw scatter3d, heatmap traces" in text for text in warnings), warnings
-    assert page.evaluate("typeof window.Plotly") == "undefined"
+    assert any("cannot draw scatter3d traces" in text for text in warnings), warnings
+    expect(plotly.get_by_test_id("chart-frame")).to_have_count(0)
+
+
+def test_a_plotly_heatmap_draws_live_in_its_frame(open_page: OpenPage, person: Person) -> None:
+    # Plotly draws it as an <image> of a data: URL: the page's img-src would refuse it (a
+    # CSP violation, which fails the test), the chart frame's allows it.
+    page = open_page()
+    login(page, person)
+    answer = ask(page, "Q-UI-CHART-HEAT draw a heatmap", "react")
+    expect(answer).to_have_attribute("data-run-state", "done", timeout=90_000)
+    chart = answer.locator("[data-testid=chart][data-library=plotly]")
+    expect(chart).to_have_attribute("data-state", "live", timeout=30_000)
+    frame = _plotly(chart)
+    image = frame.locator(".heatmaplayer image")
+    expect(image).to_have_count(1)
+    assert (image.get_attribute("href") or "").startswith("data:image/png")
+    chart.scroll_into_view_if_needed()
+    box = image.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] * 0.75, box["y"] + box["height"] * 0.25)
+    expect(frame.locator(".hoverlayer .hovertext")).to_contain_text("4")
+    violations = chart.get_by_test_id("chart-frame").element_handle().content_frame()
+    assert violations is not None and violations.evaluate("window.__csp") == []

@@ -2,16 +2,15 @@
  * Interactive charts: a run's Plotly figure or Vega-Lite (Altair) chart, drawn live
  * from its JSON spec, with hover, zoom and legend toggles.
  *
- * Each library is loaded from assets/vendor/ the first time a chart needs it, so a
- * conversation without charts loads none of it. Both run under the page's strict CSP:
- * Plotly's cartesian bundle (no WebGL traces, so no eval; a fifth of the full bundle, whose
- * first load blocked the page for seconds), and Vega with `ast: true` and its expression
- * interpreter (no Function). Neither may inject <style>: Plotly's style sheets are
- * files in vendor/ (see vendor-charts.mjs), linked under the ids that make Plotly leave
- * them alone, and Vega's tooltip style is in style.css. A chart shows its PNG until its
- * library has drawn it, and keeps showing the PNG if the library or the spec cannot be
- * loaded, or the figure has a trace type that the bundle lacks (Plotly would draw it as
- * a scatter) or that the CSP keeps from drawing.
+ * A Plotly figure is drawn in a sandboxed frame (chart-frame.js): Plotly's first run is
+ * one task of most of a second, which there leaves the chat's thread free. Vega runs in
+ * the page, loaded from assets/vendor/ the first time a chart needs it (a conversation
+ * without charts loads none of it), with `ast: true` and its expression interpreter (no
+ * Function), under the page's strict CSP; its tooltip style is in style.css, since
+ * vega-embed's own would be an inline <style>. The frame loads Plotly's cartesian bundle
+ * (no WebGL traces, so no eval). A chart shows its PNG until it is drawn, and keeps
+ * showing the PNG if the library or the spec cannot be loaded, or the figure has a trace
+ * type that the bundle lacks (Plotly would draw it as a scatter).
  */
 
 import { request } from "./api.js";
@@ -52,21 +51,57 @@ async function vendoredJson(name) {
 
 /** The trace types Plotly's bundle draws (vendor-charts.mjs lists them). */
 const plotlyTraces = () => once("plotly-traces", async () => new Set(await vendoredJson("plotly-traces.json")));
-// Drawn as an SVG <image> of a data: URL, which the CSP's img-src refuses: a blank chart,
-// and an error in the console.
-const DATA_URL_TRACES = new Set(["heatmap", "histogram2d", "image"]);
+// Plotly's style sheets as files, each under the id that stops the bundle injecting it as
+// a <style> element (vendor-charts.mjs lists them); the chart frame links them.
+const plotlyStyles = () => once("plotly-styles", () => vendoredJson("plotly-styles.json"));
+const PLOTLY = "plotly-cartesian.min.js";
+// Long enough for a busy machine's first load of Plotly in the frame; past it, the PNG stays.
+const FRAME_ANSWER_MS = 30_000;
 
-function loadPlotly() {
-  return once("plotly", async () => {
-    // Plotly's style sheets as files, each under the id that stops the bundle injecting it
-    // as a <style> element (vendor-charts.mjs lists them).
-    const sheets = (await vendoredJson("plotly-styles.json")).map((sheet) =>
-      added(h("link", { rel: "stylesheet", ...sheet, href: VENDOR + sheet.href })),
-    );
-    await Promise.all(sheets);
-    await script("plotly-cartesian.min.js");
-    return window.Plotly;
+/** Draws a Plotly figure in a sandboxed frame (chart-frame.js says why and how). */
+async function drawPlotly(target, spec) {
+  // Checked before a frame loads Plotly, which a figure it cannot draw need not wait for.
+  const traces = await plotlyTraces();
+  const lacking = new Set((spec.data || []).map((trace) => trace.type || "scatter").filter((type) => !traces.has(type)));
+  if (lacking.size) throw new Error(`Plotly cannot draw ${[...lacking].join(", ")} traces here`);
+  const sheets = await plotlyStyles();
+  const height = Number((spec.layout || {}).height) || 420;
+  const frame = h("iframe", {
+    class: "chart-frame",
+    sandbox: "allow-scripts allow-downloads", // an opaque origin: nothing of the page's
+    src: "/chart-frame",
+    title: "Interactive chart",
+    testid: "chart-frame",
   });
+  frame.style.height = `${height}px`;
+  const drawn = new Promise((resolve, reject) => {
+    const stop = () => {
+      window.removeEventListener("message", answer);
+      clearTimeout(timer);
+    };
+    const timer = setTimeout(() => {
+      stop();
+      reject(new Error("the chart frame did not answer"));
+    }, FRAME_ANSWER_MS);
+    function answer(event) {
+      if (event.source !== frame.contentWindow) return; // its origin is opaque ("null")
+      const message = event.data || {};
+      if (message.type === "ready") {
+        frame.contentWindow.postMessage({ type: "draw", spec, sheets, script: PLOTLY }, "*");
+      } else if (message.type === "drawn") {
+        stop();
+        const drawnHeight = Number(message.height);
+        if (drawnHeight > 0) frame.style.height = `${Math.min(drawnHeight, 4000)}px`;
+        resolve();
+      } else if (message.type === "failed") {
+        stop();
+        reject(new Error(String(message.message)));
+      }
+    }
+    window.addEventListener("message", answer);
+  });
+  target.replaceChildren(frame);
+  await drawn;
 }
 
 function loadVega() {
@@ -77,18 +112,6 @@ function loadVega() {
     const { expressionInterpreter } = await import(`${VENDOR}vega-interpreter.mjs`);
     return { embed: window.vegaEmbed, expr: expressionInterpreter };
   });
-}
-
-async function drawPlotly(target, spec) {
-  // Checked before the library loads, which a figure it cannot draw need not wait for.
-  const traces = await plotlyTraces();
-  const types = (spec.data || []).map((trace) => trace.type || "scatter");
-  const lacking = new Set(types.filter((type) => !traces.has(type) || DATA_URL_TRACES.has(type)));
-  if (lacking.size) throw new Error(`Plotly cannot draw ${[...lacking].join(", ")} traces here`);
-  const Plotly = await loadPlotly();
-  const layout = { height: 420, ...(spec.layout || {}), autosize: true };
-  delete layout.width; // the chart takes the message's width (and Plotly's usual height)
-  await Plotly.newPlot(target, spec.data || [], layout, { responsive: true, displaylogo: false });
 }
 
 async function drawVegaLite(target, spec) {
