@@ -100,7 +100,7 @@ $(OI_VENV)/.installed: requirements-openinterpreter.txt | $(OI_PY)
 	$(OI_PY) -m pip install -r requirements-openinterpreter.txt
 	touch $@
 
-$(VENDOR)/.installed: frontend/package.json frontend/package-lock.json | system-deps
+$(VENDOR)/.installed: frontend/package.json frontend/package-lock.json frontend/vendor-charts.mjs | system-deps
 	cd frontend && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	rm -rf $(VENDOR) && mkdir -p $(VENDOR)/katex
 	cp frontend/node_modules/markdown-it/dist/browser/markdown-it.esm.min.mjs $(VENDOR)/markdown-it.mjs
@@ -111,11 +111,11 @@ $(VENDOR)/.installed: frontend/package.json frontend/package-lock.json | system-
 	cp frontend/node_modules/@highlightjs/cdn-assets/styles/github-dark.min.css $(VENDOR)/highlight-dark.css
 	cp -r frontend/node_modules/katex/dist/katex.mjs frontend/node_modules/katex/dist/katex.min.css \
 		frontend/node_modules/katex/dist/fonts $(VENDOR)/katex/
-	# Charts, loaded by charts.js only when a chart appears: builds that run under the CSP.
+	# Charts, loaded by chart-frame.js only when a chart appears: builds that run under the CSP.
 	cp frontend/node_modules/plotly.js-cartesian-dist-min/plotly-cartesian.min.js $(VENDOR)/
 	cp frontend/node_modules/vega/build/vega.min.js frontend/node_modules/vega-lite/build/vega-lite.min.js \
 		frontend/node_modules/vega-embed/build/vega-embed.min.js $(VENDOR)/
-	cd frontend && node vendor-charts.mjs assets/vendor  # Plotly's style sheets and traces, vega-interpreter.mjs
+	cd frontend && node vendor-charts.mjs assets/vendor  # Plotly's style sheets and traces, vega-interpreter.js
 	touch $@
 
 system-deps:

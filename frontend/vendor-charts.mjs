@@ -4,13 +4,16 @@
 // - plotly.css and plotly-<id>.css: the style sheets Plotly's bundle would inject as
 //   <style> elements, which the page's Content-Security-Policy refuses (its own rules, and
 //   MapLibre's). plotly-styles.json lists them with the element id whose presence makes
-//   the bundle skip each injection; charts.js links each file under that id.
+//   the bundle skip each injection; chart-frame.js links each file under that id.
 // - plotly-traces.json: the trace types the bundle registers. The cartesian bundle has no
 //   3D, map, WebGL, polar or treemap traces (among others), and Plotly would draw such a
 //   trace as a scatter, its default type: charts.js keeps the chart's PNG instead.
-// - vega-interpreter.mjs: Vega's CSP-safe expression interpreter, an ES module that imports
-//   three names from the bare specifier 'vega-util', which a page without a bundler cannot
-//   resolve; the same names come from the vega bundle's global (loaded first by charts.js).
+// - vega-interpreter.js: Vega's CSP-safe expression interpreter, as a classic script. It
+//   ships as an ES module that imports three names from the bare specifier 'vega-util',
+//   which a page without a bundler cannot resolve; the same names come from the vega
+//   bundle's global (loaded first by chart-frame.js). And the chart frame's origin is
+//   opaque, which would make a module's fetch a cross-origin one: so its one export
+//   becomes the global `vegaInterpreter`, and the rest stays inside a function.
 //
 // Usage: node vendor-charts.mjs <vendor folder>   (run in frontend/)
 
@@ -75,6 +78,12 @@ writeFileSync(join(vendor, "plotly-traces.json"), `${JSON.stringify(traces)}\n`)
 const interpreter = readFileSync("node_modules/vega-interpreter/build/vega-interpreter.js", "utf8");
 const line = /^import \{ ([\w, ]+) \} from 'vega-util';$/m;
 if (!line.test(interpreter)) throw new Error("vega-interpreter's import of vega-util changed");
-const rewritten = interpreter.replace(line, "const { $1 } = globalThis.vega; // vendor-charts.mjs");
-if (/^import /m.test(rewritten)) throw new Error("vega-interpreter imports more than vega-util");
-writeFileSync(join(vendor, "vega-interpreter.mjs"), rewritten);
+const exported = /^export \{ (\w+) as expressionInterpreter \};$/m;
+if (!exported.test(interpreter)) throw new Error("vega-interpreter's export changed");
+const rewritten = interpreter
+  .replace(line, "const { $1 } = globalThis.vega; // vendor-charts.mjs")
+  .replace(exported, "globalThis.vegaInterpreter = { expressionInterpreter: $1 }; // vendor-charts.mjs")
+  .replace(/^\/\/# sourceMappingURL=.*$/m, ""); // the map is not vendored
+if (/^(import|export) /m.test(rewritten)) throw new Error("vega-interpreter imports or exports more");
+const classic = `// vega-interpreter as a classic script (vendor-charts.mjs)\n(() => {\n"use strict";\n${rewritten}\n})();\n`;
+writeFileSync(join(vendor, "vega-interpreter.js"), classic);

@@ -47,11 +47,12 @@ UI_HEADERS = {
     "Cache-Control": "no-cache",  # revalidate (ETag), so an update shows at once
 }
 
-# The chart frame (chart-frame.html) runs Plotly in an opaque origin, in a process of its
-# own where the browser isolates sandboxed frames: it reads nothing of the page's and never
-# talks to the API (charts.js posts it the figure). Sandboxed by this header as well as by
-# the <iframe>'s attribute, so it is walled off even when opened on its own. Plotly draws
-# heatmaps and its "download as PNG" through data: images, harmless in here.
+# The chart frame (chart-frame.html) runs one chart's library (Plotly or Vega) in an opaque
+# origin, in a process of its own where the browser isolates sandboxed frames: it reads
+# nothing of the page's and never talks to the API (charts.js posts it the spec). Sandboxed
+# by this header as well as by the <iframe>'s attribute, so it is walled off even when
+# opened on its own. Plotly draws heatmaps and its "download as PNG" through data: images,
+# harmless in here.
 CHART_FRAME_POLICY = "; ".join(
     (
         "default-src 'none'",

@@ -12,6 +12,7 @@ trace type that the vendored Plotly bundle (the cartesian one) lacks.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from playwright.sync_api import (
     ConsoleMessage,
@@ -30,9 +31,17 @@ from tests.ui.conftest import OpenPage
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def _plotly(chart: Locator) -> FrameLocator:
-    """The sandboxed frame that a Plotly figure is drawn in (chart-frame.js)."""
+def _inside(chart: Locator) -> FrameLocator:
+    """The sandboxed frame that a chart is drawn in (chart-frame.js)."""
     return chart.frame_locator("[data-testid=chart-frame]")
+
+
+def _frame(chart: Locator) -> Frame:
+    handle = chart.get_by_test_id("chart-frame").element_handle()
+    assert handle is not None
+    frame = handle.content_frame()
+    assert frame is not None
+    return frame
 
 
 def _charts(page: Page) -> tuple[Locator, Locator]:
@@ -47,17 +56,17 @@ def _charts(page: Page) -> tuple[Locator, Locator]:
 
 def _hover_both(page: Page, plotly: Locator, vega: Locator) -> None:
     plotly.scroll_into_view_if_needed()
-    point = _plotly(plotly).locator(".scatterlayer .point").last
+    point = _inside(plotly).locator(".scatterlayer .point").last
     expect(point).to_be_visible()
     box = point.bounding_box()  # Plotly hovers from its drag layer, over the points
     assert box is not None
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    expect(_plotly(plotly).locator(".hoverlayer .hovertext")).to_contain_text("30")
+    expect(_inside(plotly).locator(".hoverlayer .hovertext")).to_contain_text("30")
     vega.scroll_into_view_if_needed()
-    bar = vega.locator(".mark-rect path").last
+    bar = _inside(vega).locator(".mark-rect path").last
     expect(bar).to_be_visible()
     bar.hover()
-    expect(page.locator("#vg-tooltip-element.visible")).to_contain_text("south")
+    expect(_inside(vega).locator("#vg-tooltip-element.visible")).to_contain_text("south")
 
 
 def test_plotly_and_vega_lite_charts_draw_live_under_the_csp_and_answer_hover(
@@ -73,34 +82,37 @@ def test_plotly_and_vega_lite_charts_draw_live_under_the_csp_and_answer_hover(
     expect(answer).to_contain_text("It drew the 2 regions.")
 
     plotly, vega = _charts(page)
-    # The libraries came from the vendor folder, each once, only when a chart appeared:
-    # Vega in the page, Plotly in the sandboxed frame of its chart, whose origin is opaque
-    # (it can read none of the page's storage), so that Plotly's first run, most of a
-    # second, blocks no task of the page's.
+    # Each library came from the vendor folder, only when a chart appeared, into the
+    # sandboxed frame of its chart, never into the page: an opaque origin, which can read
+    # none of the page's storage, and which Chromium runs out of the page's process (an
+    # "iframe" target of its own), so that the libraries' long tasks block none of the page.
     def vendored(frame: Page | Frame) -> list[str]:
         scripts = frame.evaluate("Array.from(document.scripts, (s) => s.src)")
         return sorted(s.rsplit("/", 1)[-1] for s in scripts if "/vendor/" in s and "tus" not in s)
 
-    assert vendored(page) == ["vega-embed.min.js", "vega-lite.min.js", "vega.min.js"]
-    frame = plotly.get_by_test_id("chart-frame").element_handle().content_frame()
-    assert frame is not None
-    assert vendored(frame) == ["plotly-cartesian.min.js"]
-    assert frame.evaluate("self.origin") == "null"
-    assert frame.evaluate("(() => { try { return localStorage.length; } catch (e) { return e.name; } })()") == "SecurityError"
-    assert page.evaluate("typeof window.Plotly") == "undefined"
-    assert frame.evaluate("window.__csp") == []
-    # Chromium runs it out of the page's process (an "iframe" target of its own), which is
-    # what keeps Plotly's long tasks off the page's thread.
+    assert vendored(page) == []
+    assert page.evaluate("[typeof window.Plotly, typeof window.vega]") == ["undefined"] * 2
+    assert vendored(_frame(plotly)) == ["plotly-cartesian.min.js"]
+    assert vendored(_frame(vega)) == [
+        "vega-embed.min.js",
+        "vega-interpreter.js",
+        "vega-lite.min.js",
+        "vega.min.js",
+    ]
+    storage = "(() => { try { return localStorage.length; } catch (e) { return e.name; } })()"
+    for frame in (_frame(plotly), _frame(vega)):
+        assert frame.evaluate("[self.origin, window.__csp]") == ["null", []]
+        assert frame.evaluate(storage) == "SecurityError"
     targets = page.context.new_cdp_session(page).send("Target.getTargets")["targetInfos"]
-    assert [t["type"] for t in targets if t["url"].endswith("/chart-frame")] == ["iframe"]
+    assert [t["type"] for t in targets if t["url"].endswith("/chart-frame")] == ["iframe"] * 2
     _hover_both(page, plotly, vega)
     screenshot(page, "charts")
     # A click on a legend entry hides its series; a second brings it back.
-    points = _plotly(plotly).locator(".scatterlayer .point")
+    points = _inside(plotly).locator(".scatterlayer .point")
     expect(points).to_have_count(2)
-    _plotly(plotly).locator(".legend .traces").first.click()
+    _inside(plotly).locator(".legend .traces").first.click()
     expect(points).to_have_count(1)
-    _plotly(plotly).locator(".legend .traces").first.click()
+    _inside(plotly).locator(".legend .traces").first.click()
     expect(points).to_have_count(2)
 
     # Each chart's PNG is the one the API gives a client for it.
@@ -193,7 +205,7 @@ def test_a_plotly_heatmap_draws_live_in_its_frame(open_page: OpenPage, person: P
     expect(answer).to_have_attribute("data-run-state", "done", timeout=90_000)
     chart = answer.locator("[data-testid=chart][data-library=plotly]")
     expect(chart).to_have_attribute("data-state", "live", timeout=30_000)
-    frame = _plotly(chart)
+    frame = _inside(chart)
     image = frame.locator(".heatmaplayer image")
     expect(image).to_have_count(1)
     assert (image.get_attribute("href") or "").startswith("data:image/png")
@@ -202,5 +214,9 @@ def test_a_plotly_heatmap_draws_live_in_its_frame(open_page: OpenPage, person: P
     assert box is not None
     page.mouse.move(box["x"] + box["width"] * 0.75, box["y"] + box["height"] * 0.25)
     expect(frame.locator(".hoverlayer .hovertext")).to_contain_text("4")
-    violations = chart.get_by_test_id("chart-frame").element_handle().content_frame()
-    assert violations is not None and violations.evaluate("window.__csp") == []
+    # Plotly's "Download plot as a png" works from the frame (allow-downloads; data: images).
+    with page.expect_download() as download:
+        frame.locator(".modebar-btn[data-title^='Download plot']").click()
+    assert download.value.suggested_filename.endswith(".png")
+    assert Path(download.value.path()).read_bytes().startswith(PNG)
+    assert _frame(chart).evaluate("window.__csp") == []
