@@ -82,6 +82,7 @@ def test_plotly_and_vega_lite_charts_draw_live_under_the_csp_and_answer_hover(
     expect(answer).to_contain_text("It drew the 2 regions.")
 
     plotly, vega = _charts(page)
+
     # Each library came from the vendor folder, only when a chart appeared, into the
     # sandboxed frame of its chart, never into the page: an opaque origin, which can read
     # none of the page's storage, and which Chromium runs out of the page's process (an
