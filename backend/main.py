@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from backend.api.errors import install_error_handlers
 from backend.api.limits import BodySizeLimitMiddleware
 from backend.api.main import ROUTERS
+from backend.api.mcp_server import mount_mcp, serving
 from backend.api.routes.tus import STREAMED_PATCH
 from backend.api.routes.uploads import STREAMED_UPLOAD
 from backend.api.security_headers import SecurityHeadersMiddleware
@@ -29,7 +30,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         reaper = asyncio.create_task(
             reap_idle_workers(services.executors, settings.SANDBOX_IDLE_SECONDS)
         )
-        yield
+        async with serving(mcp_sessions):
+            yield
         reaper.cancel()
         await services.close()
 
@@ -55,5 +57,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    mcp_sessions = mount_mcp(app, services)  # this server as an MCP server, at /mcp
     mount_ui(app)  # same origin as the API: no CORS needed
     return app

@@ -1,0 +1,166 @@
+"""This server as an MCP server (issue 28), driven by the official `mcp` SDK's client over
+Streamable HTTP against a real server on loopback.
+
+Each user connects with a personal API key. The tools list with their schemas; run_python
+keeps a session's variables between calls and returns a plot as image content; list_files
+and describe_file show a session's data. Another user's session, a deleted one and a
+traversal id are "not found" or refused, as tool errors; a wrong key is a 401.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_types import CallToolResult, ImageContent, TextContent
+
+from tests.conftest import scripted_server
+from tests.support.live_server import LiveServer
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with scripted_server(tmp_path_factory.mktemp("mcp"), []) as live:
+        yield live
+
+
+def api_key(server: LiveServer, name: str) -> str:
+    """A new user's personal API key."""
+    with server.client() as admin:
+        created = admin.post("/api/users", json={"username": name, "password": "p" * 12})
+        assert created.status_code == 201, created.text
+    with server.client(server.token(name, "p" * 12)) as http:
+        return str(http.post("/api/keys", json={"name": "mcp"}).json()["key"])
+
+
+def call(server: LiveServer, key: str, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
+    """Connect with `key`, list the tools, make `calls` in one MCP session."""
+
+    async def session() -> list[Any]:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
+        transport = streamable_http_client(f"{server.url}/mcp", http_client=http)
+        async with http, Client(transport) as client:
+            results: list[Any] = [await client.list_tools()]
+            for name, arguments in calls:
+                results.append(await client.call_tool(name, arguments))
+            return results
+
+    return anyio.run(session)
+
+
+def text(result: CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, TextContent))
+
+
+def test_the_tools_list_with_their_schemas_and_a_session_keeps_its_variables(
+    server: LiveServer,
+) -> None:
+    key = api_key(server, "mcp-alice")
+    tools, first, second, plotted, sessions, files = call(
+        server,
+        key,
+        ("run_python", {"session_id": "mcp-s1", "code": "x = 20\nprint('set', x)"}),
+        ("run_python", {"session_id": "mcp-s1", "code": "print('x is', x + 1)"}),
+        (
+            "run_python",
+            {
+                "session_id": "mcp-s1",
+                "code": "import matplotlib.pyplot as plt\nplt.plot([1, 2], [3, 4])\n"
+                "plt.savefig('outputs/line.png')\nprint('saved')",
+            },
+        ),
+        ("list_sessions", {}),
+        ("list_files", {"session_id": "mcp-s1"}),
+    )
+    by_name = {tool.name: tool for tool in tools.tools}
+    assert set(by_name) >= {"run_python", "list_sessions", "list_files", "describe_file"}
+    assert by_name["run_python"].input_schema["required"] == ["session_id", "code"]
+    assert all(tool.description for tool in by_name.values())
+
+    assert not first.is_error and "set 20" in text(first)
+    assert not second.is_error and "x is 21" in text(second)  # the variable carried over
+    assert second.structured_content["success"] is True
+    # Each PNG the run wrote (the one it saved, and the figure the sandbox keeps) is an image.
+    images = [c for c in plotted.content if isinstance(c, ImageContent)]
+    pngs = [f for f in plotted.structured_content["files"] if f.endswith(".png")]
+    assert "outputs/line.png" in pngs and len(images) == len(pngs)
+    assert all(base64.b64decode(i.data).startswith(PNG) for i in images)
+    assert {i.mime_type for i in images} == {"image/png"}
+    assert "mcp-s1" in [s["session_id"] for s in sessions.structured_content["sessions"]]
+    paths = [f["path"] for f in files.structured_content["files"]]
+    assert "outputs/line.png" in paths
+
+
+def test_a_failing_run_is_a_tool_error_with_its_traceback(server: LiveServer) -> None:
+    key = api_key(server, "mcp-carol")
+    _, failed = call(server, key, ("run_python", {"session_id": "c1", "code": "1 / 0"}))
+    assert failed.is_error
+    assert "ZeroDivisionError" in text(failed)
+
+
+def test_describe_file_shows_an_uploaded_csv(server: LiveServer, tmp_path: Path) -> None:
+    key = api_key(server, "mcp-dave")
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}) as http:
+        uploaded = http.post(
+            "/api/upload",
+            data={"session_id": "d1"},
+            files={"file": ("sales.csv", b"region,price\nnorth,10\nsouth,30\n", "text/csv")},
+        )
+        assert uploaded.status_code == 201, uploaded.text
+    _, described, missing, traversal = call(
+        server,
+        key,
+        ("describe_file", {"session_id": "d1", "path": "uploads/sales.csv"}),
+        ("describe_file", {"session_id": "d1", "path": "uploads/nothing.csv"}),
+        ("describe_file", {"session_id": "d1", "path": "../../etc/passwd"}),
+    )
+    assert not described.is_error, text(described)
+    info = described.structured_content
+    assert info["kind"] == "tabular" and info["details"]["rows"] == 2
+    assert [c["name"] for c in info["details"]["columns"]] == ["region", "price"]
+    assert missing.is_error and "File not found" in text(missing)
+    assert traversal.is_error
+
+
+def test_another_users_session_is_not_found_and_a_wrong_key_is_a_401(
+    server: LiveServer,
+) -> None:
+    owner, intruder = api_key(server, "mcp-erin"), api_key(server, "mcp-frank")
+    call(server, owner, ("run_python", {"session_id": "secret", "code": "token = 42"}))
+    _, files, described, sessions, reran, traversal = call(
+        server,
+        intruder,
+        ("list_files", {"session_id": "secret"}),
+        ("describe_file", {"session_id": "secret", "path": "variables"}),
+        ("list_sessions", {}),
+        ("run_python", {"session_id": "secret", "code": "print(token)"}),
+        ("list_files", {"session_id": "../u1-secret"}),
+    )
+    for refused in (files, described):
+        assert refused.is_error and "not found" in text(refused)
+    assert "secret" not in [s["session_id"] for s in sessions.structured_content["sessions"]]
+    # The same id is the intruder's own, new session: the owner's variable is not in it.
+    assert reran.is_error and "NameError" in text(reran)
+    assert traversal.is_error and "Invalid session_id" in text(traversal)
+
+    for wrong in ("not-a-key", ""):
+        headers = {"Authorization": f"Bearer {wrong}"} if wrong else {}
+        refused = httpx2.post(
+            f"{server.url}/mcp",
+            headers={**headers, "Accept": "application/json, text/event-stream"},
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        )
+        assert refused.status_code == 401
+        assert refused.headers["www-authenticate"] == "Bearer"
+        assert refused.json()["code"] == "invalid_api_key"
