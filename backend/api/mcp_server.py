@@ -31,8 +31,10 @@ from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 
+from backend.api import mcp_ask
 from backend.api.mcp_auth import McpAuth, bearer_token
 from backend.core.accounts import authenticate
+from backend.core.router import AgentType
 from backend.core.services import Services
 from backend.files.catalog import FileNotInWorkspace
 from backend.files.model import UnsupportedFileType
@@ -129,6 +131,17 @@ def build_mcp_server(services: Services) -> MCPServer:
         except UnsupportedFileType as exc:
             raise ToolError(str(exc)) from None
         return metadata.to_dict()
+
+    @server.tool()
+    async def ask(
+        session_id: str, question: str, ctx: Context, agent: AgentType = "auto"
+    ) -> CallToolResult:
+        """Ask the data agent a question about a session's data: it writes and runs the
+        code, and answers with each number's source. Its steps arrive as progress."""
+        user = caller(ctx)
+        if not valid_session_id(session_id):
+            raise ToolError(_BAD_SESSION)
+        return await mcp_ask.ask(services, user, session_id, question, agent, ctx)
 
     @server.tool()
     async def run_python(session_id: str, code: str, ctx: Context) -> CallToolResult:

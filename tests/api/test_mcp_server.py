@@ -10,6 +10,7 @@ traversal id are "not found" or refused, as tool errors; a wrong key is a 401.
 from __future__ import annotations
 
 import base64
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,14 +25,22 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CallToolResult, ImageContent, TextContent
 
 from tests.conftest import scripted_server
+from tests.support.agent_script import react_turn
 from tests.support.live_server import LiveServer
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
+ASK = "Q-MCP-ASK"
+REPLIES = [
+    *react_turn(ASK, code="print('total:', 40)\n", answer="The total is 40."),
+    {"when": ["[stage: review]", ASK], "content": '{"answers_question": true}', "repeat": True},
+]
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with scripted_server(tmp_path_factory.mktemp("mcp"), []) as live:
+    with scripted_server(tmp_path_factory.mktemp("mcp"), REPLIES) as live:
         yield live
 
 
@@ -164,3 +173,71 @@ def test_another_users_session_is_not_found_and_a_wrong_key_is_a_401(
         assert refused.status_code == 401
         assert refused.headers["www-authenticate"] == "Bearer"
         assert refused.json()["code"] == "invalid_api_key"
+
+
+def test_cancelling_a_call_stops_its_run(server: LiveServer) -> None:
+    # A 20 s run is cancelled once it has started (its marker file is there); the sandbox
+    # is stopped, not left sleeping: the next run starts at once, with the variables of
+    # the runs before.
+    key = api_key(server, "mcp-grace")
+    long_run = (
+        "from pathlib import Path\nimport time\n"
+        "Path('outputs/started.txt').write_text('yes')\ntime.sleep(20)\nprint('finished')"
+    )
+
+    async def session() -> tuple[CallToolResult, float]:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
+        transport = streamable_http_client(f"{server.url}/mcp", http_client=http)
+        async with http, Client(transport) as client:
+            await client.call_tool("run_python", {"session_id": "g1", "code": "before = 7"})
+            async with anyio.create_task_group() as group:
+                group.start_soon(
+                    client.call_tool, "run_python", {"session_id": "g1", "code": long_run}
+                )
+                while True:  # until the run has begun: its file is in the workspace
+                    listed = await client.call_tool("list_files", {"session_id": "g1"})
+                    paths = [f["path"] for f in listed.structured_content["files"]]
+                    if "outputs/started.txt" in paths:
+                        break
+                    await anyio.sleep(0.1)
+                group.cancel_scope.cancel()
+            started = time.monotonic()
+            after = await client.call_tool(
+                "run_python", {"session_id": "g1", "code": "print(before)"}
+            )
+            return after, time.monotonic() - started
+
+    after, seconds = anyio.run(session)
+    assert not after.is_error and "7" in text(after)
+    assert seconds < 15, f"the next run waited {seconds:.1f} s: the cancelled one went on"
+
+
+def test_ask_runs_a_whole_turn_with_progress_and_returns_its_citations(
+    server: LiveServer,
+) -> None:
+    key = api_key(server, "mcp-heidi")
+    progress: list[str] = []
+
+    async def record(done: float, total: float | None, message: str | None) -> None:
+        progress.append(message or "")
+
+    async def session() -> CallToolResult:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
+        transport = streamable_http_client(f"{server.url}/mcp", http_client=http)
+        async with http, Client(transport) as client:
+            return await client.call_tool(
+                "ask",
+                {"session_id": "h1", "question": f"{ASK} what is the total?", "agent": "react"},
+                progress_callback=record,
+            )
+
+    answered = anyio.run(session)
+    assert not answered.is_error, text(answered)
+    assert text(answered) == "The total is 40."
+    result = answered.structured_content
+    assert result["agent_type"] == "react" and result["session_id"] == "h1"
+    [citation] = result["citations"]
+    assert citation["text"] == "40" and citation["kind"] == "computed"
+    assert citation["output_line"] == "total: 40"
+    assert progress[0].startswith("The react agent answers")
+    assert progress[1:] == ["Calling python_coder", "Running code (attempt 1)", "The code ran"]
