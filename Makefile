@@ -14,6 +14,8 @@ OI_PY := $(OI_VENV)/bin/python
 DEBIAN_PACKAGES := bubblewrap nodejs
 # The UI's browser libraries, pinned by frontend/package-lock.json, copied where the app serves them.
 VENDOR := frontend/assets/vendor
+# MCP clients the tests drive against /mcp (the MCP Inspector's CLI), pinned by their lock.
+MCP_CLIENTS := tests/mcp_clients
 
 # llama.cpp is compiled for a portable x86-64-v3 baseline: a native build enables
 # AVX-512/AMX kernels that crash in VMs that do not grant AMX, and a cached native
@@ -21,7 +23,7 @@ VENDOR := frontend/assets/vendor
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
 	-DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
 
-.PHONY: run test install install-dev system-deps lint typecheck openinterpreter frontend lock
+.PHONY: run test install install-dev system-deps lint typecheck openinterpreter frontend mcp-clients lock
 
 # The API serves the UI too; run_frontend.py is there for a UI on a port of its own.
 run: install system-deps frontend
@@ -33,7 +35,7 @@ run: install system-deps frontend
 # most tests wait on servers and sandboxes rather than use a core.
 TEST_WORKERS ?= 2
 test: DEBIAN_PACKAGES += chromium postgresql iproute2
-test: install-dev system-deps frontend openinterpreter lint typecheck
+test: install-dev system-deps frontend openinterpreter mcp-clients lint typecheck
 	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: install-dev
@@ -48,6 +50,7 @@ install: $(VENV)/.installed-runtime
 install-dev: $(VENV)/.installed-dev
 openinterpreter: $(OI_VENV)/.installed
 frontend: $(VENDOR)/.installed
+mcp-clients: $(MCP_CLIENTS)/node_modules/.installed
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -116,6 +119,10 @@ $(VENDOR)/.installed: frontend/package.json frontend/package-lock.json frontend/
 	cp frontend/node_modules/vega/build/vega.min.js frontend/node_modules/vega-lite/build/vega-lite.min.js \
 		frontend/node_modules/vega-embed/build/vega-embed.min.js $(VENDOR)/
 	cd frontend && node vendor-charts.mjs assets/vendor  # Plotly's style sheets and traces, vega-interpreter.js
+	touch $@
+
+$(MCP_CLIENTS)/node_modules/.installed: $(MCP_CLIENTS)/package.json $(MCP_CLIENTS)/package-lock.json | system-deps
+	cd $(MCP_CLIENTS) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
 system-deps:

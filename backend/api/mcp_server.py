@@ -23,7 +23,7 @@ from typing import Any
 from fastapi import FastAPI
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, ContentBlock, ImageContent, TextContent
@@ -49,6 +49,7 @@ INSTRUCTIONS = (
     "list_files and describe_file to see its data, and run_python to analyse it."
 )
 _MAX_PLOT_BYTES = 5 * 1024 * 1024  # a plot larger than this is named, not sent
+_MAX_RESOURCE_BYTES = 20 * 1024 * 1024  # a larger file is for the REST API's download
 _BAD_SESSION = "Invalid session_id: use letters, digits, '.', '-' or '_' (see list_sessions)."
 
 
@@ -131,6 +132,22 @@ def build_mcp_server(services: Services) -> MCPServer:
         except UnsupportedFileType as exc:
             raise ToolError(str(exc)) from None
         return metadata.to_dict()
+
+    @server.resource(
+        "session://{session_id}/{+path}",
+        name="session-file",
+        description="A file of one of your sessions' workspaces (list_files names them).",
+    )
+    async def session_file(session_id: str, path: str, ctx: Context) -> bytes:
+        try:
+            key = owned(caller(ctx), session_id)
+        except ToolError as exc:
+            raise ResourceNotFoundError(str(exc)) from None
+        await services.shared.pull(key)
+        try:
+            return await run_in_threadpool(_read_file, services, key, path)
+        except (UnsafePath, NotARegularFile, OSError):
+            raise ResourceNotFoundError(f"File not found: {path} (see list_files).") from None
 
     @server.tool()
     async def ask(
@@ -218,6 +235,19 @@ async def serving(manager: StreamableHTTPSessionManager) -> AsyncIterator[None]:
     finally:
         stop.set()
         await task
+
+
+def _read_file(services: Services, key: str, path: str) -> bytes:
+    if path.startswith(TABLES_FOLDER + "/"):
+        raise FileNotFoundError(path)  # a table's own Parquet, hidden as in the REST API
+    with services.workspaces.open_file(key, path) as file:
+        data = file.read(_MAX_RESOURCE_BYTES + 1)
+    if len(data) > _MAX_RESOURCE_BYTES:
+        raise ResourceError(
+            f"{path} is over {_MAX_RESOURCE_BYTES // 2**20} MB: download it with "
+            "GET /api/sessions/{session_id}/files/{path} instead."
+        )
+    return data
 
 
 def _plot(services: Services, key: str, path: str) -> ImageContent | None:

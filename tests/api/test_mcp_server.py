@@ -22,11 +22,13 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, ImageContent, TextContent
 
 from tests.conftest import scripted_server
 from tests.support.agent_script import react_turn
 from tests.support.live_server import LiveServer
+from tests.support.mcp_keys import api_key
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -42,15 +44,6 @@ REPLIES = [
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     with scripted_server(tmp_path_factory.mktemp("mcp"), REPLIES) as live:
         yield live
-
-
-def api_key(server: LiveServer, name: str) -> str:
-    """A new user's personal API key."""
-    with server.client() as admin:
-        created = admin.post("/api/users", json={"username": name, "password": "p" * 12})
-        assert created.status_code == 201, created.text
-    with server.client(server.token(name, "p" * 12)) as http:
-        return str(http.post("/api/keys", json={"name": "mcp"}).json()["key"])
 
 
 def call(server: LiveServer, key: str, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
@@ -241,3 +234,38 @@ def test_ask_runs_a_whole_turn_with_progress_and_returns_its_citations(
     assert citation["output_line"] == "total: 40"
     assert progress[0].startswith("The react agent answers")
     assert progress[1:] == ["Calling python_coder", "Running code (attempt 1)", "The code ran"]
+
+
+def test_a_sessions_files_are_resources_of_their_owner_only(server: LiveServer) -> None:
+    owner, intruder = api_key(server, "mcp-ivan"), api_key(server, "mcp-judy")
+    call(
+        server,
+        owner,
+        ("run_python", {"session_id": "i1", "code": "open('outputs/a.txt', 'w').write('hello')"}),
+    )
+
+    async def read(key: str, uri: str) -> Any:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
+        transport = streamable_http_client(f"{server.url}/mcp", http_client=http)
+        async with http, Client(transport) as client:
+            templates = await client.list_resource_templates()
+            assert [t.uri_template for t in templates.resource_templates] == [
+                "session://{session_id}/{+path}"
+            ]
+            try:
+                return await client.read_resource(uri)
+            except MCPError as exc:
+                return exc
+
+    read_back = anyio.run(read, owner, "session://i1/outputs/a.txt")
+    [contents] = read_back.contents
+    assert base64.b64decode(contents.blob) == b"hello"
+    for key, uri, why in (
+        (intruder, "session://i1/outputs/a.txt", "Session 'i1' not found"),  # another user's
+        (owner, "session://i1/outputs/none.txt", "File not found"),
+        (owner, "session://gone/outputs/a.txt", "Session 'gone' not found"),
+        # Out of the workspace: the SDK's path check refuses it before the lookup.
+        (owner, "session://i1/../../etc/passwd", "Unknown resource"),
+    ):
+        refused = anyio.run(read, key, uri)
+        assert isinstance(refused, MCPError) and why in str(refused), (uri, refused)
