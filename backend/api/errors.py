@@ -48,6 +48,12 @@ OPENAI_CLIENT_ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
+# The store's refusals, said the same way by the REST API and the MCP tools (mcp_errors.py).
+STORE_BUSY = "The database is busy (another process holds it): try again shortly."
+STORE_UNAVAILABLE = "The database is not reachable: try again shortly."
+STORE_FULL = "The server's disk is full: nothing was saved. Free some space and try again."
+
+
 class ApiError(Exception):
     """An error with a fixed, human message, raised by routes and dependencies."""
 
@@ -136,7 +142,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(
             request,
             503,
-            "The database is busy (another process holds it): try again shortly.",
+            STORE_BUSY,
             code="store_busy",
             headers={"Retry-After": "5"},
         )
@@ -147,7 +153,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(
             request,
             503,
-            "The database is not reachable: try again shortly.",
+            STORE_UNAVAILABLE,
             code="store_unavailable",
             headers={"Retry-After": "5"},
         )
@@ -158,7 +164,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(
             request,
             507,
-            "The server's disk is full: nothing was saved. Free some space and try again.",
+            STORE_FULL,
             code="insufficient_storage",
         )
 

@@ -26,7 +26,6 @@ from backend.core.events import (
     StepStart,
     ToolCall,
 )
-from backend.core.limits import LimitReached
 from backend.core.router import AgentType
 from backend.core.services import Services
 from backend.core.turn import TurnRequest
@@ -57,10 +56,7 @@ async def ask(
     request = TurnRequest(
         messages=[HumanMessage(question)], session_id=session_id, agent_type=agent
     )
-    try:
-        turn = await services.chat.open_turn(user, request)
-    except LimitReached as exc:
-        raise ToolError(exc.message) from None
+    turn = await services.chat.open_turn(user, request)  # a LimitReached: mcp_errors.py
     final: Final | None = None
     steps = 0
     async for event in turn.events:

@@ -33,6 +33,7 @@ from starlette.routing import Route
 
 from backend.api import mcp_ask
 from backend.api.mcp_auth import McpAuth, bearer_token
+from backend.api.mcp_errors import as_tool_errors
 from backend.core.accounts import authenticate
 from backend.core.router import AgentType
 from backend.core.services import Services
@@ -47,6 +48,15 @@ INSTRUCTIONS = (
     "A Python data-analysis sandbox. Each session_id names a workspace of its own (uploaded "
     "files, variables that persist between runs, plots). Call list_sessions to find one, "
     "list_files and describe_file to see its data, and run_python to analyse it."
+)
+# One line each, for a model to act on.
+ASK = (
+    "Ask the data agent about a session's data: it writes and runs the code, and answers "
+    "with each number's source (its steps arrive as progress)."
+)
+RUN_PYTHON = (
+    "Run Python in a session's sandbox (variables persist between calls); returns the "
+    "output, errors, files written, and plots as images."
 )
 _MAX_PLOT_BYTES = 5 * 1024 * 1024  # a plot larger than this is named, not sent
 _MAX_RESOURCE_BYTES = 20 * 1024 * 1024  # a larger file is for the REST API's download
@@ -149,25 +159,23 @@ def build_mcp_server(services: Services) -> MCPServer:
         except (UnsafePath, NotARegularFile, OSError):
             raise ResourceNotFoundError(f"File not found: {path} (see list_files).") from None
 
-    @server.tool()
+    @server.tool(description=ASK)
     async def ask(
         session_id: str, question: str, ctx: Context, agent: AgentType = "auto"
     ) -> CallToolResult:
-        """Ask the data agent a question about a session's data: it writes and runs the
-        code, and answers with each number's source. Its steps arrive as progress."""
         user = caller(ctx)
         if not valid_session_id(session_id):
             raise ToolError(_BAD_SESSION)
-        return await mcp_ask.ask(services, user, session_id, question, agent, ctx)
+        with as_tool_errors():
+            return await mcp_ask.ask(services, user, session_id, question, agent, ctx)
 
-    @server.tool()
+    @server.tool(description=RUN_PYTHON)
     async def run_python(session_id: str, code: str, ctx: Context) -> CallToolResult:
-        """Run Python code in a session's sandbox; variables persist between calls. Returns
-        its output and errors, the files it wrote, and its plots as images."""
         user = caller(ctx)
         if not valid_session_id(session_id):
             raise ToolError(_BAD_SESSION)
-        run = await services.python_coder.run_code(user, session_id, code)
+        with as_tool_errors():
+            run = await services.python_coder.run_code(user, session_id, code)
         result = run.result
         text = result.stdout or ("" if result.error else "(no output)")
         if result.stderr:
@@ -208,7 +216,7 @@ def mount_mcp(app: FastAPI, services: Services) -> StreamableHTTPSessionManager:
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False)
     )
     manager = server.session_manager
-    endpoint = McpAuth(StreamableHTTPASGIApp(manager), services)
+    endpoint = McpAuth(StreamableHTTPASGIApp(manager), services, manager)
     app.router.routes.append(Route("/mcp", endpoint=endpoint, methods=["GET", "POST", "DELETE"]))
     return manager
 

@@ -92,7 +92,13 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Interactive tables", ("TABLE_QUERY_MEMORY_MB", "TABLE_QUERY_THREADS")),
     (
         "Per-user and host limits",
-        ("USER_MAX_SANDBOXES", "USER_MAX_RUNS", "USER_MAX_DISK_MB", "HOST_MAX_SANDBOXES"),
+        (
+            "USER_MAX_SANDBOXES",
+            "USER_MAX_RUNS",
+            "USER_MAX_MCP_SESSIONS",
+            "USER_MAX_DISK_MB",
+            "HOST_MAX_SANDBOXES",
+        ),
     ),
     (
         "Scale-out",

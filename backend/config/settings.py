@@ -295,6 +295,12 @@ class Settings(BaseSettings):
         description="Concurrent agent turns per user, over `/api/chat`, `/api/runs`, "
         "`/v1/chat/completions` and `/v1/responses`; one more gets a 429.",
     )
+    USER_MAX_MCP_SESSIONS: int = Field(
+        default=8,
+        ge=1,
+        description="Open MCP sessions per user at `/mcp` (each host connection is one, until "
+        "it ends or idles out); one more gets a 429.",
+    )
     USER_MAX_DISK_MB: int = Field(
         default=20480,
         ge=1,

@@ -34,6 +34,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 ASK = "Q-MCP-ASK"
+SESSIONS = 3  # USER_MAX_MCP_SESSIONS
 REPLIES = [
     *react_turn(ASK, code="print('total:', 40)\n", answer="The total is 40."),
     {"when": ["[stage: review]", ASK], "content": '{"answers_question": true}', "repeat": True},
@@ -42,7 +43,8 @@ REPLIES = [
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with scripted_server(tmp_path_factory.mktemp("mcp"), REPLIES) as live:
+    root = tmp_path_factory.mktemp("mcp")
+    with scripted_server(root, REPLIES, USER_MAX_MCP_SESSIONS=str(SESSIONS)) as live:
         yield live
 
 
@@ -88,7 +90,7 @@ def test_the_tools_list_with_their_schemas_and_a_session_keeps_its_variables(
     by_name = {tool.name: tool for tool in tools.tools}
     assert set(by_name) >= {"run_python", "list_sessions", "list_files", "describe_file"}
     assert by_name["run_python"].input_schema["required"] == ["session_id", "code"]
-    assert all(tool.description for tool in by_name.values())
+    assert all(tool.description and "\n" not in tool.description for tool in by_name.values())
 
     assert not first.is_error and "set 20" in text(first)
     assert not second.is_error and "x is 21" in text(second)  # the variable carried over
@@ -269,3 +271,65 @@ def test_a_sessions_files_are_resources_of_their_owner_only(server: LiveServer) 
     ):
         refused = anyio.run(read, key, uri)
         assert isinstance(refused, MCPError) and why in str(refused), (uri, refused)
+
+
+def test_a_user_holds_at_most_their_share_of_mcp_sessions(server: LiveServer) -> None:
+    # Sessions are the handshake revisions' (up to 2025-11-25; the 2026 revision has none):
+    # a host that opens them without end must not fill the SDK's table for everyone.
+    greedy, other = api_key(server, "mcp-kim"), api_key(server, "mcp-leo")
+    accept = {"Accept": "application/json, text/event-stream"}
+
+    def initialize(key: str) -> httpx2.Response:
+        return httpx2.post(
+            f"{server.url}/mcp",
+            headers={"Authorization": f"Bearer {key}", **accept},
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "1"},
+                },
+            },
+        )
+
+    opened = [initialize(greedy) for _ in range(SESSIONS)]
+    assert [r.status_code for r in opened] == [200] * SESSIONS
+    refused = initialize(greedy)
+    assert refused.status_code == 429
+    assert refused.json()["code"] == "too_many_mcp_sessions"
+    assert f"You have {SESSIONS} MCP sessions open" in refused.json()["detail"]
+    assert initialize(other).status_code == 200  # another user is not held up by this one
+
+    ended = httpx2.delete(
+        f"{server.url}/mcp",
+        headers={
+            "Authorization": f"Bearer {greedy}",
+            "Mcp-Session-Id": opened[0].headers["mcp-session-id"],
+            "Mcp-Protocol-Version": "2025-11-25",
+            **accept,
+        },
+    )
+    assert ended.status_code == 200
+    assert initialize(greedy).status_code == 200  # one ended: room for one more
+
+
+def test_a_limit_is_a_tool_error_with_the_rest_apis_message(server: LiveServer) -> None:
+    key = api_key(server, "mcp-mallory")
+    with server.client() as admin:
+        [me] = [u for u in admin.get("/api/users").json() if u["username"] == "mcp-mallory"]
+        limited = admin.patch(f"/api/users/{me['id']}", json={"limits": {"max_disk_mb": 1}})
+        assert limited.status_code == 200
+    fill = "open('outputs/big.bin', 'wb').write(b'x' * 2_000_000)"
+    _, filled, refused = call(
+        server,
+        key,
+        ("run_python", {"session_id": "m1", "code": fill}),
+        ("run_python", {"session_id": "m1", "code": "print(1)"}),
+    )
+    assert not filled.is_error, text(filled)
+    assert refused.is_error
+    # The SDK names the tool first; the message is the REST API's 507's.
+    assert "Your disk quota is full: your sessions use 2 MB of your 1 MB" in text(refused)
