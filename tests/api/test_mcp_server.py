@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, ImageContent, TextContent
 
 from tests.conftest import scripted_server
-from tests.support.agent_script import react_turn
+from tests.support.agent_script import react_turn, slow_turn
 from tests.support.live_server import LiveServer
 from tests.support.mcp_keys import api_key
 
@@ -34,10 +34,12 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 ASK = "Q-MCP-ASK"
+SLOW = "Q-MCP-SLOW"
 SESSIONS = 3  # USER_MAX_MCP_SESSIONS
 REPLIES = [
     *react_turn(ASK, code="print('total:', 40)\n", answer="The total is 40."),
     {"when": ["[stage: review]", ASK], "content": '{"answers_question": true}', "repeat": True},
+    *slow_turn(SLOW),
 ]
 
 
@@ -333,3 +335,34 @@ def test_a_limit_is_a_tool_error_with_the_rest_apis_message(server: LiveServer) 
     assert refused.is_error
     # The SDK names the tool first; the message is the REST API's 507's.
     assert "Your disk quota is full: your sessions use 2 MB of your 1 MB" in text(refused)
+
+
+def test_cancelling_ask_stops_its_turn(server: LiveServer) -> None:
+    # The turn's code sleeps 20 s; once it is running (its progress says so) the host
+    # cancels, as Stop does in the UI: the sandbox is free again at once.
+    key = api_key(server, "mcp-nina")
+
+    async def session() -> tuple[CallToolResult, float]:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
+        transport = streamable_http_client(f"{server.url}/mcp", http_client=http)
+        running = anyio.Event()
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            if message and message.startswith("Running code"):
+                running.set()
+
+        async with http, Client(transport) as client:
+            arguments = {"session_id": "n1", "question": f"{SLOW} wait", "agent": "react"}
+            async with anyio.create_task_group() as group:
+                group.start_soon(
+                    lambda: client.call_tool("ask", arguments, progress_callback=progress)
+                )
+                await running.wait()
+                group.cancel_scope.cancel()
+            started = time.monotonic()
+            after = await client.call_tool("run_python", {"session_id": "n1", "code": "print(5)"})
+            return after, time.monotonic() - started
+
+    after, seconds = anyio.run(session)
+    assert not after.is_error and "5" in text(after)
+    assert seconds < 15, f"the next run waited {seconds:.1f} s: the cancelled turn went on"
