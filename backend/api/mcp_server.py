@@ -93,11 +93,15 @@ def build_mcp_server(services: Services) -> MCPServer:
             raise ToolError("Invalid or expired token: log in again.")
         return user
 
-    def owned(user: User, session_id: str) -> str:
-        """The key of the user's session, or the REST API's "not found"."""
+    def checked(session_id: str) -> str:
+        """The id as given, or a tool error for one that could name no session."""
         if not valid_session_id(session_id):
             raise ToolError(_BAD_SESSION)
-        key = session_key(user.id, session_id)
+        return session_id
+
+    def owned(user: User, session_id: str) -> str:
+        """The key of the user's session, or the REST API's "not found"."""
+        key = session_key(user.id, checked(session_id))
         if services.store.session_owner(key) != user.id:
             raise ToolError(f"Session '{session_id}' not found: see list_sessions.")
         return key
@@ -163,17 +167,13 @@ def build_mcp_server(services: Services) -> MCPServer:
     async def ask(
         session_id: str, question: str, ctx: Context, agent: AgentType = "auto"
     ) -> CallToolResult:
-        user = caller(ctx)
-        if not valid_session_id(session_id):
-            raise ToolError(_BAD_SESSION)
+        user, session_id = caller(ctx), checked(session_id)
         with as_tool_errors():
             return await mcp_ask.ask(services, user, session_id, question, agent, ctx)
 
     @server.tool(description=RUN_PYTHON)
     async def run_python(session_id: str, code: str, ctx: Context) -> CallToolResult:
-        user = caller(ctx)
-        if not valid_session_id(session_id):
-            raise ToolError(_BAD_SESSION)
+        user, session_id = caller(ctx), checked(session_id)
         with as_tool_errors():
             run = await services.python_coder.run_code(user, session_id, code)
         result = run.result
@@ -208,7 +208,7 @@ def build_mcp_server(services: Services) -> MCPServer:
 
 def mount_mcp(app: FastAPI, services: Services) -> StreamableHTTPSessionManager:
     """Serve the MCP server at `/mcp`, behind the bearer check; the app's lifespan runs
-    the returned session manager (`async with manager.run()`)."""
+    the returned session manager (`async with serving(manager)`)."""
     server = build_mcp_server(services)
     # The SDK's DNS-rebinding guard is for servers that trust whoever reaches them; every
     # request here needs an API key in a header, which a rebound page cannot send.
