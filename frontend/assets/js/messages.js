@@ -28,7 +28,7 @@ let list;
 let emptyState;
 let jumpButton;
 let stick = true;
-let lastTop = 0; // scrollTop as the last scroll event saw it
+let lastTop = 0; // scrollTop as the last scroll event saw it, or our own last move set it
 let itemObserver; // a ResizeObserver of the list's items (keepInPlace)
 let nearObserver; // marks the items that came within a screen and a half of view
 const heights = new WeakMap(); // an item → its height as that observer last saw it
@@ -59,9 +59,7 @@ export function mountMessages() {
     if (item) emit("retry", item.turn);
   });
   // Images and deferred highlighting change heights after a redraw: keep following.
-  new ResizeObserver(() => {
-    if (stick) scrollToBottom();
-  }).observe(list);
+  new ResizeObserver(follow).observe(list);
   itemObserver = new ResizeObserver(keepInPlace);
   // An item off screen is drawn once it comes this near, and stays drawn (style.css): well
   // before it scrolls into view, so its real height is taken above what is on screen.
@@ -196,8 +194,10 @@ function appendItem(item) {
   watch(el);
   list.append(el);
   emptyState.hidden = true;
-  if (item.kind === "user") stick = true; // sending follows the answer
-  if (stick) scrollToBottom();
+  if (item.kind === "user") {
+    stick = true; // sending follows the answer
+    scrollToBottom();
+  } else follow();
 }
 
 function buildItem(item, mode) {
@@ -344,9 +344,26 @@ function flush() {
     if (view && view.el.isConnected) updateAssistant(turn, view);
   }
   dirty.clear();
-  if (stick) scrollToBottom();
+  follow();
+}
+
+/**
+ * Keep to the bottom while stuck there. A move up whose scroll event is still to come
+ * (each of our own moves updates lastTop, so it can only be the user's) unsticks first:
+ * following would undo it.
+ */
+function follow() {
+  if (!stick) return;
+  const top = scroller.scrollTop;
+  if (top < lastTop - 1 && scroller.scrollHeight - top - scroller.clientHeight >= STICK_DISTANCE) {
+    stick = false;
+    jumpButton.hidden = false;
+    return;
+  }
+  scrollToBottom();
 }
 
 function scrollToBottom() {
   scroller.scrollTop = scroller.scrollHeight;
+  lastTop = scroller.scrollTop;
 }
