@@ -16,6 +16,11 @@ DEBIAN_PACKAGES := bubblewrap nodejs
 VENDOR := frontend/assets/vendor
 # MCP clients the tests drive against /mcp (the MCP Inspector's CLI), pinned by their lock.
 MCP_CLIENTS := tests/mcp_clients
+# Third-party MCP servers the tests connect our agents to, each in a venv of its own under
+# MCP_SERVERS_VENV, pinned by tests/mcp_servers/<name>/requirements.txt: their `mcp` pins clash
+# with ours and with each other (mcp-server-time needs mcp 2.3+, mcp-server-sqlite runs on 1.x).
+MCP_SERVERS_VENV := .venv-mcp-servers
+MCP_SERVERS := time sqlite
 
 # llama.cpp is compiled for a portable x86-64-v3 baseline: a native build enables
 # AVX-512/AMX kernels that crash in VMs that do not grant AMX, and a cached native
@@ -23,7 +28,8 @@ MCP_CLIENTS := tests/mcp_clients
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
 	-DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
 
-.PHONY: run test install install-dev system-deps lint typecheck openinterpreter frontend mcp-clients lock
+.PHONY: run test install install-dev system-deps lint typecheck openinterpreter frontend mcp-clients \
+	mcp-servers lock
 
 # The API serves the UI too; run_frontend.py is there for a UI on a port of its own.
 run: install system-deps frontend
@@ -35,7 +41,8 @@ run: install system-deps frontend
 # most tests wait on servers and sandboxes rather than use a core.
 TEST_WORKERS ?= 2
 test: DEBIAN_PACKAGES += chromium postgresql iproute2
-test: install-dev system-deps frontend openinterpreter mcp-clients lint typecheck
+test: install-dev system-deps frontend openinterpreter mcp-clients mcp-servers lint \
+	typecheck
 	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: install-dev
@@ -51,6 +58,7 @@ install-dev: $(VENV)/.installed-dev
 openinterpreter: $(OI_VENV)/.installed
 frontend: $(VENDOR)/.installed
 mcp-clients: $(MCP_CLIENTS)/node_modules/.installed
+mcp-servers: $(MCP_SERVERS:%=$(MCP_SERVERS_VENV)/%/.installed)
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -74,12 +82,15 @@ $(VENV)/.installed-dev: requirements-dev.txt | $(PY)
 # package has one version in all three and `make run` after `make test` installs nothing.
 # uv keeps the pins already in a lock; `make lock LOCK_ARGS=--upgrade` (or
 # `--upgrade-package NAME`) moves them. uv only generates the locks, from a throwaway
-# venv: it is never a requirement of the project.
+# venv: it is never a requirement of the project. Each MCP server's lock is resolved on its
+# own, from tests/mcp_servers/<name>/requirements.in, with extras kept (`mcp[cli]==…`): pip's
+# hash-checking mode refuses a dependency on `mcp[cli]` that the lock pins as plain `mcp`.
 UV_VERSION := 0.13.9
 LOCK_TOOLS := $(or $(TMPDIR),/tmp)/python-data-agent-uv-$(UV_VERSION)
 UV := $(LOCK_TOOLS)/bin/uv
-LOCK_COMPILE := $(UV) pip compile pyproject.toml --generate-hashes --python-version 3.11 \
-	--python-platform linux --annotation-style line --no-header --quiet $(LOCK_ARGS)
+LOCK_FLAGS := --generate-hashes --python-version 3.11 --python-platform linux \
+	--annotation-style line --no-header --quiet $(LOCK_ARGS)
+LOCK_COMPILE := $(UV) pip compile pyproject.toml $(LOCK_FLAGS)
 lock: | $(UV)
 	$(LOCK_COMPILE) --extra dev -o requirements-dev.txt
 	$(LOCK_COMPILE) --extra ray -c requirements-dev.txt -o requirements-ray.txt
@@ -88,6 +99,15 @@ lock: | $(UV)
 	  { printf '%s\n' '# Lock file: every package of one install set, pinned with its sha256 hashes;' \
 	    '# generated from pyproject.toml by `make lock` (uv pip compile). To change it, edit' \
 	    '# pyproject.toml and run `make lock`; never edit this file by hand.'; \
+	    cat $$lock; } > $$lock.new && mv $$lock.new $$lock; \
+	done
+	for server in $(MCP_SERVERS); do \
+	  lock=tests/mcp_servers/$$server/requirements.txt; \
+	  $(UV) pip compile tests/mcp_servers/$$server/requirements.in $(LOCK_FLAGS) --no-strip-extras \
+	    -o $$lock || exit 1; \
+	  { printf '%s\n' '# Lock file: every package of one install set, pinned with its sha256 hashes;' \
+	    '# generated from requirements.in by `make lock` (uv pip compile). To change it, edit' \
+	    '# requirements.in and run `make lock`; never edit this file by hand.'; \
 	    cat $$lock; } > $$lock.new && mv $$lock.new $$lock; \
 	done
 
@@ -101,6 +121,13 @@ $(OI_PY):
 
 $(OI_VENV)/.installed: requirements-openinterpreter.txt | $(OI_PY)
 	$(OI_PY) -m pip install -r requirements-openinterpreter.txt
+	touch $@
+
+# One venv per MCP server, hash-checked like .venv; reinstalled whenever its lock changes.
+$(MCP_SERVERS_VENV)/%/.installed: tests/mcp_servers/%/requirements.txt
+	[ -x $(@D)/bin/python ] || { $(PYTHON) -m venv $(@D) \
+	  && $(@D)/bin/python -m pip install --quiet --upgrade pip; }
+	$(@D)/bin/python -m pip install --require-hashes -r $<
 	touch $@
 
 $(VENDOR)/.installed: frontend/package.json frontend/package-lock.json frontend/vendor-charts.mjs | system-deps
