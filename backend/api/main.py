@@ -16,6 +16,7 @@ from backend.api.routes import (
     files,
     health,
     keys,
+    mcp_servers,
     openai,
     responses,
     runs,
@@ -41,5 +42,6 @@ ROUTERS: tuple[APIRouter, ...] = (
     auth.router,
     users.router,
     keys.router,
+    mcp_servers.router,
     health.router,
 )

@@ -140,6 +140,23 @@ class Settings(BaseSettings):
         description="ReAct actions per turn before a polite final answer.",
     )
     # Every agent turn is bounded: past either limit it stops and answers with what it has.
+    MCP_TOOL_TIMEOUT: float = Field(
+        default=30,
+        gt=0,
+        description="Seconds an agent's call of an MCP server's tool may take; past it the "
+        "call is cut off and the agent is told so (the turn goes on).",
+    )
+    MCP_CONNECT_TIMEOUT: float = Field(
+        default=20,
+        gt=0,
+        description="Seconds to connect to a registered MCP server (a stdio server: to start it).",
+    )
+    MCP_TOOL_MAX_CHARS: int = Field(
+        default=8000,
+        ge=200,
+        description="An MCP tool's result is cut to this many characters before the agent "
+        "reads it.",
+    )
     AGENT_TURN_TIMEOUT: float = Field(
         default=300,
         gt=0,

@@ -9,15 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from backend.core.agents.mcp_tools import is_mcp_tool
 from backend.core.events import Citation, Code, Execution, PassageFound, StepEvent
 from backend.tools.provenance import Passage, RunOutput, cite
 
 
 def runs_of(steps: Sequence[StepEvent]) -> list[RunOutput]:
-    """python_coder's successful runs, in order, each with the code that ran."""
+    """python_coder's successful runs, in order, each with the code that ran, then what
+    the MCP servers' tools returned."""
     code: dict[tuple[int | None, int], str] = {}
     runs = []
+    tools = []
     for step in steps:
+        if isinstance(step, Execution) and step.ok and step.tool and is_mcp_tool(step.tool):
+            tools.append(RunOutput(step.run_id, "", step.stdout, tool=step.tool))
         if not isinstance(step, Code | Execution) or step.tool != "python_coder":
             continue
         key = (step.index, step.attempt)
@@ -25,7 +30,7 @@ def runs_of(steps: Sequence[StepEvent]) -> list[RunOutput]:
             code[key] = step.code
         elif step.ok and step.run_id:
             runs.append(RunOutput(step.run_id, code.get(key, ""), step.stdout))
-    return runs
+    return runs + tools
 
 
 def passages_of(steps: Sequence[StepEvent]) -> list[Passage]:

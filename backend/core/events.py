@@ -186,6 +186,8 @@ class Citation(BaseModel):
 
     `computed`: a run printed it (`run_id`, its `code`, the `output_line` and its 1-based
     `line`). `question`: the user wrote it. `document`: a passage holds it (`source`: "[n] file").
+    `tool`: another tool (an MCP server's) returned it (`source`: "tool <name>", the
+    `output_line` and `line` of its result).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -193,7 +195,7 @@ class Citation(BaseModel):
     text: str
     start: int
     end: int
-    kind: Literal["computed", "question", "document"]
+    kind: Literal["computed", "question", "document", "tool"]
     run_id: str | None = None
     code: str | None = None
     output_line: str | None = None

@@ -18,6 +18,7 @@ from backend.core.chat_service import ChatService
 from backend.core.disk_usage import DiskUsage
 from backend.core.instance import server_id
 from backend.core.limits import Limits
+from backend.core.mcp_registry import McpRegistry
 from backend.core.python_coder_service import PythonCoderService
 from backend.core.runs import RunRegistry
 from backend.core.security import load_or_create_secret_key
@@ -37,6 +38,7 @@ from backend.storage.s3_objects import S3Config
 from backend.storage.shared import SharedWorkspaces
 from backend.storage.snapshots import TurnSnapshots
 from backend.storage.workspaces import Workspaces
+from backend.tools.mcp_client import McpLinks
 from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.sandbox import SandboxStatus, resolve_sandbox
 from backend.tools.sandbox.command import helper_command
@@ -69,9 +71,11 @@ class Services:
     runs: RunRegistry
     login_throttle: LoginThrottle
     limits: Limits  # per user: agent runs, disk, warm sandboxes
+    mcp: McpRegistry  # the MCP servers an admin registered for the agents
 
     async def close(self) -> None:
         await self.runs.close()
+        await self.mcp.links.close()  # stdio servers' child processes stop
         await self.executors.close_all()
         if self.chat.agents is not None:
             await self.chat.agents.aclose()
@@ -120,7 +124,17 @@ def build_services(settings: Settings) -> Services:
         executors = RayExecutorPool(settings, workspaces, shared.mirror)
     else:
         executors = ExecutorPool(settings, sandbox, workspaces, limits.max_sandboxes)
-    agents = AgentRunner(settings, shared, catalog, coder, executors, llm.name)
+    mcp = McpRegistry(
+        store,
+        secret_key,
+        McpLinks(
+            settings.DATA_DIR / "mcp-servers",
+            connect_timeout=settings.MCP_CONNECT_TIMEOUT,
+            call_timeout=settings.MCP_TOOL_TIMEOUT,
+            max_chars=settings.MCP_TOOL_MAX_CHARS,
+        ),
+    )
+    agents = AgentRunner(settings, shared, catalog, coder, executors, llm.name, mcp)
     branches = BranchStates(TurnSnapshots(settings.DATA_DIR, workspaces), executors, shared)
     python_coder = PythonCoderService(
         settings=settings,
@@ -153,6 +167,7 @@ def build_services(settings: Settings) -> Services:
         steps=steps,
         runs=RunRegistry(),
         limits=limits,
+        mcp=mcp,
         login_throttle=LoginThrottle(
             store, settings.LOGIN_FREE_ATTEMPTS, settings.LOGIN_BACKOFF_SECONDS, LOGIN_MAX_BACKOFF
         ),

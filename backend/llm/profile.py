@@ -33,6 +33,9 @@ class ModelProfile:
     max_tokens: int | None = None
     # A tighter cap on the written answer (past a sentence or two it repeats the prompt).
     answer_tokens: int | None = None
+    # The most MCP tools (backend/core/mcp_registry.py) the agents' prompts list; None: all
+    # that are allowed. A small model's prompt must stay short.
+    mcp_tools: int | None = None
 
 
 # A model that does all of it, calling the client's tools through a prompt.
@@ -48,4 +51,5 @@ SMALL = ModelProfile(
     long_context=False,
     max_tokens=400,
     answer_tokens=120,
+    mcp_tools=2,
 )

@@ -54,6 +54,7 @@ Stage = Literal[
     "tdd_implement",
     "tdd_fix",
     "openinterpreter",
+    "tool_arguments",
 ]
 # Whose prompt each stage is (the prompt log's `agent_type`); every other stage is the coder's.
 _AGENT_OF_STAGE: dict[Stage, Agent] = {
@@ -171,6 +172,22 @@ class TurnLLM:
     ) -> T:
         """A reply parsed into `schema`; raises `StructuredReplyError` if it is not one."""
         return await self.ask_json(stage, self.messages(system, prompt), schema, max_tokens)
+
+    async def json_object(
+        self, stage: Stage, system: str, prompt: str, schema: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A reply that is a JSON object, decoded under `schema` (a JSON schema) where the
+        backend can; raises `StructuredReplyError` when the reply holds no object."""
+        try:
+            constrained = self.backend.structured_kwargs(schema) or {}
+        except Exception:  # a schema the backend cannot turn into a grammar: ask unconstrained
+            constrained = {}
+        constrained.update(self._limits(stage, None))
+        reply = await self._call(stage, self.messages(system, prompt), constrained)
+        for candidate in _json_candidates(reply):
+            if isinstance(candidate, dict):
+                return candidate
+        raise StructuredReplyError("the reply is not a JSON object")
 
     async def ask_json(
         self,

@@ -20,6 +20,7 @@ from backend.storage.base import (
     UserLimits,
     UsernameTaken,
 )
+from backend.storage.mcp_servers import McpServer, McpServerNameTaken
 from backend.storage.sqlite import SQLiteStore
 
 __all__ = [
@@ -27,6 +28,8 @@ __all__ = [
     "ApiKey",
     "Conversation",
     "ConversationNotFound",
+    "McpServer",
+    "McpServerNameTaken",
     "Message",
     "SessionOwnedByAnotherUser",
     "Store",

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from backend.storage.mcp_servers import McpServer
 from backend.storage.sessions import client_id, session_key
 
 
@@ -248,5 +249,21 @@ class Store(Protocol):
     def lock_login(self, key: str, until: float) -> None: ...
 
     def clear_login_failures(self, keys: Sequence[str]) -> None: ...
+
+    # MCP servers for the agents (backend/storage/mcp_servers.py)
+
+    def list_mcp_servers(self) -> list[McpServer]: ...
+
+    def get_mcp_server(self, server_id: int) -> McpServer | None: ...
+
+    def create_mcp_server(self, **fields: Any) -> McpServer:
+        """Raises `McpServerNameTaken`."""
+        ...
+
+    def update_mcp_server(self, server_id: int, **fields: Any) -> McpServer | None:
+        """Raises `McpServerNameTaken`; None when there is no such server."""
+        ...
+
+    def delete_mcp_server(self, server_id: int) -> bool: ...
 
     def close(self) -> None: ...

@@ -141,6 +141,23 @@ MIGRATIONS = [
         WHERE earlier.conversation_id = messages.conversation_id AND earlier.id < messages.id
     )
     """,
+    # MCP servers for the agents (backend/storage/mcp_servers.py): lists are JSON text;
+    # user_ids NULL means every user may use the server.
+    """
+    CREATE TABLE mcp_servers (
+        id {id},
+        name TEXT NOT NULL UNIQUE,
+        transport TEXT NOT NULL,
+        url TEXT NOT NULL DEFAULT '',
+        command TEXT NOT NULL DEFAULT '[]',
+        sealed_secrets TEXT NOT NULL DEFAULT '',
+        secret_names TEXT NOT NULL DEFAULT '[]',
+        allowed_tools TEXT NOT NULL DEFAULT '[]',
+        user_ids TEXT,
+        enabled INTEGER NOT NULL DEFAULT 1,
+        created_at {float} NOT NULL
+    )
+    """,
 ]
 SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
 # In the order to copy; those with ids number on from the copied ones.
@@ -156,8 +173,9 @@ TABLES = (
     "legacy_sessions",
     "quarantined_conversations",
     "quarantined_messages",
+    "mcp_servers",
 )
-NUMBERED = ("users", "messages", "session_steps", "api_keys")
+NUMBERED = ("users", "messages", "session_steps", "api_keys", "mcp_servers")
 
 
 def statements(number: int, dialect: Dialect) -> list[str]:

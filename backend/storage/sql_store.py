@@ -25,6 +25,7 @@ from backend.storage.base import (
     UserLimits,
     UsernameTaken,
 )
+from backend.storage.mcp_servers import McpServerRows
 from backend.storage.migrations import MIGRATIONS, SCHEMA_TABLE, Dialect, statements
 
 INTERRUPTED = "The server stopped while this turn was running."
@@ -70,7 +71,7 @@ class Database(Protocol):
     def close(self) -> None: ...
 
 
-class SQLStore:
+class SQLStore(McpServerRows):
     def __init__(self, database: Database) -> None:
         self.database = database
         self._migrate()

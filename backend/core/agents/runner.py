@@ -49,6 +49,7 @@ from backend.core.events import (
     Table,
     ToolCall,
 )
+from backend.core.mcp_registry import McpRegistry
 from backend.files.catalog import DATA_FOLDER, WorkspaceCatalog
 from backend.llm.embedder import embedder_for_backend
 from backend.llm.turn import LLMCallLimit, TurnLLM
@@ -77,8 +78,10 @@ class AgentRunner:
         coder: PythonCoder,
         executors: SessionExecutors,
         llm_backend: str,
+        mcp: McpRegistry | None = None,
     ) -> None:
         self.settings = settings
+        self.mcp = mcp
         self.shared = shared
         self.workspaces = shared.workspaces
         self.catalog = catalog
@@ -154,6 +157,8 @@ class AgentRunner:
             found.append(RagTool(self.rag, user_id, session_id))  # only with documents
         if self.web_search is not None:  # offered only when TAVILY_API_KEY is set
             found.append(WebSearchTool(self.web_search))
+        if self.mcp is not None:  # the allowed tools of the MCP servers this user may use
+            found.extend(await self.mcp.agent_tools(user_id, llm, llm.profile.mcp_tools))
         return found
 
     async def run(

@@ -102,10 +102,16 @@ def _cut(text: str) -> str:
 
 
 def react_context(steps: list[Step]) -> list[str]:
-    """Earlier failed python_coder attempts and their errors, for the next generation."""
+    """Earlier failed python_coder attempts and their errors, and what other tools (MCP
+    servers') found, for the next generation."""
     failed = []
     for step in steps:
-        if step["action"] == "python_coder" and not step["ok"]:
+        if step["ok"] and step["data"].get("mcp"):
+            failed.append(
+                f"Tool {step['action']}({step['action_input'][:300]}) found:\n"
+                f"{step['observation'][-1500:]}"
+            )
+        elif step["action"] == "python_coder" and not step["ok"]:
             code = str(step["data"].get("code", "")).strip()
             failed.append(
                 f"Task: {step['action_input']}\nCode:\n{code[-1500:]}\n"

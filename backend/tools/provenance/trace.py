@@ -47,11 +47,13 @@ _MIN_LABEL_OVERLAP = 1
 
 @dataclass(frozen=True)
 class RunOutput:
-    """A successful run: its id, its code and what it printed."""
+    """A successful run: its id, its code and what it printed; or, with `tool`, what
+    another tool (an MCP server's) returned, cited as "from tool <tool>"."""
 
     run_id: str
     code: str
     output: str
+    tool: str = ""
 
 
 @dataclass(frozen=True)
@@ -229,6 +231,13 @@ def cite(
             cited.append({**base, "kind": "question", "source": "question"})
             continue
         match = _best_match(claim, _context(answer, claim, found), printed)
+        if match is not None and runs[match.run].tool:
+            source = f"tool {runs[match.run].tool}"
+            cited.append(
+                {**base, "kind": "tool", "source": source, "run_id": runs[match.run].run_id,
+                 "output_line": match.line, "line": match.line_number}
+            )  # fmt: skip
+            continue
         if match is not None:
             run = runs[match.run]
             cited.append(

@@ -53,16 +53,21 @@ def _fields(reply: str) -> dict[str, str]:
     return found
 
 
+def _plain(name: str) -> str:
+    return re.sub(r"[^a-z0-9_]", "", name.lower().replace(" ", "_").replace("-", "_")).strip("_")
+
+
 def match_tool(name: str, tools: list[str]) -> str | None:
     """The tool `name` means, allowing for case, punctuation, aliases and typos."""
-    plain = re.sub(r"[^a-z_]", "", name.lower().replace(" ", "_").replace("-", "_")).strip("_")
-    if plain in tools:
-        return plain
+    by_plain = {_plain(tool): tool for tool in tools}
+    plain = _plain(name)
+    if plain in by_plain:
+        return by_plain[plain]
     alias = ALIASES.get(plain) or ALIASES.get(plain.replace("_", ""))
     if alias in tools:
         return alias
-    close = difflib.get_close_matches(plain, tools, n=1, cutoff=0.7)
-    return close[0] if close else None
+    close = difflib.get_close_matches(plain, list(by_plain), n=1, cutoff=0.7)
+    return by_plain[close[0]] if close else None
 
 
 def _clean_input(text: str) -> str:

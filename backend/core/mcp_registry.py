@@ -1,0 +1,124 @@
+"""The MCP servers an admin registered: kept in the store, offered to the agents.
+
+An admin registers a server (a Streamable HTTP URL with headers, or a stdio
+command with its environment), picks the tools the agents may use, and the users
+who may use it. Secrets are sealed with the server's key and never shown back:
+only their names are. At a turn's start, `agent_tools` gives the agents of one
+user the allowed tools of the servers that user may use; a server that cannot be
+reached then is offered with the tools it last listed (a call says what failed),
+or left out, and the turn goes on either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+
+from backend.core.agents.mcp_tools import McpTool
+from backend.core.secret_box import SecretsUnreadable, seal, unseal
+from backend.llm.turn import TurnLLM
+from backend.storage import McpServer, Store
+from backend.tools.mcp_client import Endpoint, McpLinks, ToolInfo
+from backend.tools.mcp_client.link import McpUnavailable
+
+log = logging.getLogger(__name__)
+
+
+class McpRegistry:
+    def __init__(self, store: Store, secret_key: str, links: McpLinks) -> None:
+        self.store = store
+        self.secret_key = secret_key
+        self.links = links
+        self._listed: dict[int, list[ToolInfo]] = {}  # each server's last listing
+
+    def register(self, fields: dict[str, Any]) -> McpServer:
+        """A new server from an admin's `fields` (raises `McpServerNameTaken`)."""
+        secrets = fields.pop("secrets", None) or {}
+        row = {
+            "url": "",
+            "command": [],
+            "allowed_tools": [],
+            "user_ids": None,
+            "enabled": True,
+            **{k: v for k, v in fields.items() if v is not None},
+        }
+        return self.store.create_mcp_server(**row, **self._sealed(secrets))
+
+    async def change(
+        self, server_id: int, fields: dict[str, Any], *, everyone: bool = False
+    ) -> McpServer | None:
+        """Set an admin's `fields` (None leaves one as it is; `everyone` opens the server
+        to every user); None: no such server."""
+        changes = {k: v for k, v in fields.items() if v is not None and k != "secrets"}
+        if everyone:
+            changes["user_ids"] = None
+        if fields.get("secrets") is not None:
+            changes.update(self._sealed(fields["secrets"]))
+        server = await run_in_threadpool(self.store.update_mcp_server, server_id, **changes)
+        if server is not None and not server.enabled:
+            await self.forget(server_id)
+        return server
+
+    async def remove(self, server_id: int) -> bool:
+        removed = await run_in_threadpool(self.store.delete_mcp_server, server_id)
+        await self.forget(server_id)
+        return removed
+
+    def _sealed(self, secrets: dict[str, str]) -> dict[str, Any]:
+        return {"sealed_secrets": seal(secrets, self.secret_key), "secret_names": sorted(secrets)}
+
+    def endpoint(self, server: McpServer) -> Endpoint:
+        try:
+            secrets = unseal(server.sealed_secrets, self.secret_key)
+        except SecretsUnreadable:
+            raise McpUnavailable(
+                f"the secrets of MCP server '{server.name}' were sealed under another "
+                "SECRET_KEY: an admin must enter them again"
+            ) from None
+        return Endpoint(server.name, server.transport, server.url, tuple(server.command), secrets)
+
+    async def server_tools(self, server: McpServer) -> list[ToolInfo]:
+        """Every tool the server lists (raises `McpUnavailable` with the reason)."""
+        link = await self.links.link(server.id, self.endpoint(server))
+        tools = await link.tools()
+        self._listed[server.id] = tools
+        return tools
+
+    async def agent_tools(
+        self, user_id: int, llm: TurnLLM, budget: int | None = None
+    ) -> list[McpTool]:
+        """The tools `user_id`'s agents are offered this turn, at most `budget` of them."""
+        servers = [
+            s
+            for s in await run_in_threadpool(self.store.list_mcp_servers)
+            if s.usable_by(user_id) and s.allowed_tools
+        ]
+        if budget is not None and budget <= 0:
+            return []
+        found = await asyncio.gather(*(self._offered(s, llm) for s in servers))
+        tools = [tool for offered in found for tool in offered]
+        return tools if budget is None else tools[:budget]
+
+    async def _offered(self, server: McpServer, llm: TurnLLM) -> Sequence[McpTool]:
+        try:
+            link = await self.links.link(server.id, self.endpoint(server))
+        except McpUnavailable as exc:
+            log.warning("MCP server %s: %s", server.name, exc)
+            return []
+        try:
+            listed = await link.tools()
+            self._listed[server.id] = listed
+        except McpUnavailable as exc:  # its tools as last listed: a call will say what is wrong
+            log.warning("MCP server %s: %s", server.name, exc)
+            listed = self._listed.get(server.id, [])
+        allowed = set(server.allowed_tools)
+        return [McpTool(link, info, llm) for info in listed if info.name in allowed]
+
+    async def forget(self, server_id: int) -> None:
+        """Stop a deleted or edited server's connection."""
+        self._listed.pop(server_id, None)
+        await self.links.drop(server_id)

@@ -1,0 +1,284 @@
+"""MCP tools for our agents: real MCP servers (mcp-server-time and mcp-server-sqlite over
+stdio, server-everything over Streamable HTTP on loopback), registered by an admin,
+called by a scripted ReAct turn on a live server."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+import pytest
+
+from tests.conftest import scripted_server
+from tests.support.agent_script import sse_events
+from tests.support.live_server import LiveServer
+from tests.support.mcp_servers import everything_server, sqlite_server_command, time_server_command
+
+REVIEW = {"when": "[stage: review]", "content": '{"answers_question": true}', "repeat": True}
+TOKYO = '{"source_timezone": "UTC", "time": "16:30", "target_timezone": "Asia/Tokyo"}'
+SECRET = "Bearer s3cret-header-value-never-shown"
+PASSWORD = "p" * 12
+
+
+def react(tag: str, when: list[str], content: str) -> dict[str, Any]:
+    return {"when": ["[stage: react]", tag, *when], "content": content}
+
+
+REPLIES: list[dict[str, Any]] = [
+    REVIEW,
+    # A tool the admin did not allow is never in the prompt: this reply must stay unused.
+    react("Q-TIME", ["time__get_current_time"], "Final Answer: LEAKED get_current_time"),
+    react(
+        "Q-TIME",
+        ["time__convert_time", "Question:"],
+        f"Thought: convert it\nAction: time__convert_time\nAction Input: {TOKYO}",
+    ),
+    react(
+        "Q-TIME",
+        ["Observation: Result of time__convert_time"],
+        "Thought: I know the answer\nFinal Answer: The time difference to Tokyo is 9.0 hours.",
+    ),
+    # A user the server is not open to sees none of its tools.
+    react("Q-OTHER", ["time__"], "Final Answer: LEAKED to another user"),
+    react("Q-OTHER", [], "Final Answer: No MCP tool here."),
+    # A server that hangs is cut off at MCP_TOOL_TIMEOUT; the turn goes on.
+    react(
+        "Q-HANG",
+        ["Question:"],
+        "Action: everything__trigger-long-running-operation\n"
+        'Action Input: {"duration": 120, "steps": 2}',
+    ),
+    react("Q-HANG", ["did not answer"], "Final Answer: The operation took too long."),
+    react("Q-SUM", ["Question:"], 'Action: everything__get-sum\nAction Input: {"a": 2, "b": 3}'),
+    react("Q-SUM", ["The sum of 2 and 3 is 5"], "Final Answer: The sum is 5."),
+    # A dead stdio server is started again on the next turn.
+    react("Q-AGAIN", ["Question:"], f"Action: time__convert_time\nAction Input: {TOKYO}"),
+    react("Q-AGAIN", ["Result of time__convert_time"], "Final Answer: Tokyo is 9.0 h ahead."),
+    # The data example: the tables through MCP, a query's rows, then python_coder on them.
+    react("Q-SQL", ["Question:"], "Action: sqlite__list_tables\nAction Input: {}"),
+    react(
+        "Q-SQL",
+        ["Result of sqlite__list_tables", "sales"],
+        "Action: sqlite__read_query\n"
+        'Action Input: {"query": "SELECT region, amount FROM sales ORDER BY region"}',
+    ),
+    react(
+        "Q-SQL",
+        ["Result of sqlite__read_query"],
+        "Action: python_coder\nAction Input: Q-SQL total and mean amount of the query's rows",
+    ),
+    {
+        # python_coder sees what the MCP tools found (its REACTS section).
+        "when": ["[stage: generate]", "Q-SQL", "Tool sqlite__read_query", "'north', 'amount': 25"],
+        "content": "```python\nimport pandas as pd\n"
+        "rows = pd.DataFrame({'region': ['east', 'north', 'south'], 'amount': [20, 25, 45]})\n"
+        "print('total amount:', rows['amount'].sum())\n```",
+    },
+    react("Q-SQL", ["total amount: 90"], "Final Answer: The total amount is 90."),
+]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    folder = tmp_path_factory.mktemp("mcp-agents")
+    with scripted_server(folder, REPLIES, MCP_TOOL_TIMEOUT="4") as live:
+        yield live
+
+
+@pytest.fixture(scope="module")
+def everything() -> Iterator[str]:
+    with everything_server() as url:
+        yield url
+
+
+def register(server: LiveServer, **body: Any) -> dict[str, Any]:
+    with server.client() as admin:
+        created = admin.post("/api/mcp-servers", json=body)
+    assert created.status_code == 201, created.text
+    return dict(created.json())
+
+
+def user_client(server: LiveServer, name: str) -> tuple[int, httpx.Client]:
+    with server.client() as admin:
+        created = admin.post("/api/users", json={"username": name, "password": PASSWORD})
+        assert created.status_code == 201, created.text
+    return int(created.json()["id"]), server.client(server.token(name, PASSWORD), timeout=120)
+
+
+def turn(http: httpx.Client, message: str, session: str) -> dict[str, list[dict[str, Any]]]:
+    """One ReAct turn over /api/chat: each kind of event the stream sent, in order."""
+    body = {"message": message, "session_id": session, "stream": True, "agent_type": "react"}
+    events: dict[str, list[dict[str, Any]]] = {}
+    with http.stream("POST", "/api/chat", json=body) as reply:
+        assert reply.status_code == 200, reply.read()
+        for name, data in sse_events(reply.iter_lines()):
+            events.setdefault(name, []).append(data)
+    return events
+
+
+def time_servers(server: LiveServer) -> list[psutil.Process]:
+    assert server.process is not None
+    children = psutil.Process(server.process.pid).children(recursive=True)
+    return [p for p in children if any("mcp-server-time" in part for part in p.cmdline())]
+
+
+@pytest.fixture(scope="module")
+def time_server(server: LiveServer) -> Iterator[dict[str, Any]]:
+    """mcp-server-time over stdio, with one of its two tools allowed, for one user."""
+    user_id, http = user_client(server, "time-user")
+    http.close()
+    yield register(
+        server,
+        name="time",
+        transport="stdio",
+        command=time_server_command(),
+        allowed_tools=["convert_time"],
+        user_ids=[user_id],
+    )
+
+
+def test_a_react_turn_uses_an_allowed_mcp_tool_and_cites_its_result(
+    server: LiveServer, time_server: dict[str, Any]
+) -> None:
+    with server.client(server.token("time-user", PASSWORD), timeout=120) as http:
+        events = turn(http, "Q-TIME how far ahead is Tokyo?", "time")
+    (call,) = events["tool_call"]
+    assert call["tool"] == "time__convert_time"
+    (execution,) = events["execution"]
+    assert execution["ok"] and '"Asia/Tokyo"' in execution["stdout"]
+    assert "+9.0h" in execution["stdout"]  # the server's own answer
+    (final,) = events["final"]
+    assert final["text"] == "The time difference to Tokyo is 9.0 hours."
+    (citation,) = final["citations"]
+    assert citation["text"] == "9.0" and citation["kind"] == "tool"
+    assert citation["source"] == "tool time__convert_time"
+    assert "9.0h" in citation["output_line"]
+
+
+def test_a_server_is_offered_only_to_its_users(
+    server: LiveServer, time_server: dict[str, Any]
+) -> None:
+    _, http = user_client(server, "not-time-user")
+    with http:
+        events = turn(http, "Q-OTHER what time is it?", "other")
+    assert events["final"][0]["text"] == "No MCP tool here."
+
+
+def test_a_dead_stdio_server_is_started_again_on_the_next_turn(
+    server: LiveServer, time_server: dict[str, Any]
+) -> None:
+    with server.client(server.token("time-user", PASSWORD), timeout=120) as http:
+        if not time_servers(server):  # started by a turn, not by the registration
+            turn(http, "Q-TIME how far ahead is Tokyo?", "time-dead")
+        (child,) = time_servers(server)
+        child.kill()
+        child.wait(timeout=10)
+        events = turn(http, "Q-AGAIN how far ahead is Tokyo?", "time-again")
+    assert events["execution"][0]["ok"], events["execution"]
+    assert events["final"][0]["text"] == "Tokyo is 9.0 h ahead."
+    (restarted,) = time_servers(server)
+    assert restarted.pid != child.pid
+
+
+def test_a_hanging_server_is_cut_off_and_the_turn_goes_on(
+    server: LiveServer, everything: str
+) -> None:
+    register(
+        server,
+        name="everything",
+        transport="http",
+        url=everything,
+        allowed_tools=["trigger-long-running-operation", "get-sum"],
+    )
+    _, http = user_client(server, "everything-user")
+    with http:
+        events = turn(http, "Q-HANG run the long operation", "hang")
+        (execution,) = events["execution"]
+        assert not execution["ok"]
+        assert "did not answer trigger-long-running-operation within 4 s" in execution["error"]
+        assert events["final"][0]["text"] == "The operation took too long."
+        # The server still answers its other tools, over the same link.
+        events = turn(http, "Q-SUM add two and three", "sum")
+    assert events["execution"][0]["stdout"] == "The sum of 2 and 3 is 5."
+    assert events["final"][0]["text"] == "The sum is 5."
+
+
+def test_the_agent_lists_a_databases_tables_over_mcp_then_analyses_a_query_in_python(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    database = tmp_path / "shop.db"
+    with sqlite3.connect(database) as db:
+        db.execute("CREATE TABLE sales (region TEXT, amount INTEGER)")
+        db.executemany(
+            "INSERT INTO sales VALUES (?, ?)", [("north", 25), ("south", 45), ("east", 20)]
+        )
+    register(
+        server,
+        name="sqlite",
+        transport="stdio",
+        command=sqlite_server_command(database),
+        allowed_tools=["list_tables", "read_query"],
+    )
+    _, http = user_client(server, "sqlite-user")
+    with http:
+        events = turn(http, "Q-SQL what is the total amount sold?", "sql")
+    tools = [call["tool"] for call in events["tool_call"]]
+    assert tools == ["sqlite__list_tables", "sqlite__read_query", "python_coder"]
+    assert "sales" in events["execution"][0]["stdout"]
+    assert events["execution"][-1]["stdout"] == "total amount: 90\n"
+    (final,) = events["final"]
+    assert final["text"] == "The total amount is 90."
+    (citation,) = final["citations"]
+    assert (
+        citation["kind"] == "computed" and citation["run_id"] == events["execution"][-1]["run_id"]
+    )
+
+
+def test_admins_alone_manage_servers_and_secrets_never_come_back(
+    server: LiveServer, everything: str
+) -> None:
+    created = register(
+        server,
+        name="secretive",
+        transport="http",
+        url=everything,
+        secrets={"Authorization": SECRET},
+    )
+    assert created["secret_names"] == ["Authorization"] and SECRET not in str(created)
+    with server.client() as admin:
+        listed = admin.get("/api/mcp-servers")
+        assert listed.status_code == 200 and SECRET not in listed.text
+        assert "secretive" in listed.text
+        tools = admin.get(f"/api/mcp-servers/{created['id']}/tools")
+        assert tools.status_code == 200, tools.text
+        names = {t["name"]: t for t in tools.json()["tools"]}
+        assert names["get-sum"]["agent_name"] == "secretive__get-sum"
+        assert not names["get-sum"]["allowed"]
+        # Wrong input, a taken name, unknown and deleted ids: clear refusals, never a 500.
+        assert admin.post("/api/mcp-servers", json={"name": "Bad Name", "transport": "http",
+                          "url": everything}).status_code == 422  # fmt: skip
+        no_url = admin.post("/api/mcp-servers", json={"name": "nourl", "transport": "http"})
+        assert no_url.status_code == 422 and "url" in no_url.text
+        taken = admin.post("/api/mcp-servers", json={"name": "secretive", "transport": "http",
+                           "url": everything})  # fmt: skip
+        assert taken.status_code == 409
+        assert admin.patch("/api/mcp-servers/999999", json={"enabled": False}).status_code == 404
+        assert admin.delete(f"/api/mcp-servers/{created['id']}").status_code == 204
+        assert admin.delete(f"/api/mcp-servers/{created['id']}").status_code == 404
+        assert admin.get(f"/api/mcp-servers/{created['id']}/tools").status_code == 404
+        gone = admin.post("/api/mcp-servers", json={"name": "down", "transport": "http",
+                          "url": "http://127.0.0.1:9/mcp"})  # fmt: skip
+        down = admin.get(f"/api/mcp-servers/{gone.json()['id']}/tools")
+        assert down.status_code == 502 and "could not be reached" in down.text
+    # The database holds the secret sealed, never in the clear.
+    assert SECRET.encode() not in (server.data_dir / "app.db").read_bytes()
+    _, http = user_client(server, "not-an-admin")
+    with http:
+        assert http.get("/api/mcp-servers").status_code == 403
+        assert http.post("/api/mcp-servers", json={"name": "mine", "transport": "stdio",
+                         "command": ["/bin/sh"]}).status_code == 403  # fmt: skip
+        assert http.delete(f"/api/mcp-servers/{gone.json()['id']}").status_code == 403
