@@ -4,19 +4,21 @@ called by a scripted ReAct turn on a live server."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil
 import pytest
 
 from tests.conftest import scripted_server
 from tests.support.agent_script import sse_events
 from tests.support.live_server import LiveServer
 from tests.support.mcp_servers import everything_server, sqlite_server_command, time_server_command
+from tests.support.waiting import wait_for
 
 REVIEW = {"when": "[stage: review]", "content": '{"answers_question": true}', "repeat": True}
 TOKYO = '{"source_timezone": "UTC", "time": "16:30", "target_timezone": "Asia/Tokyo"}'
@@ -55,6 +57,13 @@ REPLIES: list[dict[str, Any]] = [
     react("Q-HANG", ["did not answer"], "Final Answer: The operation took too long."),
     react("Q-SUM", ["Question:"], 'Action: everything__get-sum\nAction Input: {"a": 2, "b": 3}'),
     react("Q-SUM", ["The sum of 2 and 3 is 5"], "Final Answer: The sum is 5."),
+    # A result past MCP_TOOL_MAX_CHARS is cut before the agent reads it.
+    react(
+        "Q-BIG",
+        ["Question:"],
+        'Action: everything__echo\nAction Input: {"message": "' + "x" * 9000 + '"}',
+    ),
+    react("Q-BIG", ["cut at 8000 characters"], "Final Answer: It was long."),
     # A dead stdio server is started again on the next turn.
     react("Q-AGAIN", ["Question:"], f"Action: time__convert_time\nAction Input: {TOKYO}"),
     react("Q-AGAIN", ["Result of time__convert_time"], "Final Answer: Tokyo is 9.0 h ahead."),
@@ -79,6 +88,18 @@ REPLIES: list[dict[str, Any]] = [
         "print('total amount:', rows['amount'].sum())\n```",
     },
     react("Q-SQL", ["total amount: 90"], "Final Answer: The total amount is 90."),
+    # Plan-and-Execute: the planner sees the allowed tools; a step's goal in plain words
+    # becomes the tool's arguments through one structured call.
+    {
+        "when": ["[stage: plan]", "Q-PLAN", "time__convert_time"],
+        "content": '{"steps": [{"goal": "Q-PLAN convert 16:30 UTC to Tokyo time", '
+        '"tool": "time__convert_time", "success_criterion": "a Tokyo time"}]}',
+    },
+    {"when": ["[stage: tool_arguments]", "Q-PLAN", "target_timezone"], "content": TOKYO},
+    {
+        "when": ["[stage: final]", "Q-PLAN", '"time_difference": "+9.0h"'],
+        "content": "It is 01:30 in Tokyo, a time difference of 9.0 hours.",
+    },
 ]
 
 
@@ -120,10 +141,41 @@ def turn(http: httpx.Client, message: str, session: str) -> dict[str, list[dict[
     return events
 
 
-def time_servers(server: LiveServer) -> list[psutil.Process]:
+def _stat(pid: int) -> tuple[int, str] | None:
+    """(parent pid, state) of a live process, from /proc; None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+    return int(fields[1]), fields[0]
+
+
+def children(server: LiveServer, program: str = "mcp-server-time") -> list[int]:
+    """The pids of the live server's `program` children (of any depth), not exited."""
     assert server.process is not None
-    children = psutil.Process(server.process.pid).children(recursive=True)
-    return [p for p in children if any("mcp-server-time" in part for part in p.cmdline())]
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (stat := _stat(int(entry.name))) and stat[1] != "Z":
+            parents[int(entry.name)] = stat[0]
+    family, grown = {server.process.pid}, True
+    while grown:
+        more = {pid for pid, parent in parents.items() if parent in family} - family
+        family |= more
+        grown = bool(more)
+    found = []
+    for pid in family - {server.process.pid}:
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if program.encode() in command:
+            found.append(pid)
+    return found
+
+
+def gone(pid: int) -> bool:
+    stat = _stat(pid)
+    return stat is None or stat[1] == "Z"
 
 
 @pytest.fixture(scope="module")
@@ -159,6 +211,20 @@ def test_a_react_turn_uses_an_allowed_mcp_tool_and_cites_its_result(
     assert "9.0h" in citation["output_line"]
 
 
+def test_the_planner_plans_with_an_mcp_tool_and_its_step_fills_the_arguments(
+    server: LiveServer, time_server: dict[str, Any]
+) -> None:
+    with server.client(server.token("time-user", PASSWORD), timeout=120) as http:
+        body = {"message": "Q-PLAN what time is 16:30 UTC in Tokyo?", "session_id": "plan",
+                "stream": True, "agent_type": "plan_execute"}  # fmt: skip
+        with http.stream("POST", "/api/chat", json=body) as reply:
+            events = list(sse_events(reply.iter_lines()))
+    kinds = dict(events)
+    assert [s["tool"] for s in kinds["plan"]["steps"]] == ["time__convert_time"]
+    assert kinds["execution"]["ok"] and "01:30" in kinds["execution"]["stdout"]
+    assert kinds["final"]["text"] == "It is 01:30 in Tokyo, a time difference of 9.0 hours."
+
+
 def test_a_server_is_offered_only_to_its_users(
     server: LiveServer, time_server: dict[str, Any]
 ) -> None:
@@ -172,16 +238,16 @@ def test_a_dead_stdio_server_is_started_again_on_the_next_turn(
     server: LiveServer, time_server: dict[str, Any]
 ) -> None:
     with server.client(server.token("time-user", PASSWORD), timeout=120) as http:
-        if not time_servers(server):  # started by a turn, not by the registration
+        if not children(server):  # started by a turn, not by the registration
             turn(http, "Q-TIME how far ahead is Tokyo?", "time-dead")
-        (child,) = time_servers(server)
-        child.kill()
-        child.wait(timeout=10)
+        (child,) = children(server)
+        os.kill(child, signal.SIGKILL)
+        wait_for(lambda: gone(child))
         events = turn(http, "Q-AGAIN how far ahead is Tokyo?", "time-again")
     assert events["execution"][0]["ok"], events["execution"]
     assert events["final"][0]["text"] == "Tokyo is 9.0 h ahead."
-    (restarted,) = time_servers(server)
-    assert restarted.pid != child.pid
+    (restarted,) = children(server)
+    assert restarted != child
 
 
 def test_a_hanging_server_is_cut_off_and_the_turn_goes_on(
@@ -192,7 +258,7 @@ def test_a_hanging_server_is_cut_off_and_the_turn_goes_on(
         name="everything",
         transport="http",
         url=everything,
-        allowed_tools=["trigger-long-running-operation", "get-sum"],
+        allowed_tools=["trigger-long-running-operation", "get-sum", "echo"],
     )
     _, http = user_client(server, "everything-user")
     with http:
@@ -203,20 +269,26 @@ def test_a_hanging_server_is_cut_off_and_the_turn_goes_on(
         assert events["final"][0]["text"] == "The operation took too long."
         # The server still answers its other tools, over the same link.
         events = turn(http, "Q-SUM add two and three", "sum")
-    assert events["execution"][0]["stdout"] == "The sum of 2 and 3 is 5."
-    assert events["final"][0]["text"] == "The sum is 5."
+        assert events["execution"][0]["stdout"] == "The sum of 2 and 3 is 5."
+        assert events["final"][0]["text"] == "The sum is 5."
+        events = turn(http, "Q-BIG echo a long text", "big")
+    stdout = events["execution"][0]["stdout"]
+    assert stdout.startswith("Echo: xxx") and stdout.endswith("(cut at 8000 characters)")
+    assert len(stdout) < 8100
+    assert events["final"][0]["text"] == "It was long."
 
 
 def test_the_agent_lists_a_databases_tables_over_mcp_then_analyses_a_query_in_python(
     server: LiveServer, tmp_path: Path
 ) -> None:
+    """Deleting the server then stops its process."""
     database = tmp_path / "shop.db"
     with sqlite3.connect(database) as db:
         db.execute("CREATE TABLE sales (region TEXT, amount INTEGER)")
         db.executemany(
             "INSERT INTO sales VALUES (?, ?)", [("north", 25), ("south", 45), ("east", 20)]
         )
-    register(
+    registered = register(
         server,
         name="sqlite",
         transport="stdio",
@@ -236,6 +308,10 @@ def test_the_agent_lists_a_databases_tables_over_mcp_then_analyses_a_query_in_py
     assert (
         citation["kind"] == "computed" and citation["run_id"] == events["execution"][-1]["run_id"]
     )
+    (process,) = children(server, "mcp-server-sqlite")
+    with server.client() as admin:
+        assert admin.delete(f"/api/mcp-servers/{registered['id']}").status_code == 204
+    wait_for(lambda: gone(process))
 
 
 def test_admins_alone_manage_servers_and_secrets_never_come_back(
