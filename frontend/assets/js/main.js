@@ -14,6 +14,7 @@ import { mountExport } from "./export.js";
 import { mountFiles } from "./files.js";
 import { mountLightbox } from "./lightbox.js";
 import { hideLogin, mountLogin, showLogin } from "./login.js";
+import { mountMcpAdmin } from "./mcp-admin.js";
 import { mountMessages } from "./messages.js";
 import { detachAll, retry, send } from "./runs.js";
 import { mountSidebar } from "./sidebar.js";
@@ -74,6 +75,7 @@ async function start() {
   mountBranches();
   mountAccount();
   mountAdmin();
+  mountMcpAdmin();
   on("retry", (turn) => retry(turn));
   on("send-branch", ({ text, keep, parentId, regenerate }) => {
     send(text, byId("agent-select").value, { keep, parentId, regenerate });
