@@ -37,7 +37,7 @@ class McpRegistry:
 
     def register(self, fields: dict[str, Any]) -> McpServer:
         """A new server from an admin's `fields` (raises `McpServerNameTaken`)."""
-        secrets = fields.pop("secrets", None) or {}
+        secrets = {k: v for k, v in (fields.pop("secrets", None) or {}).items() if v}
         row = {
             "url": "",
             "command": [],
@@ -57,7 +57,10 @@ class McpRegistry:
         if everyone:
             changes["user_ids"] = None
         if fields.get("secrets") is not None:
-            changes.update(self._sealed(fields["secrets"]))
+            current = await run_in_threadpool(self.store.get_mcp_server, server_id)
+            if current is None:
+                return None
+            changes.update(self._sealed(self._merged(current, fields["secrets"])))
         server = await run_in_threadpool(self.store.update_mcp_server, server_id, **changes)
         if server is not None and not server.enabled:
             await self.forget(server_id)
@@ -67,6 +70,16 @@ class McpRegistry:
         removed = await run_in_threadpool(self.store.delete_mcp_server, server_id)
         await self.forget(server_id)
         return removed
+
+    def _merged(self, server: McpServer, given: dict[str, str]) -> dict[str, str]:
+        """The server's secrets with `given` over them; an empty value removes one. Kept
+        secrets that can no longer be unsealed (another SECRET_KEY) are dropped."""
+        try:
+            secrets = unseal(server.sealed_secrets, self.secret_key)
+        except SecretsUnreadable:
+            secrets = {}
+        secrets.update(given)
+        return {name: value for name, value in secrets.items() if value}
 
     def _sealed(self, secrets: dict[str, str]) -> dict[str, Any]:
         return {"sealed_secrets": seal(secrets, self.secret_key), "secret_names": sorted(secrets)}

@@ -33,7 +33,8 @@ class _Fields(BaseModel):
         default=None,
         max_length=32,
         description="http: headers; stdio: environment variables. Stored sealed, never shown "
-        "back; given, they replace all of the server's secrets",
+        "back. In a change, each one given replaces the one of its name, an empty value "
+        "removes it, and those not named are kept",
     )
     allowed_tools: list[ToolName] | None = Field(
         default=None, max_length=256, description="the tools the agents are offered"

@@ -329,6 +329,12 @@ def test_admins_alone_manage_servers_and_secrets_never_come_back(
         listed = admin.get("/api/mcp-servers")
         assert listed.status_code == 200 and SECRET not in listed.text
         assert "secretive" in listed.text
+        # A change's secrets join those kept; an empty value removes one.
+        url = f"/api/mcp-servers/{created['id']}"
+        more = admin.patch(url, json={"secrets": {"X-Team": "data"}})
+        assert more.json()["secret_names"] == ["Authorization", "X-Team"]
+        fewer = admin.patch(url, json={"secrets": {"X-Team": ""}})
+        assert fewer.json()["secret_names"] == ["Authorization"]
         tools = admin.get(f"/api/mcp-servers/{created['id']}/tools")
         assert tools.status_code == 200, tools.text
         names = {t["name"]: t for t in tools.json()["tools"]}

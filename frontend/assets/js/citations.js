@@ -10,7 +10,8 @@
  *
  * Computed numbers are underlined: hovering or focusing one shows the code and
  * the output line that printed it; a click (or Enter) opens and scrolls to the
- * step. Numbers from the question or a document get a tooltip of their own.
+ * step. Numbers from the question, a document or an MCP tool's result get a tooltip
+ * of their own.
  * Numbers the server could not trace get nothing.
  */
 
@@ -29,6 +30,7 @@ const KIND_LABEL = {
   computed: "computed by the code that printed it",
   question: "from your question",
   document: "from a document",
+  tool: "from a tool's result",
 };
 
 /** UTF-16 offsets of each code point offset of `text` (the server counts code points). */
@@ -188,6 +190,13 @@ let hideTimer = 0;
 function popoverContent(citation) {
   if (citation.kind === "question") {
     return [h("p", { class: "cite-pop-title" }, "From your question"), h("p", { class: "muted small" }, "Not computed: you wrote this number.")];
+  }
+  if (citation.kind === "tool") {
+    return [
+      h("p", { class: "cite-pop-title" }, `From ${citation.source || "a tool"}`),
+      h("p", { class: "muted small" }, "An MCP server's tool returned this number."),
+      h("pre", { class: "cite-output-line", testid: "cite-output" }, String(citation.output_line ?? "")),
+    ];
   }
   if (citation.kind === "document") {
     return [h("p", { class: "cite-pop-title" }, `From ${citation.source || "a document"}`), h("p", { class: "muted small" }, "A passage of your documents holds this number.")];

@@ -191,8 +191,8 @@ function changeForm(server) {
     h(
       "p",
       { class: "muted small" },
-      "Secrets are stored sealed and never shown back. Leave them all empty to keep them; once you enter one, " +
-        "they are replaced together, and a secret left empty is dropped.",
+      "Secrets are stored sealed and never shown back: a secret left empty keeps its value. " +
+        "To remove one, add the line \"Name:\" with no value under More secrets.",
     ),
     actionButton("change", "Save changes", `Save the changes to ${name}`, "button-secondary"),
   );
