@@ -90,7 +90,15 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("Interactive tables", ("TABLE_QUERY_MEMORY_MB", "TABLE_QUERY_THREADS")),
-    ("MCP tools for the agents", ("MCP_TOOL_TIMEOUT", "MCP_CONNECT_TIMEOUT", "MCP_TOOL_MAX_CHARS")),
+    (
+        "MCP tools for the agents",
+        (
+            "MCP_STDIO_PROGRAMS",
+            "MCP_TOOL_TIMEOUT",
+            "MCP_CONNECT_TIMEOUT",
+            "MCP_TOOL_MAX_CHARS",
+        ),
+    ),
     (
         "Per-user and host limits",
         (

@@ -140,6 +140,12 @@ class Settings(BaseSettings):
         description="ReAct actions per turn before a polite final answer.",
     )
     # Every agent turn is bounded: past either limit it stops and answers with what it has.
+    MCP_STDIO_PROGRAMS: str = Field(
+        default="",
+        description="Comma-separated absolute paths of the programs an admin may register as "
+        "stdio MCP servers; empty: stdio servers are refused (an admin's token alone must "
+        "not run any program on the host). Streamable HTTP servers need no entry.",
+    )
     MCP_TOOL_TIMEOUT: float = Field(
         default=30,
         gt=0,

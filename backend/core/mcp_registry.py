@@ -28,15 +28,41 @@ from backend.tools.mcp_client.link import McpUnavailable
 log = logging.getLogger(__name__)
 
 
+class McpRefused(ValueError):
+    """An admin's server that may not be registered; the message says why."""
+
+
 class McpRegistry:
-    def __init__(self, store: Store, secret_key: str, links: McpLinks) -> None:
+    def __init__(
+        self,
+        store: Store,
+        secret_key: str,
+        links: McpLinks,
+        stdio_programs: Sequence[str] = (),
+    ) -> None:
         self.store = store
         self.secret_key = secret_key
         self.links = links
+        self.stdio_programs = frozenset(stdio_programs)  # MCP_STDIO_PROGRAMS
         self._listed: dict[int, list[ToolInfo]] = {}  # each server's last listing
+
+    def check_command(self, command: Sequence[str]) -> None:
+        """Refuse a stdio command whose program the operator did not list."""
+        if not self.stdio_programs:
+            raise McpRefused(
+                "stdio MCP servers are off on this server: its operator lists the programs "
+                "they may run in MCP_STDIO_PROGRAMS"
+            )
+        if not command or command[0] not in self.stdio_programs:
+            raise McpRefused(
+                f"the program {command[0] if command else ''!r} is not in MCP_STDIO_PROGRAMS "
+                f"(allowed: {', '.join(sorted(self.stdio_programs))})"
+            )
 
     def register(self, fields: dict[str, Any]) -> McpServer:
         """A new server from an admin's `fields` (raises `McpServerNameTaken`)."""
+        if fields.get("transport") == "stdio":
+            self.check_command(fields.get("command") or ())
         secrets = {k: v for k, v in (fields.pop("secrets", None) or {}).items() if v}
         row = {
             "url": "",
@@ -54,6 +80,13 @@ class McpRegistry:
         """Set an admin's `fields` (None leaves one as it is; `everyone` opens the server
         to every user); None: no such server."""
         changes = {k: v for k, v in fields.items() if v is not None and k != "secrets"}
+        if "command" in changes or "url" in changes:
+            current = await run_in_threadpool(self.store.get_mcp_server, server_id)
+            if current is None:
+                return None
+            if current.transport == "stdio" and "command" in changes:
+                self.check_command(changes["command"])
+            changes.pop("url" if current.transport == "stdio" else "command", None)
         if everyone:
             changes["user_ids"] = None
         if fields.get("secrets") is not None:
@@ -85,6 +118,13 @@ class McpRegistry:
         return {"sealed_secrets": seal(secrets, self.secret_key), "secret_names": sorted(secrets)}
 
     def endpoint(self, server: McpServer) -> Endpoint:
+        """What a link needs to connect, checked again here: the operator may have taken
+        a program off MCP_STDIO_PROGRAMS since the server was registered."""
+        if server.transport == "stdio":
+            try:
+                self.check_command(server.command)
+            except McpRefused as exc:
+                raise McpUnavailable(f"MCP server '{server.name}': {exc}") from None
         try:
             secrets = unseal(server.sealed_secrets, self.secret_key)
         except SecretsUnreadable:

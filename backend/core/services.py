@@ -133,6 +133,7 @@ def build_services(settings: Settings) -> Services:
             call_timeout=settings.MCP_TOOL_TIMEOUT,
             max_chars=settings.MCP_TOOL_MAX_CHARS,
         ),
+        [p.strip() for p in settings.MCP_STDIO_PROGRAMS.split(",") if p.strip()],
     )
     agents = AgentRunner(settings, shared, catalog, coder, executors, llm.name, mcp)
     branches = BranchStates(TurnSnapshots(settings.DATA_DIR, workspaces), executors, shared)

@@ -88,3 +88,6 @@ class McpToolPublic(BaseModel):
 
 class McpServerTools(BaseModel):
     tools: list[McpToolPublic]
+    error: str | None = Field(
+        default=None, description="why the server could not be reached (`tools` is then empty)"
+    )

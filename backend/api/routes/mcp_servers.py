@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from backend.api.deps import CurrentAdmin, RecordId, StoreDep
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.core.agents.mcp_tools import agent_name
-from backend.core.mcp_registry import McpRegistry
+from backend.core.mcp_registry import McpRefused, McpRegistry
 from backend.models.mcp_servers import (
     McpServerCreate,
     McpServerPublic,
@@ -80,6 +80,8 @@ def create_mcp_server(
         return _public(registry.register(body.model_dump()))
     except McpServerNameTaken:
         raise _taken(body.name) from None
+    except McpRefused as exc:
+        raise ApiError(422, f"{exc}.", code="program_not_allowed", param="command") from None
 
 
 @router.patch("/{server_id}")
@@ -93,7 +95,10 @@ async def update_mcp_server(
     """Change a server's address, secrets, allowed tools, users or state (admin only)."""
     await run_in_threadpool(_known_users, store, body.user_ids)
     fields = body.model_dump(exclude={"everyone"})
-    server = await registry.change(server_id, fields, everyone=bool(body.everyone))
+    try:
+        server = await registry.change(server_id, fields, everyone=bool(body.everyone))
+    except McpRefused as exc:
+        raise ApiError(422, f"{exc}.", code="program_not_allowed", param="command") from None
     if server is None:
         raise _not_found()
     return _public(server)
@@ -114,14 +119,14 @@ async def read_mcp_server_tools(
     server_id: RecordId, store: StoreDep, registry: RegistryDep, admin: CurrentAdmin
 ) -> McpServerTools:
     """Connect to the server and list its tools, each marked allowed or not (admin only);
-    a server that cannot be reached is a 502 that says why."""
+    for a server that cannot be reached, `error` says why."""
     server = await run_in_threadpool(store.get_mcp_server, server_id)
     if server is None:
         raise _not_found()
     try:
         tools = await registry.server_tools(server)
     except McpUnavailable as exc:
-        raise ApiError(502, str(exc), code="mcp_server_unavailable") from None
+        return McpServerTools(tools=[], error=str(exc))
     allowed = set(server.allowed_tools)
     return McpServerTools(
         tools=[

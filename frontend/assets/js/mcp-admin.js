@@ -278,7 +278,8 @@ async function act(li, action) {
   const path = `/api/mcp-servers/${encodeURIComponent(li.dataset.id)}`;
   const patch = (body) => request(path, { method: "PATCH", body });
   if (action === "tools") {
-    const { tools } = await request(`${path}/tools`);
+    const { tools, error } = await request(`${path}/tools`);
+    if (error) throw new Error(error); // the server could not be reached: why
     li.querySelector("[data-tools]").replaceChildren(toolList(name, tools));
     return `${name} offers ${tools.length} tool${tools.length === 1 ? "" : "s"}.`;
   }
