@@ -49,7 +49,11 @@ STATEFUL_SETTINGS = settings(
 
 @pytest.fixture(scope="module")
 def fuzzed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with scripted_server(tmp_path_factory.mktemp("fuzz"), REPLIES) as server:
+    # The fuzzer, as admin, may register an MCP server at a URL it made up: any connection
+    # the server makes goes to a closed loopback port instead (tests talk to loopback only).
+    nowhere = "http://127.0.0.1:9"
+    proxies = {"HTTP_PROXY": nowhere, "HTTPS_PROXY": nowhere, "ALL_PROXY": nowhere, "NO_PROXY": ""}
+    with scripted_server(tmp_path_factory.mktemp("fuzz"), REPLIES, **proxies) as server:
         yield server
 
 
