@@ -52,7 +52,6 @@ class ServerLink:
         self.connect_timeout = connect_timeout
         self.call_timeout = call_timeout
         self.max_chars = max_chars
-        self.starts = 0  # how many times it was connected (a restart counts)
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
         self._client: Client | None = None
@@ -132,13 +131,8 @@ class ServerLink:
         return True
 
     async def _start(self) -> Client:
-        self._ready, self._stop, self._failure, self._tools = (
-            asyncio.Event(),
-            asyncio.Event(),
-            "",
-            None,
-        )
-        self.starts += 1
+        self._ready, self._stop = asyncio.Event(), asyncio.Event()
+        self._failure, self._tools = "", None
         task = asyncio.create_task(self._own(), name=f"mcp-server:{self.name}")
         self._task = task
         ready = asyncio.create_task(self._ready.wait())

@@ -40,11 +40,6 @@ class McpLinks:
             self._links[server_id] = link
             return link
 
-    def started(self, server_id: int) -> int:
-        """How many times the server's link connected (0: never, or not registered)."""
-        link = self._links.get(server_id)
-        return 0 if link is None else link.starts
-
     async def drop(self, server_id: int) -> None:
         """Stop a server that was deleted."""
         async with self._lock:
