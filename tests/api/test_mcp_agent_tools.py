@@ -351,6 +351,8 @@ def test_admins_alone_manage_servers_and_secrets_never_come_back(
                            "url": everything})  # fmt: skip
         assert taken.status_code == 409
         assert admin.patch("/api/mcp-servers/999999", json={"enabled": False}).status_code == 404
+        for traversal in ("..%2F1", "1%2F..%2F..", "-1"):  # ids are numbers, nothing else
+            assert admin.get(f"/api/mcp-servers/{traversal}/tools").status_code in (404, 422)
         # A stdio server runs only a program the operator listed (MCP_STDIO_PROGRAMS).
         shell = admin.post("/api/mcp-servers", json={"name": "shell", "transport": "stdio",
                            "command": ["/bin/sh", "-c", "id"]})  # fmt: skip
