@@ -44,7 +44,6 @@ class McpRegistry:
         self.secret_key = secret_key
         self.links = links
         self.stdio_programs = frozenset(stdio_programs)  # MCP_STDIO_PROGRAMS
-        self._listed: dict[int, list[ToolInfo]] = {}  # each server's last listing
 
     def check_command(self, command: Sequence[str]) -> None:
         """Refuse a stdio command whose program the operator did not list."""
@@ -80,20 +79,18 @@ class McpRegistry:
         """Set an admin's `fields` (None leaves one as it is; `everyone` opens the server
         to every user); None: no such server."""
         changes = {k: v for k, v in fields.items() if v is not None and k != "secrets"}
-        if "command" in changes or "url" in changes:
+        secrets = fields.get("secrets")
+        if "command" in changes or "url" in changes or secrets is not None:
             current = await run_in_threadpool(self.store.get_mcp_server, server_id)
             if current is None:
                 return None
             if current.transport == "stdio" and "command" in changes:
                 self.check_command(changes["command"])
             changes.pop("url" if current.transport == "stdio" else "command", None)
+            if secrets is not None:
+                changes.update(self._sealed(self._merged(current, secrets)))
         if everyone:
             changes["user_ids"] = None
-        if fields.get("secrets") is not None:
-            current = await run_in_threadpool(self.store.get_mcp_server, server_id)
-            if current is None:
-                return None
-            changes.update(self._sealed(self._merged(current, fields["secrets"])))
         server = await run_in_threadpool(self.store.update_mcp_server, server_id, **changes)
         if server is not None and not server.enabled:
             await self.forget(server_id)
@@ -137,21 +134,19 @@ class McpRegistry:
     async def server_tools(self, server: McpServer) -> list[ToolInfo]:
         """Every tool the server lists (raises `McpUnavailable` with the reason)."""
         link = await self.links.link(server.id, self.endpoint(server))
-        tools = await link.tools()
-        self._listed[server.id] = tools
-        return tools
+        return await link.tools()
 
     async def agent_tools(
         self, user_id: int, llm: TurnLLM, budget: int | None = None
     ) -> list[McpTool]:
         """The tools `user_id`'s agents are offered this turn, at most `budget` of them."""
+        if budget is not None and budget <= 0:
+            return []
         servers = [
             s
             for s in await run_in_threadpool(self.store.list_mcp_servers)
             if s.usable_by(user_id) and s.allowed_tools
         ]
-        if budget is not None and budget <= 0:
-            return []
         found = await asyncio.gather(*(self._offered(s, llm) for s in servers))
         tools = [tool for offered in found for tool in offered]
         return tools if budget is None else tools[:budget]
@@ -164,14 +159,12 @@ class McpRegistry:
             return []
         try:
             listed = await link.tools()
-            self._listed[server.id] = listed
         except McpUnavailable as exc:  # its tools as last listed: a call will say what is wrong
             log.warning("MCP server %s: %s", server.name, exc)
-            listed = self._listed.get(server.id, [])
+            listed = link.listed
         allowed = set(server.allowed_tools)
         return [McpTool(link, info, llm) for info in listed if info.name in allowed]
 
     async def forget(self, server_id: int) -> None:
-        """Stop a deleted or edited server's connection."""
-        self._listed.pop(server_id, None)
+        """Stop a deleted or disabled server's connection."""
         await self.links.drop(server_id)

@@ -184,7 +184,7 @@ class TurnLLM:
             constrained = {}
         constrained.update(self._limits(stage, None))
         reply = await self._call(stage, self.messages(system, prompt), constrained)
-        for candidate in _json_candidates(reply):
+        for candidate in json_values(reply):
             if isinstance(candidate, dict):
                 return candidate
         raise StructuredReplyError("the reply is not a JSON object")
@@ -300,7 +300,7 @@ def _messages(system: str, prompt: str) -> list[BaseMessage]:
 
 def parse_json_reply(reply: str, schema: type[T]) -> T:
     """The first JSON object in `reply` that validates as `schema`."""
-    for candidate in _json_candidates(reply):
+    for candidate in json_values(reply):
         try:
             return schema.model_validate(candidate)
         except ValidationError:
@@ -308,7 +308,9 @@ def parse_json_reply(reply: str, schema: type[T]) -> T:
     raise StructuredReplyError(f"the reply is not a JSON object matching {schema.__name__}")
 
 
-def _json_candidates(reply: str) -> list[Any]:
+def json_values(reply: str) -> list[Any]:
+    """The JSON values in `reply` (eight at most): those in fences first, then bare ones or
+    ones after prose."""
     texts = [*_JSON_FENCE.findall(reply), reply]
     found: list[Any] = []
     decoder = json.JSONDecoder()

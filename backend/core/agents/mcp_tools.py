@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from backend.core.agents.tools import ToolContext, ToolResult
-from backend.llm.turn import StructuredReplyError, TurnLLM
+from backend.llm.turn import StructuredReplyError, TurnLLM, json_values
 from backend.tools.mcp_client import ServerLink, ToolInfo
 
 SEPARATOR = "__"  # between the server's name and the tool's: OpenAI-safe, and rare in names
@@ -59,19 +59,6 @@ def _text_argument(schema: dict[str, Any]) -> str | None:
     return names[0] if isinstance(spec, dict) and spec.get("type") == "string" else None
 
 
-def _json_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in `text` (bare, fenced, or after prose)."""
-    decoder = json.JSONDecoder()
-    for start in (i for i, ch in enumerate(text) if ch == "{"):
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
-
-
 @dataclass
 class McpTool:
     link: ServerLink
@@ -106,7 +93,7 @@ class McpTool:
 
     async def _arguments(self, tool_input: str, context: ToolContext) -> dict[str, Any] | None:
         text = tool_input.strip()
-        found = _json_object(text)
+        found = next((v for v in json_values(text) if isinstance(v, dict)), None)
         if found is not None:
             return found
         schema = self.info.input_schema

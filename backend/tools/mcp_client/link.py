@@ -58,7 +58,8 @@ class ServerLink:
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
         self._failure = ""
-        self._tools: list[ToolInfo] | None = None
+        self.listed: list[ToolInfo] = []  # the last listing, kept across restarts
+        self._relist = True  # this connection has not listed the tools yet
         self._log: TextIO | None = None
 
     @property
@@ -66,22 +67,24 @@ class ServerLink:
         return self.endpoint.name
 
     async def tools(self) -> list[ToolInfo]:
-        """The server's tools, listed once per connection; a dead server is restarted."""
+        """The server's tools, listed once per connection; a dead server is restarted.
+        When this fails, `listed` still holds the last listing."""
         client = await self._connected(check=True)
-        if self._tools is None:
+        if self._relist:
             try:
                 with anyio.fail_after(self.call_timeout):
-                    listed = await client.list_tools()
+                    found = await client.list_tools()
             except TimeoutError:
                 raise McpUnavailable(self._late("list its tools")) from None
             except Exception as exc:
                 self._stop.set()
-                raise McpUnavailable(f"MCP server '{self.name}' failed: {_why(exc)}") from None
-            self._tools = [
+                raise McpUnavailable(f"MCP server '{self.name}' failed: {self._why(exc)}") from None
+            self.listed = [
                 ToolInfo(t.name, (t.description or "").strip(), dict(t.input_schema or {}))
-                for t in listed.tools
+                for t in found.tools
             ]
-        return self._tools
+            self._relist = False
+        return self.listed
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
         """`tool`'s result as text; every failure is an outcome that says what happened."""
@@ -132,7 +135,7 @@ class ServerLink:
 
     async def _start(self) -> Client:
         self._ready, self._stop = asyncio.Event(), asyncio.Event()
-        self._failure, self._tools = "", None
+        self._failure, self._relist = "", True
         task = asyncio.create_task(self._own(), name=f"mcp-server:{self.name}")
         self._task = task
         ready = asyncio.create_task(self._ready.wait())
