@@ -11,14 +11,15 @@ a test runs.
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from tests.support.live_server import free_port
+from tests.support.processes import stop_group
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVERS_VENV = ROOT / ".venv-mcp-servers"
@@ -67,14 +68,6 @@ def everything_server_command(port: int) -> list[str]:
     ]
 
 
-def free_port() -> int:
-    """A loopback TCP port that was free a moment ago."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def accepts_connections(port: int) -> bool:
     """Whether something listens on 127.0.0.1:`port`."""
     try:
@@ -88,17 +81,6 @@ def tail(log: Path) -> str:
     """The last few KB of a log file, for an error message."""
     data = log.read_bytes()[-LOG_TAIL_BYTES:]
     return data.decode(errors="replace")
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the process group, SIGKILL it if it lingers, then reap the leader."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=STOP_TIMEOUT)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)  # also any child left in the group
-    process.wait()
 
 
 @contextlib.contextmanager
@@ -134,4 +116,4 @@ def everything_server() -> Iterator[str]:
                 time.sleep(POLL_SECONDS)
             yield f"http://127.0.0.1:{port}/mcp"
         finally:
-            stop(process)
+            stop_group(process, STOP_TIMEOUT)

@@ -17,7 +17,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -30,6 +29,8 @@ from typing import Any
 import boto3  # type: ignore[import-untyped]
 import botocore.config  # type: ignore[import-untyped]
 import botocore.exceptions  # type: ignore[import-untyped]
+
+from tests.support.processes import stop_group
 
 START_TIMEOUT = 90.0
 STOP_TIMEOUT = 15.0
@@ -144,17 +145,6 @@ def wait_until_ready(server: S3Server, process: subprocess.Popen[bytes], log: Pa
         time.sleep(POLL_SECONDS)
 
 
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the process group, SIGKILL it if it lingers, then reap the leader."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=STOP_TIMEOUT)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)  # also any child left in the group
-    process.wait()
-
-
 @contextlib.contextmanager
 def seaweedfs(root: Path) -> Iterator[S3Server]:
     """Run `weed mini` with its data under `root`; yields once S3 answers authenticated calls."""
@@ -191,7 +181,7 @@ def seaweedfs(root: Path) -> Iterator[S3Server]:
         wait_until_ready(server, process, log)
         yield server
     finally:
-        stop(process)
+        stop_group(process, STOP_TIMEOUT)
         for service in (*SERVICES, "admin"):
             grpc = ports[f"{service}.port.grpc"]
             Path(f"/tmp/seaweedfs-{service}-grpc-{grpc}.sock").unlink(missing_ok=True)
