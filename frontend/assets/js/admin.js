@@ -4,9 +4,10 @@
  * The server refuses all of it to anyone else; this only keeps the button hidden.
  */
 
+import { mountAdminDialog } from "./admin-dialog.js";
 import { request } from "./api.js";
 import { byId, h } from "./dom.js";
-import { on, state } from "./state.js";
+import { state } from "./state.js";
 
 const LIMITS = [
   ["max_sandboxes", "Sandboxes"],
@@ -14,18 +15,7 @@ const LIMITS = [
   ["max_disk_mb", "Disk (MB)"],
 ];
 
-let dialog;
-
-function show(id, message) {
-  const box = byId(id);
-  box.textContent = message;
-  box.hidden = !message;
-}
-
-function tell(error, done = "") {
-  show("admin-error", error);
-  show("admin-done", done);
-}
+let tell; // the dialog's messages (admin-dialog.js)
 
 function limitInput(user, [field, label]) {
   const value = user.limits ? user.limits[field] : null;
@@ -202,19 +192,7 @@ async function createUser(event) {
 }
 
 export function mountAdmin() {
-  dialog = byId("admin-dialog");
-  const open = byId("admin-open");
-  open.addEventListener("click", () => {
-    tell("");
-    dialog.showModal();
-    load();
-  });
-  dialog.querySelector("[data-close]").addEventListener("click", () => dialog.close());
+  tell = mountAdminDialog("admin", load);
   byId("user-form").addEventListener("submit", createUser);
   byId("user-rows").addEventListener("click", onRowClick);
-  on("auth", () => {
-    const isAdmin = Boolean(state.user && state.user.is_admin);
-    open.hidden = !isAdmin;
-    if (!isAdmin && dialog.open) dialog.close();
-  });
 }

@@ -8,26 +8,15 @@
  * keeps the button hidden.
  */
 
+import { mountAdminDialog } from "./admin-dialog.js";
 import { request } from "./api.js";
 import { byId, h } from "./dom.js";
-import { on, state } from "./state.js";
 
 // After these the list stays as it is (a reload would fold away the loaded tools).
 const KEEPS_LIST = new Set(["tools"]);
 
-let dialog;
+let tell; // the dialog's messages (admin-dialog.js)
 let users = []; // [{id, username}]: the choices for who may use a server
-
-function show(id, message) {
-  const box = byId(id);
-  box.textContent = message;
-  box.hidden = !message;
-}
-
-function tell(error, done = "") {
-  show("mcp-error", error);
-  show("mcp-done", done);
-}
 
 /** "Name: value" lines → {Name: "value"}; blank lines are skipped. */
 function parseSecrets(text) {
@@ -374,21 +363,9 @@ async function createServer(event) {
 }
 
 export function mountMcpAdmin() {
-  dialog = byId("mcp-dialog");
-  const open = byId("mcp-open");
-  open.addEventListener("click", () => {
-    tell("");
-    dialog.showModal();
-    load();
-  });
-  dialog.querySelector("[data-close]").addEventListener("click", () => dialog.close());
+  tell = mountAdminDialog("mcp", load);
   byId("mcp-transport").addEventListener("change", showTransport);
   byId("mcp-form").addEventListener("submit", createServer);
   byId("mcp-list").addEventListener("click", onListClick);
   byId("mcp-list").addEventListener("change", onListChange);
-  on("auth", () => {
-    const isAdmin = Boolean(state.user && state.user.is_admin);
-    open.hidden = !isAdmin;
-    if (!isAdmin && dialog.open) dialog.close();
-  });
 }
