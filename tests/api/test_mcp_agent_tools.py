@@ -18,6 +18,7 @@ from tests.conftest import scripted_server
 from tests.support.agent_script import sse_events
 from tests.support.live_server import LiveServer
 from tests.support.mcp_servers import everything_server, sqlite_server_command, time_server_command
+from tests.support.processes import descendants
 from tests.support.waiting import wait_for
 
 REVIEW = {"when": "[stage: review]", "content": '{"answers_question": true}', "repeat": True}
@@ -143,41 +144,27 @@ def turn(http: httpx.Client, message: str, session: str) -> dict[str, list[dict[
     return events
 
 
-def _stat(pid: int) -> tuple[int, str] | None:
-    """(parent pid, state) of a live process, from /proc; None once it is gone."""
+def gone(pid: int) -> bool:
+    """The process exited (a zombie not reaped yet counts)."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return None
-    return int(fields[1]), fields[0]
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state == "Z"
 
 
 def children(server: LiveServer, program: str = "mcp-server-time") -> list[int]:
-    """The pids of the live server's `program` children (of any depth), not exited."""
+    """The pids of the live server's `program` processes (at any depth) still running."""
     assert server.process is not None
-    parents = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (stat := _stat(int(entry.name))) and stat[1] != "Z":
-            parents[int(entry.name)] = stat[0]
-    family, grown = {server.process.pid}, True
-    while grown:
-        more = {pid for pid, parent in parents.items() if parent in family} - family
-        family |= more
-        grown = bool(more)
     found = []
-    for pid in family - {server.process.pid}:
+    for pid in descendants(server.process.pid):
         try:
             command = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except (FileNotFoundError, ProcessLookupError):
+        except OSError:
             continue
-        if program.encode() in command:
+        if program.encode() in command and not gone(pid):
             found.append(pid)
     return found
-
-
-def gone(pid: int) -> bool:
-    stat = _stat(pid)
-    return stat is None or stat[1] == "Z"
 
 
 @pytest.fixture(scope="module")

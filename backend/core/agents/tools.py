@@ -104,20 +104,20 @@ def _cut(text: str) -> str:
 def react_context(steps: list[Step]) -> list[str]:
     """Earlier failed python_coder attempts and their errors, and what other tools (MCP
     servers') found, for the next generation."""
-    failed = []
+    earlier = []
     for step in steps:
         if step["ok"] and step["data"].get("mcp"):
-            failed.append(
+            earlier.append(
                 f"Tool {step['action']}({step['action_input'][:300]}) found:\n"
-                f"{step['observation'][-1500:]}"
+                f"{step['observation'][:1500]}"  # a cut result keeps its start
             )
         elif step["action"] == "python_coder" and not step["ok"]:
             code = str(step["data"].get("code", "")).strip()
-            failed.append(
+            earlier.append(
                 f"Task: {step['action_input']}\nCode:\n{code[-1500:]}\n"
                 f"Error: {str(step['data'].get('error', step['observation']))[-800:]}"
             )
-    return failed
+    return earlier
 
 
 @dataclass
