@@ -16,6 +16,8 @@ DEBIAN_PACKAGES := bubblewrap nodejs
 VENDOR := frontend/assets/vendor
 # MCP clients the tests drive against /mcp (the MCP Inspector's CLI), pinned by their lock.
 MCP_CLIENTS := tests/mcp_clients
+# The official OpenAI Node SDK, which the tests drive against /v1, pinned by its lock.
+OPENAI_NODE := tests/openai_node
 # Third-party MCP servers the tests connect our agents to, each in a venv of its own under
 # MCP_SERVERS_VENV, pinned by tests/mcp_servers/<name>/requirements.txt: their `mcp` pins clash
 # with ours and with each other (mcp-server-time needs mcp 2.3+, mcp-server-sqlite runs on 1.x).
@@ -29,7 +31,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 	-DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
 
 .PHONY: run test install install-dev system-deps lint typecheck openinterpreter frontend mcp-clients \
-	mcp-servers lock
+	mcp-servers openai-node lock
 
 # The API serves the UI too; run_frontend.py is there for a UI on a port of its own.
 run: install system-deps frontend
@@ -41,8 +43,8 @@ run: install system-deps frontend
 # most tests wait on servers and sandboxes rather than use a core.
 TEST_WORKERS ?= 2
 test: DEBIAN_PACKAGES += chromium postgresql iproute2
-test: install-dev system-deps frontend openinterpreter mcp-clients mcp-servers lint \
-	typecheck
+test: install-dev system-deps frontend openinterpreter mcp-clients mcp-servers openai-node \
+	lint typecheck
 	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: install-dev
@@ -59,6 +61,7 @@ openinterpreter: $(OI_VENV)/.installed
 frontend: $(VENDOR)/.installed
 mcp-clients: $(MCP_CLIENTS)/node_modules/.installed
 mcp-servers: $(MCP_SERVERS:%=$(MCP_SERVERS_VENV)/%/.installed)
+openai-node: $(OPENAI_NODE)/node_modules/.installed
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -150,6 +153,10 @@ $(VENDOR)/.installed: frontend/package.json frontend/package-lock.json frontend/
 
 $(MCP_CLIENTS)/node_modules/.installed: $(MCP_CLIENTS)/package.json $(MCP_CLIENTS)/package-lock.json | system-deps
 	cd $(MCP_CLIENTS) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(OPENAI_NODE)/node_modules/.installed: $(OPENAI_NODE)/package.json $(OPENAI_NODE)/package-lock.json | system-deps
+	cd $(OPENAI_NODE) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
 system-deps:
