@@ -13,12 +13,12 @@ from backend.api.limits import BodySizeLimitMiddleware
 from backend.api.main import ROUTERS
 from backend.api.mcp_server import mount_mcp, serving
 from backend.api.routes.tus import STREAMED_PATCH
-from backend.api.routes.uploads import STREAMED_UPLOAD
+from backend.api.routes.uploads import FORM_UPLOADS, STREAMED_UPLOAD
 from backend.api.security_headers import SecurityHeadersMiddleware
 from backend.api.ui import mount_ui
 from backend.config import Settings, load_settings
 from backend.core.services import build_services
-from backend.tasks.reaper import reap_idle_workers
+from backend.tasks.reaper import expire_containers, reap_idle_workers
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -30,9 +30,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         reaper = asyncio.create_task(
             reap_idle_workers(services.executors, settings.SANDBOX_IDLE_SECONDS)
         )
+        expiry = asyncio.create_task(expire_containers(services.containers))
         async with serving(mcp_sessions):
             yield
         reaper.cancel()
+        expiry.cancel()
         await services.close()
 
     docs = settings.API_DOCS
@@ -49,7 +51,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(
         BodySizeLimitMiddleware,
         max_bytes=settings.max_request_bytes,
-        overrides={"/api/upload": max(upload_bytes, settings.max_request_bytes)},
+        overrides=((FORM_UPLOADS, max(upload_bytes, settings.max_request_bytes)),),
         # Capped by MAX_UPLOAD_SIZE_MB (or the upload's length) as they stream.
         streamed=(("PUT", STREAMED_UPLOAD), ("PATCH", STREAMED_PATCH)),
     )

@@ -17,6 +17,7 @@ from backend.api.errors import ApiError
 from backend.config import Settings
 from backend.core.accounts import authenticate
 from backend.core.chat_service import ChatService
+from backend.core.containers import Containers
 from backend.core.limits import Limits
 from backend.core.purge import SessionPurge
 from backend.core.python_coder_service import PythonCoderService
@@ -24,6 +25,7 @@ from backend.core.runs import RunRegistry
 from backend.core.services import Services
 from backend.core.step_log import StoreStepLog
 from backend.core.throttle import LoginThrottle
+from backend.core.user_files import UserFiles
 from backend.files.catalog import WorkspaceCatalog
 from backend.llm import LLMBackend
 from backend.storage import Store, User
@@ -103,6 +105,14 @@ async def get_python_coder(request: Request) -> PythonCoderService:
     return _services(request).python_coder
 
 
+async def get_files(request: Request) -> UserFiles:
+    return _services(request).files
+
+
+async def get_containers(request: Request) -> Containers:
+    return _services(request).containers
+
+
 async def get_purge(request: Request) -> SessionPurge:
     return SessionPurge(_services(request))
 
@@ -123,6 +133,8 @@ LimitsDep = Annotated[Limits, Depends(get_limits)]
 LoginThrottleDep = Annotated[LoginThrottle, Depends(get_login_throttle)]
 PythonCoderDep = Annotated[PythonCoderService, Depends(get_python_coder)]
 PurgeDep = Annotated[SessionPurge, Depends(get_purge)]
+FilesDep = Annotated[UserFiles, Depends(get_files)]  # OpenAI's Files API
+ContainersDep = Annotated[Containers, Depends(get_containers)]
 
 
 # Set by login; HttpOnly and SameSite=Strict. Only GET routes that read session files

@@ -1,7 +1,8 @@
 """Refuse request bodies over the configured size with 413, before they are buffered.
 
 Routes that stream a body to disk under their own cap (`streamed`: method and path
-pattern) are let through: their limit is theirs to enforce.
+pattern) are let through: their limit is theirs to enforce. Form uploads (`overrides`:
+path patterns) may be as large as an uploaded file.
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ class BodySizeLimitMiddleware:
         self,
         app: ASGIApp,
         max_bytes: int,
-        overrides: dict[str, int] | None = None,
+        overrides: tuple[tuple[re.Pattern[str], int], ...] = (),
         streamed: tuple[tuple[str, re.Pattern[str]], ...] = (),
     ):
         self.app = app
         self.max_bytes = max_bytes
-        self.overrides = overrides or {}
+        self.overrides = overrides
         self.streamed = streamed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -38,7 +39,10 @@ class BodySizeLimitMiddleware:
         ):
             await self.app(scope, receive, send)
             return
-        limit = self.overrides.get(scope["path"], self.max_bytes)
+        limit = next(
+            (cap for pattern, cap in self.overrides if pattern.fullmatch(scope["path"])),
+            self.max_bytes,
+        )
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit():
             if int(declared) > limit:

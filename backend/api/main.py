@@ -11,6 +11,7 @@ from fastapi import APIRouter
 from backend.api.routes import (
     auth,
     chat,
+    containers,
     conversations,
     exports,
     files,
@@ -18,6 +19,7 @@ from backend.api.routes import (
     keys,
     mcp_servers,
     openai,
+    openai_files,
     responses,
     runs,
     tables,
@@ -30,6 +32,8 @@ from backend.api.routes import (
 ROUTERS: tuple[APIRouter, ...] = (
     openai.router,
     responses.router,
+    openai_files.router,
+    containers.router,
     chat.router,
     runs.router,
     conversations.router,

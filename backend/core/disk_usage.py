@@ -1,7 +1,8 @@
 """How much disk each user's workspaces take, kept cheap to ask.
 
 Every key of a user's sessions starts with `user_prefix(user_id)`, so their
-workspaces are the folders `DATA_DIR/scratch/<prefix>*` (and their snapshots). Walking them on every
+workspaces are the folders `DATA_DIR/scratch/<prefix>*` (and their snapshots, and the
+files of OpenAI's Files API). Walking them on every
 request would cost as much as the files are many: the total is cached, uploads add
 what they write, a run's end marks it stale, and it is walked again at most every
 `REFRESH_SECONDS` otherwise. Sizes are blocks on disk (a sparse file costs what it
@@ -17,6 +18,7 @@ import threading
 import time
 from pathlib import Path
 
+from backend.storage.file_blobs import FILES_FOLDER
 from backend.storage.sessions import user_prefix
 from backend.storage.workspaces import SNAPSHOTS_FOLDER
 
@@ -57,11 +59,12 @@ class DiskUsage:
 
 
 def _walk(scratch: Path, prefix: str) -> int:
-    """The user's workspaces and their turns' snapshots (`DATA_DIR/snapshots/<key>`)."""
+    """The user's workspaces, their turns' snapshots (`DATA_DIR/snapshots/<key>`) and the
+    files they gave the Files API (`DATA_DIR/openai-files/u<id>-files`)."""
     total = 0
     seen: set[tuple[int, int]] = set()
     tops = []
-    for root in (scratch, scratch.parent / SNAPSHOTS_FOLDER):
+    for root in (scratch, scratch.parent / SNAPSHOTS_FOLDER, scratch.parent / FILES_FOLDER):
         with contextlib.suppress(OSError):
             tops += [entry.path for entry in os.scandir(root) if entry.name.startswith(prefix)]
     pending = [top for top in tops if os.path.isdir(top) and not os.path.islink(top)]

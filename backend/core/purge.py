@@ -51,6 +51,7 @@ class SessionPurge:
         services = self.services
         for conversation in services.store.list_conversations(user_id):
             await self.session(user_id, conversation.id)
+        await services.files.remove_user(user_id)  # the Files API's (their rows go with the user)
         cache = user_cache_dir(services.settings.DATA_DIR / TDD_CACHE, user_id)
         await run_in_threadpool(shutil.rmtree, cache, True)
         if services.chat.agents is not None:
@@ -66,6 +67,7 @@ class SessionPurge:
         await services.shared.remove(key)
         await run_in_threadpool(services.uploads.remove_session, key)
         services.runs.forget_session(key)
+        services.store.forget_session_containers(key)
         if services.chat.agents is not None:
             await services.chat.agents.forget(user_id, key)
         logger.info("Deleted session %s and everything it kept", key)

@@ -15,6 +15,7 @@ from backend.core.accounts import ensure_admin
 from backend.core.agents.runner import AgentRunner
 from backend.core.branches import BranchStates
 from backend.core.chat_service import ChatService
+from backend.core.containers import Containers
 from backend.core.disk_usage import DiskUsage
 from backend.core.instance import server_id
 from backend.core.limits import Limits
@@ -24,6 +25,7 @@ from backend.core.runs import RunRegistry
 from backend.core.security import load_or_create_secret_key
 from backend.core.step_log import StoreStepLog
 from backend.core.throttle import LoginThrottle
+from backend.core.user_files import UserFiles
 from backend.files.catalog import WorkspaceCatalog
 from backend.files.conversion import ParquetConversions
 from backend.files.isolation import IsolatedRunner
@@ -31,6 +33,7 @@ from backend.files.s3_source import S3Source
 from backend.llm import LLMBackend, create_llm_backend
 from backend.storage import Store, open_store
 from backend.storage.audit import AuditLog
+from backend.storage.file_blobs import FileBlobs
 from backend.storage.legacy_sessions import adopt_legacy_workspaces
 from backend.storage.mirror import WorkspaceMirror
 from backend.storage.resumable import ResumableUploads
@@ -72,6 +75,8 @@ class Services:
     login_throttle: LoginThrottle
     limits: Limits  # per user: agent runs, disk, warm sandboxes
     mcp: McpRegistry  # the MCP servers an admin registered for the agents
+    files: UserFiles  # OpenAI's Files API
+    containers: Containers  # OpenAI's containers: sessions by another name
 
     async def close(self) -> None:
         await self.runs.close()
@@ -137,6 +142,15 @@ def build_services(settings: Settings) -> Services:
     )
     agents = AgentRunner(settings, shared, catalog, coder, executors, llm.name, mcp)
     branches = BranchStates(TurnSnapshots(settings.DATA_DIR, workspaces), executors, shared)
+    files = UserFiles(store, FileBlobs(settings.DATA_DIR), limits.disk)
+    containers = Containers(
+        store,
+        workspaces,
+        shared,
+        executors,
+        files,
+        int(settings.PYTHON_CODE_MAX_FILE_SIZE * 1024**2),
+    )
     python_coder = PythonCoderService(
         settings=settings,
         store=store,
@@ -169,6 +183,8 @@ def build_services(settings: Settings) -> Services:
         runs=RunRegistry(),
         limits=limits,
         mcp=mcp,
+        files=files,
+        containers=containers,
         login_throttle=LoginThrottle(
             store, settings.LOGIN_FREE_ATTEMPTS, settings.LOGIN_BACKOFF_SECONDS, LOGIN_MAX_BACKOFF
         ),

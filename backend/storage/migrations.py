@@ -158,6 +158,32 @@ MIGRATIONS = [
         created_at {float} NOT NULL
     )
     """,
+    # OpenAI's Files and Containers APIs (backend/storage/openai_objects.py): a file's bytes
+    # are in DATA_DIR/openai-files (backend/storage/file_blobs.py); a container is one of
+    # the user's sessions (`session_key`).
+    """
+    CREATE TABLE openai_files (
+        id TEXT PRIMARY KEY,
+        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        filename TEXT NOT NULL,
+        purpose TEXT NOT NULL,
+        bytes BIGINT NOT NULL,
+        created_at {float} NOT NULL
+    );
+    CREATE INDEX openai_files_by_user ON openai_files(user_id, created_at);
+    CREATE TABLE containers (
+        id TEXT PRIMARY KEY,
+        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        session_key TEXT NOT NULL,
+        name TEXT NOT NULL,
+        expires_minutes INTEGER NOT NULL,
+        created_at {float} NOT NULL,
+        last_active_at {float} NOT NULL,
+        expired_at {float}
+    );
+    CREATE INDEX containers_by_user ON containers(user_id, created_at);
+    CREATE INDEX containers_by_session ON containers(session_key)
+    """,
 ]
 SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
 # In the order to copy; those with ids number on from the copied ones.
@@ -174,6 +200,8 @@ TABLES = (
     "quarantined_conversations",
     "quarantined_messages",
     "mcp_servers",
+    "openai_files",
+    "containers",
 )
 NUMBERED = ("users", "messages", "session_steps", "api_keys", "mcp_servers")
 

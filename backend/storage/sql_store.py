@@ -27,6 +27,7 @@ from backend.storage.base import (
 )
 from backend.storage.mcp_servers import McpServerRows
 from backend.storage.migrations import MIGRATIONS, SCHEMA_TABLE, Dialect, statements
+from backend.storage.openai_objects import OpenAIObjectRows
 
 INTERRUPTED = "The server stopped while this turn was running."
 KEY_USE_RESOLUTION = 60.0  # seconds: an API key's last_used_at is kept to about this
@@ -71,7 +72,7 @@ class Database(Protocol):
     def close(self) -> None: ...
 
 
-class SQLStore(McpServerRows):
+class SQLStore(McpServerRows, OpenAIObjectRows):
     def __init__(self, database: Database) -> None:
         self.database = database
         self._migrate()

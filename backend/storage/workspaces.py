@@ -309,6 +309,19 @@ class Workspaces:
         finally:
             os.close(parent)
 
+    def delete_file(self, session_id: str, relative: str) -> None:
+        """Remove the file `relative` (a link is removed, never followed); `FileNotFoundError`
+        if it is not there, `NotARegularFile` for a folder."""
+        parts = safe_relative(relative).parts
+        parent = self._parent(session_id, parts, create=False)
+        try:
+            info = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False)
+            if stat.S_ISDIR(info.st_mode):
+                raise NotARegularFile(relative)
+            os.unlink(parts[-1], dir_fd=parent)
+        finally:
+            os.close(parent)
+
     def list_files(self, session_id: str) -> list[WorkspaceFile]:
         """Regular files, walked by descriptor so a folder swapped for a link is not followed.
 

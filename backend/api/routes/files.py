@@ -10,7 +10,6 @@ import mimetypes
 import os
 from dataclasses import replace
 from typing import Annotated, Literal
-from urllib.parse import quote
 
 from fastapi import APIRouter, Query, status
 from fastapi.responses import StreamingResponse
@@ -24,6 +23,7 @@ from backend.api.deps import (
     StoreDep,
     WorkspacesDep,
 )
+from backend.api.downloads import download_headers
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.files import (
     ArchiveLimits,
@@ -249,13 +249,5 @@ async def read_session_file(
         raise ApiError(404, "File not found.", code="file_not_found") from None
     media_type = mimetypes.guess_type(path)[0] or "application/octet-stream"
     disposition = "inline" if media_type in _INLINE_TYPES else "attachment"
-    filename = path.rsplit("/", 1)[-1]
-    fallback = filename.encode("ascii", "replace").decode().replace('"', "_").replace("?", "_")
-    headers = {
-        # RFC 6266: an ASCII name for old clients, the real one percent-encoded.
-        "Content-Disposition": f'{disposition}; filename="{fallback}"; '
-        f"filename*=UTF-8''{quote(filename, safe='')}",
-        "X-Content-Type-Options": "nosniff",
-        "Content-Security-Policy": "sandbox",
-    }
+    headers = download_headers(path.rsplit("/", 1)[-1], disposition)
     return StreamingResponse(chunks, media_type=media_type, headers=headers)
