@@ -101,18 +101,37 @@ def error_response(
     return JSONResponse(body, status_code=status_code, headers=headers)
 
 
-def _describe_validation(exc: RequestValidationError) -> tuple[int, str, str | None]:
+# Validation errors the request models word as OpenAI does (models/openai.py): their message,
+# code and param (`tools[0].type`) are OpenAI's, so a client reads the 400 OpenAI would give.
+_OPENAI_WORDED = {"invalid_value", "unsupported_value"}
+
+
+def _describe_validation(exc: RequestValidationError) -> tuple[int, str, str | None, str]:
+    """The status, message, param and code of a refused body."""
     errors = exc.errors()
     if any(err.get("type") == "json_invalid" for err in errors):
-        return 400, "The request body is not valid JSON.", None
+        return 400, "The request body is not valid JSON.", None, "invalid_request"
     first = errors[0]
+    if first.get("type") in _OPENAI_WORDED:
+        return 400, first["msg"], _openai_param(first.get("loc", ())), first["type"]
     location = [str(part) for part in first.get("loc", ()) if part != "body"]
     param = ".".join(location) or None
     details = "; ".join(
         f"{'.'.join(str(p) for p in err.get('loc', ()) if p != 'body') or 'body'}: {err['msg']}"
         for err in errors[:5]
     )
-    return 422, f"Invalid request: {details}", param
+    return 422, f"Invalid request: {details}", param, "invalid_request"
+
+
+def _openai_param(location: tuple[int | str, ...]) -> str:
+    """A body location as OpenAI names the parameter: (body, tools, 0, type) is tools[0].type."""
+    param = ""
+    for part in location:
+        if isinstance(part, int):
+            param += f"[{part}]"
+        elif part != "body":
+            param += f".{part}" if param else part
+    return param
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -231,10 +250,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        status_code, message, param = _describe_validation(exc)
+        status_code, message, param, code = _describe_validation(exc)
         if request.url.path.startswith("/v1/"):
             status_code = 400  # OpenAI reports every malformed request as 400
-        return error_response(request, status_code, message, code="invalid_request", param=param)
+        return error_response(request, status_code, message, code=code, param=param)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -10,7 +10,8 @@ import json
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from backend.core.router import AgentType
 from backend.llm import GenerationOptions
@@ -68,6 +69,25 @@ class FunctionSpec(BaseModel):
 class ToolSpec(BaseModel):
     type: Literal["function"]
     function: FunctionSpec
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _a_chat_completions_tool(cls, value: Any) -> Any:
+        # Said in OpenAI's words (errors.py answers them as they are): a client that sends a
+        # Responses tool such as code_interpreter gets the same 400 from us as from OpenAI.
+        if value == "custom":
+            raise PydanticCustomError(
+                "unsupported_value",
+                "Unsupported value: 'custom' tools are not supported by this server; "
+                "declare the tool as a 'function'.",
+            )
+        if value != "function":
+            raise PydanticCustomError(
+                "invalid_value",
+                "Invalid value: {value}. Supported values are: 'function' and 'custom'.",
+                {"value": repr(value)},
+            )
+        return value
 
 
 class NamedFunction(BaseModel):
