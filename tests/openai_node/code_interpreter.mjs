@@ -33,7 +33,11 @@ const seen = (response) => {
   return {
     id: response.id,
     status: response.status,
-    answer: response.output_text,
+    // A streamed response.completed carries the plain object, without the SDK's output_text.
+    answer: parts
+      .filter((part) => part.type === "output_text")
+      .map((part) => part.text)
+      .join(""),
     output_types: response.output.map((item) => item.type),
     calls: calls.map(({ status, code, outputs, container_id }) => ({
       status,
