@@ -3,16 +3,18 @@
 Input is a string or a list of items (messages, function calls and their
 outputs); function tools are flat (`{"type": "function", "name", ...}`).
 Everything maps onto a chat turn, so the same agents and backends answer.
+The `code_interpreter` tool names a container (one of our sessions) for the
+agents' Python, instead of the client's own functions.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from backend.core.router import AgentType
 from backend.llm import GenerationOptions
@@ -60,6 +62,38 @@ class FunctionTool(BaseModel):
     strict: bool | None = None
 
 
+# A container's or a file's id: it becomes part of a path or a lookup, so it is bounded.
+ObjectId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")]
+# What `include` may ask for (the SDK's `ResponseIncludable`); only the code
+# interpreter's outputs change what this server sends.
+Includable = Literal[
+    "file_search_call.results",
+    "web_search_call.results",
+    "web_search_call.action.sources",
+    "message.input_image.image_url",
+    "computer_call_output.output.image_url",
+    "code_interpreter_call.outputs",
+    "reasoning.encrypted_content",
+    "message.output_text.logprobs",
+]
+
+
+class AutoContainer(BaseModel):
+    """A new container for the request, with these uploaded files in it."""
+
+    type: Literal["auto"]
+    file_ids: list[ObjectId] = Field(default_factory=list, max_length=50)
+    memory_limit: Literal["1g", "4g", "16g", "64g"] | None = None
+
+
+class CodeInterpreterTool(BaseModel):
+    type: Literal["code_interpreter"]
+    container: ObjectId | AutoContainer
+
+
+Tool = Annotated[FunctionTool | CodeInterpreterTool, Field(discriminator="type")]
+
+
 class NamedFunctionChoice(BaseModel):
     type: Literal["function"]
     name: Text
@@ -88,13 +122,14 @@ class ResponseRequest(BaseModel):
     instructions: Text | None = None
     stream: bool = False
     previous_response_id: Text | None = None
-    tools: list[FunctionTool] | None = Field(default=None, max_length=128)
+    tools: list[Tool] | None = Field(default=None, max_length=128)
     tool_choice: Literal["none", "auto", "required"] | NamedFunctionChoice | None = None
     parallel_tool_calls: bool | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, gt=0, le=1)
     max_output_tokens: int | None = Field(default=None, ge=1)
     text: TextOptions | None = None
+    include: list[Includable] | None = Field(default=None, max_length=16)
     # Extensions, as on chat completions.
     agent_type: AgentType = "auto"
     session_id: SessionId | None = None
@@ -129,13 +164,33 @@ class ResponseRequest(BaseModel):
         return converted
 
     @property
+    def code_interpreter(self) -> CodeInterpreterTool | None:
+        """The code interpreter tool, if the request gives one."""
+        return next((t for t in self.tools or [] if isinstance(t, CodeInterpreterTool)), None)
+
+    @property
+    def include_code_interpreter_outputs(self) -> bool:
+        return "code_interpreter_call.outputs" in (self.include or [])
+
+    def tool_conflict(self) -> str | None:
+        """Why the tools cannot be served together, if they cannot: the code interpreter
+        runs in our agents, the client's functions in plain chat, so a turn has one or the other."""
+        interpreters = sum(isinstance(t, CodeInterpreterTool) for t in self.tools or [])
+        if interpreters > 1:
+            return "Only one code_interpreter tool may be given."
+        if interpreters and len(self.tools or []) > interpreters:
+            return "The code_interpreter tool cannot be combined with function tools."
+        return None
+
+    @property
     def client_tools(self) -> tuple[list[dict[str, Any]], str | dict[str, Any]] | None:
         """The tools in chat-completions shape, and the choice among them."""
-        if not self.tools:
+        functions = [t for t in self.tools or [] if isinstance(t, FunctionTool)]
+        if not functions:
             return None
         tools = [
             {"type": "function", "function": t.model_dump(exclude={"type"}, exclude_none=True)}
-            for t in self.tools
+            for t in functions
         ]
         choice = self.tool_choice or "auto"
         if isinstance(choice, NamedFunctionChoice):
