@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import httpx
 import openai
@@ -212,3 +213,28 @@ def test_a_two_step_plan_on_the_embedded_model_finishes_well_within_its_bound(
     plan = next(s for s in stored["metadata"]["steps"] if s["type"] == "plan")
     assert [step["goal"] for step in plan["steps"]] == ["count the rows", "compute the mean score"]
     assert "40" in answer["answer"], answer["answer"]
+
+
+def test_code_interpreter_through_the_sdk_on_the_embedded_model(start_server: StartServer) -> None:
+    """Issue 29's flow end to end on the real (tiny) model: only the shape is checked."""
+    server = start_server(LLM_BACKEND="embedded")
+    client = openai.OpenAI(
+        base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0, timeout=300
+    )
+    rows = "\n".join(f"{region},{price}" for region, price in [("north", 12.5), ("south", 30)] * 5)
+    data = client.files.create(
+        file=("sales.csv", f"region,price\n{rows}\n".encode()), purpose="user_data"
+    )
+    tool: Any = {"type": "code_interpreter", "container": {"type": "auto", "file_ids": [data.id]}}
+    response = client.responses.create(
+        model="smollm2-135m-instruct",
+        input="What is the mean of column price in sales.csv?",
+        tools=[tool],
+        include=["code_interpreter_call.outputs"],
+    )
+    assert response.status == "completed" and response.output_text.strip()
+    calls = [item for item in response.output if item.type == "code_interpreter_call"]
+    assert calls and all(call.container_id.startswith("cntr_") for call in calls)
+    assert all(call.code and call.outputs is not None for call in calls)
+    listed = client.containers.files.list(calls[0].container_id)
+    assert "/workspace/uploads/sales.csv" in [f.path for f in listed]

@@ -21,7 +21,7 @@ import contextlib
 import hashlib
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import BinaryIO, TypeVar
 
@@ -116,14 +116,17 @@ class Containers:
         file_ids: list[str],
         minutes: int = DEFAULT_EXPIRY_MINUTES,
         session: str | None = None,
+        *,
+        titled: bool = True,
     ) -> Container:
         """A new container with copies of the user's files `file_ids` in its uploads/ (every
         id is checked first: `UserFileNotFound`). `session`: the key of an existing session
-        of the user's to be the container (else a session of the container's own)."""
+        of the user's to be the container (else a session of the container's own). Its
+        conversation is titled with its name if `titled`, else by its first message."""
         stored = [self.files.get(user_id, file_id) for file_id in file_ids]
         container_id = new_container_id()
         key = check_key(session) if session is not None else session_key(user_id, container_id)
-        self.store.conversation_for_session(user_id, key, name)
+        self.store.conversation_for_session(user_id, key, name if titled else "")
         container = self.store.add_container(user_id, container_id, key, name, minutes)
         for file in stored:
             await self._copy_in(user_id, container, file.id, file.filename)
@@ -168,7 +171,7 @@ class Containers:
 
     async def using(
         self, container: Container, events: AsyncGenerator[T, None]
-    ) -> AsyncIterator[T]:
+    ) -> AsyncGenerator[T, None]:
         """`events`, with the container kept from expiring while they run and active after."""
         self._busy[container.id] = self._busy.get(container.id, 0) + 1
         try:

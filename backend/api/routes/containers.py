@@ -7,8 +7,11 @@ answers a 400 that says so (retrieving it shows `status: "expired"`).
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import mimetypes
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -18,13 +21,13 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from backend.api.bodies import UploadQuota
-from backend.api.deps import ContainersDep, CurrentUser, LimitsDep, WorkspacesDep
+from backend.api.bodies import UploadQuota, no_room
+from backend.api.deps import ContainersDep, CurrentUser, FilesDep, LimitsDep, WorkspacesDep
 from backend.api.downloads import download_headers
 from backend.api.errors import OPENAI_CLIENT_ERRORS, ApiError
 from backend.api.routes.openai import check_parameters
 from backend.api.routes.openai_files import file_not_found
-from backend.api.routes.uploads import checked_name
+from backend.api.routes.uploads import checked_name, unusable
 from backend.core.containers import (
     ContainerExpired,
     ContainerFile,
@@ -32,7 +35,7 @@ from backend.core.containers import (
     ContainerNotFound,
     Containers,
 )
-from backend.core.user_files import UserFileNotFound
+from backend.core.user_files import UserFileNotFound, UserFiles
 from backend.models.openai_files import (
     ContainerCreate,
     ContainerDeleted,
@@ -86,6 +89,37 @@ def container_expired(container: Container) -> ApiError:
     )
 
 
+@contextlib.contextmanager
+def workspace_errors() -> Iterator[None]:
+    """A container's workspace refusing a file: a 413, 409 or 507 that says why."""
+    try:
+        yield
+    except FileTooLarge:
+        raise ApiError(
+            413,
+            "The file is larger than an upload may be (PYTHON_CODE_MAX_FILE_SIZE).",
+            code="file_too_large",
+        ) from None
+    except (UnsafePath, NotARegularFile, NotADirectoryError):
+        raise unusable() from None
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise no_room(0) from None
+        raise
+
+
+async def check_room(
+    quota: UploadQuota, files: UserFiles, user_id: int, file_ids: list[str]
+) -> None:
+    """A 404 for a file the user does not have, a 507 if copies of them would not fit
+    the user's disk quota."""
+    try:
+        adding = sum(files.get(user_id, file_id).bytes for file_id in file_ids)
+    except UserFileNotFound as exc:
+        raise file_not_found(exc.file_id) from None
+    await quota.check(adding)
+
+
 async def usable_container(containers: Containers, user_id: int, container_id: str) -> Container:
     """The user's container, if it has not expired; 404 or 400 otherwise."""
     try:
@@ -98,7 +132,11 @@ async def usable_container(containers: Containers, user_id: int, container_id: s
 
 @router.post("/containers")
 async def create_container(
-    body: ContainerCreate, user: CurrentUser, containers: ContainersDep
+    body: ContainerCreate,
+    user: CurrentUser,
+    containers: ContainersDep,
+    files: FilesDep,
+    limits: LimitsDep,
 ) -> ContainerObject:
     """A new container (a session of its own), with copies of `file_ids` in its uploads."""
     check_parameters(_unsupported(body), "auto")
@@ -109,8 +147,10 @@ async def create_container(
             code="unsupported_parameter",
             param="network_policy",
         )
+    await check_room(UploadQuota(limits, user), files, user.id, body.file_ids)
     try:
-        container = await containers.create(user.id, body.name, body.file_ids, body.minutes)
+        with workspace_errors():
+            container = await containers.create(user.id, body.name, body.file_ids, body.minutes)
     except UserFileNotFound as exc:
         raise file_not_found(exc.file_id) from None
     return ContainerObject.of(container, time.time())
@@ -179,6 +219,7 @@ async def create_container_file(
     request: Request,
     user: CurrentUser,
     containers: ContainersDep,
+    files: FilesDep,
     limits: LimitsDep,
 ) -> ContainerFileObject:
     """Add a file: JSON `{"file_id": ...}` copies one of the user's files; a multipart
@@ -193,12 +234,8 @@ async def create_container_file(
             checked_name(name)
             quota = UploadQuota(limits, user)
             await quota.check(upload.size or 0)
-            try:
+            with workspace_errors():
                 added = await containers.upload(container, name, upload.file)
-            except FileTooLarge:
-                raise ApiError(
-                    413, "The file is too large for an upload.", code="file_too_large"
-                ) from None
             quota.recount()
     else:
         try:
@@ -209,10 +246,10 @@ async def create_container_file(
                 'Send JSON {"file_id": "file-..."} or a multipart form with a \'file\'.',
                 param="file_id",
             ) from None
-        try:
+        await check_room(UploadQuota(limits, user), files, user.id, [body.file_id])
+        with workspace_errors():
             added = await containers.add_user_file(user.id, container, body.file_id)
-        except UserFileNotFound:
-            raise file_not_found(body.file_id) from None
+        UploadQuota(limits, user).recount()
     return ContainerFileObject.of(added)
 
 
