@@ -34,12 +34,17 @@ from backend.storage.openai_objects import Container
 AUTO_NAME = "code_interpreter"
 
 
+def check_tools(body: ResponseRequest) -> None:
+    """A 400 for tools that cannot be served together."""
+    conflict = body.tool_conflict()
+    if conflict is not None:
+        param = "tool_choice" if conflict.startswith("tool_choice") else "tools"
+        raise ApiError(400, conflict, code="invalid_value", param=param)
+
+
 def interpreter_agent(body: ResponseRequest) -> AgentType:
     """The agent that runs the code: ReAct unless the request asks for Plan-and-Execute;
     a 400 for a request the tool cannot serve."""
-    conflict = body.tool_conflict()
-    if conflict is not None:
-        raise ApiError(400, conflict, code="invalid_value", param="tools")
     if body.agent_type == "chat":
         raise ApiError(
             400,

@@ -94,6 +94,12 @@ class CodeInterpreterTool(BaseModel):
 Tool = Annotated[FunctionTool | CodeInterpreterTool, Field(discriminator="type")]
 
 
+class HostedToolChoice(BaseModel):
+    """`{"type": "code_interpreter"}`: the turn uses the code interpreter (as it does)."""
+
+    type: Literal["code_interpreter"]
+
+
 class NamedFunctionChoice(BaseModel):
     type: Literal["function"]
     name: Text
@@ -123,7 +129,9 @@ class ResponseRequest(BaseModel):
     stream: bool = False
     previous_response_id: Text | None = None
     tools: list[Tool] | None = Field(default=None, max_length=128)
-    tool_choice: Literal["none", "auto", "required"] | NamedFunctionChoice | None = None
+    tool_choice: (
+        Literal["none", "auto", "required"] | NamedFunctionChoice | HostedToolChoice | None
+    ) = None
     parallel_tool_calls: bool | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, gt=0, le=1)
@@ -176,6 +184,8 @@ class ResponseRequest(BaseModel):
         """Why the tools cannot be served together, if they cannot: the code interpreter
         runs in our agents, the client's functions in plain chat, so a turn has one or the other."""
         interpreters = sum(isinstance(t, CodeInterpreterTool) for t in self.tools or [])
+        if isinstance(self.tool_choice, HostedToolChoice) and not interpreters:
+            return "tool_choice names code_interpreter, which is not among the tools."
         if interpreters > 1:
             return "Only one code_interpreter tool may be given."
         if interpreters and len(self.tools or []) > interpreters:
@@ -193,6 +203,8 @@ class ResponseRequest(BaseModel):
             for t in functions
         ]
         choice = self.tool_choice or "auto"
+        if isinstance(choice, HostedToolChoice):  # a conflict (`tool_conflict`): never here
+            choice = "auto"
         if isinstance(choice, NamedFunctionChoice):
             return tools, {"type": "function", "function": {"name": choice.name}}
         return tools, choice

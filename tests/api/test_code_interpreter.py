@@ -96,6 +96,7 @@ def test_a_file_in_an_auto_container_is_analysed(client: openai.OpenAI) -> None:
         model="scripted",
         input="CI-AGAIN, please",
         tools=[{"type": "code_interpreter", "container": call.container_id}],
+        tool_choice={"type": "code_interpreter"},
     )
     assert [c.outputs for c in calls(again)] == [None] and "90" in again.output_text
 
@@ -267,3 +268,8 @@ def test_the_tool_is_refused_with_plain_chat_or_function_tools(client: openai.Op
             model="scripted", input="hi", tools=[interpreter], extra_body={"agent_type": "chat"}
         )
     assert chat.value.param == "agent_type"
+    with pytest.raises(openai.BadRequestError) as choice:
+        client.responses.create(
+            model="scripted", input="hi", tools=[function], tool_choice={"type": "code_interpreter"}
+        )
+    assert choice.value.param == "tool_choice"

@@ -49,7 +49,11 @@ def mallory(server: LiveServer) -> openai.OpenAI:
 def test_a_file_is_uploaded_listed_read_and_deleted(alice: openai.OpenAI) -> None:
     created = alice.files.create(file=("sales.csv", CSV), purpose="user_data")
     assert created.id.startswith("file-") and created.object == "file"
-    assert (created.filename, created.bytes, created.purpose) == ("sales.csv", len(CSV), "user_data")
+    assert (created.filename, created.bytes, created.purpose) == (
+        "sales.csv",
+        len(CSV),
+        "user_data",
+    )
     assert alice.files.retrieve(created.id).filename == "sales.csv"
     assert created.id in [f.id for f in alice.files.list()]
     assert alice.files.content(created.id).read() == CSV
@@ -181,3 +185,23 @@ def _last_active(server: LiveServer, container_id: str, minutes_ago: float) -> N
             "UPDATE containers SET last_active_at = last_active_at - ? WHERE id = ?",
             (minutes_ago * 60, container_id),
         )
+
+
+def test_deleting_a_user_deletes_their_files_and_containers(server: LiveServer) -> None:
+    doomed = sdk_client(server, "doomed")
+    kept = doomed.files.create(file=("gone.csv", CSV), purpose="user_data")
+    container = doomed.containers.create(name="gone", file_ids=[kept.id])
+    with server.client() as admin:
+        user_id = next(u["id"] for u in admin.get("/api/users").json() if u["username"] == "doomed")
+        folder = server.data_dir / "openai-files" / f"u{user_id}-files"
+        assert (folder / kept.id).read_bytes() == CSV
+        assert admin.delete(f"/api/users/{user_id}").status_code == 204
+    assert not folder.exists()
+    assert not (server.data_dir / "scratch" / f"u{user_id}-{container.id}").exists()
+    with sqlite3.connect(server.data_dir / "app.db") as db:
+        assert db.execute(
+            "SELECT count(*) FROM openai_files WHERE user_id = ?", (user_id,)
+        ).fetchone() == (0,)
+        assert db.execute(
+            "SELECT count(*) FROM containers WHERE user_id = ?", (user_id,)
+        ).fetchone() == (0,)

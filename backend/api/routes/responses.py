@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse, Response
 
 from backend.api.bodies import UploadQuota
 from backend.api.code_interpreter import (
+    check_tools,
     interpreter_agent,
     interpreter_container,
     interpreter_output,
@@ -53,6 +54,7 @@ async def create_response(
     """A model response, plain JSON or SSE events with `stream: true`."""
     client_tools = body.client_tools
     response_format = body.response_format
+    check_tools(body)
     interpreter = body.code_interpreter
     agent_type = body.agent_type
     if interpreter is not None:
