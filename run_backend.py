@@ -10,6 +10,7 @@ import uvicorn
 
 from backend.config import ConfigError, load_settings
 from backend.main import create_app
+from backend.observability.tracing import TraceIdFilter
 
 
 class _Server(uvicorn.Server):
@@ -34,8 +35,11 @@ def main() -> int:
     try:
         settings = load_settings()
         logging.basicConfig(
-            level=settings.LOG_LEVEL, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+            level=settings.LOG_LEVEL,
+            format="%(asctime)s %(levelname)s %(name)s [trace %(trace_id)s]: %(message)s",
         )
+        for handler in logging.getLogger().handlers:  # a request's trace id in its lines
+            handler.addFilter(TraceIdFilter())
         app = create_app(settings)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -7,23 +7,35 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.routing import Route
 
 from backend.api.errors import install_error_handlers
 from backend.api.limits import BodySizeLimitMiddleware
 from backend.api.main import ROUTERS
 from backend.api.mcp_server import mount_mcp, serving
+from backend.api.metrics import MetricsApp, allowed_networks, metrics_server
+from backend.api.observe import ObserveMiddleware
 from backend.api.routes.tus import STREAMED_PATCH
 from backend.api.routes.uploads import FORM_UPLOADS, STREAMED_UPLOAD
 from backend.api.security_headers import SecurityHeadersMiddleware
 from backend.api.ui import mount_ui
 from backend.config import Settings, load_settings
 from backend.core.services import build_services
+from backend.observability.metrics import Gauges, register_gauges
+from backend.observability.tracing import configure_tracing, shutdown_tracing
 from backend.tasks.reaper import expire_containers, reap_idle_workers
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or load_settings()
     services = build_services(settings)
+    configure_tracing(record_content=settings.TRACE_CONTENT)
+    metrics = None
+    if settings.METRICS_ENABLED:
+        metrics = MetricsApp(allowed_networks(settings.METRICS_ALLOWED))
+        register_gauges(
+            Gauges(services.executors.warm_count, services.limits.runs.total, settings.DATA_DIR)
+        )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -31,11 +43,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             reap_idle_workers(services.executors, settings.SANDBOX_IDLE_SECONDS)
         )
         expiry = asyncio.create_task(expire_containers(services.containers))
+        own_port = None
+        if metrics is not None and settings.METRICS_PORT:
+            own_port = metrics_server(metrics, settings.METRICS_HOST, settings.METRICS_PORT)
+            serving_metrics = asyncio.create_task(own_port.serve())
         async with serving(mcp_sessions):
             yield
+        if own_port is not None:
+            own_port.should_exit = True
+            await serving_metrics
         reaper.cancel()
         expiry.cancel()
         await services.close()
+        shutdown_tracing()  # what is buffered is sent
 
     docs = settings.API_DOCS
     app = FastAPI(
@@ -55,10 +75,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # Capped by MAX_UPLOAD_SIZE_MB (or the upload's length) as they stream.
         streamed=(("PUT", STREAMED_UPLOAD), ("PATCH", STREAMED_PATCH)),
     )
-    app.add_middleware(SecurityHeadersMiddleware)  # outermost: every response has them
+    app.add_middleware(SecurityHeadersMiddleware)  # every response has them
+    app.add_middleware(ObserveMiddleware)  # outermost: measures (and traces) all of it
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    if metrics is not None and not settings.METRICS_PORT:
+        app.router.routes.append(Route("/metrics", metrics, methods=["GET"]))
     mcp_sessions = mount_mcp(app, services)  # this server as an MCP server, at /mcp
     mount_ui(app)  # same origin as the API: no CORS needed
     return app

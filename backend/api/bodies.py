@@ -14,6 +14,7 @@ from starlette.requests import ClientDisconnect, Request
 
 from backend.api.errors import ApiError
 from backend.core.limits import Limits
+from backend.observability.metrics import UPLOAD_BYTES
 from backend.storage import User
 from backend.storage.workspaces import DISK_FLOOR
 
@@ -104,6 +105,7 @@ class UploadQuota:
         def counting(piece: bytes) -> None:
             write(piece)
             self.limits.disk.add(self.user.id, len(piece))
+            UPLOAD_BYTES.inc(len(piece))
 
         return counting
 
@@ -118,6 +120,7 @@ class UploadQuota:
 
     def add(self, size: int) -> None:
         self.limits.disk.add(self.user.id, size)
+        UPLOAD_BYTES.inc(size)
 
     def recount(self) -> None:
         """Something was written or removed in an amount not counted: walk again."""

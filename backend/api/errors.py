@@ -23,6 +23,7 @@ from backend.files import UnsupportedFileType
 from backend.files.catalog import FileNotInWorkspace
 from backend.llm import LLMError
 from backend.models.errors import ErrorBody, OpenAIErrorBody
+from backend.observability.tracing import current_trace_id
 from backend.storage import SessionOwnedByAnotherUser, StoreBusy, StoreFull, StoreUnavailable
 from backend.storage.s3_objects import S3Error
 from backend.storage.sessions import InvalidSession
@@ -77,14 +78,20 @@ class ApiError(Exception):
 def error_body(
     path: str, status_code: int, message: str, code: str | None = None, param: str | None = None
 ) -> dict[str, Any]:
+    trace_id = current_trace_id()  # with tracing on: what a report should quote
     if path.startswith("/v1/"):
         kind = _OPENAI_TYPES.get(status_code)
         if kind is None:
             kind = "invalid_request_error" if status_code < 500 else "server_error"
-        return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+        error = {"message": message, "type": kind, "param": param, "code": code}
+        if trace_id:
+            error["trace_id"] = trace_id
+        return {"error": error}
     body: dict[str, Any] = {"detail": message}
     if code:
         body["code"] = code
+    if trace_id:
+        body["trace_id"] = trace_id
     return body
 
 

@@ -110,6 +110,10 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     (
+        "Operations",
+        ("METRICS_ENABLED", "METRICS_PORT", "METRICS_HOST", "METRICS_ALLOWED", "TRACE_CONTENT"),
+    ),
+    (
         "Scale-out",
         ("EXECUTOR_BACKEND", "RAY_ADDRESS", "RAY_NAMESPACE", "WORKSPACE_BUCKET", "RAY_CACHE_DIR"),
     ),

@@ -63,6 +63,31 @@ class Settings(BaseSettings):
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="The server's log level."
     )
+    METRICS_ENABLED: bool = Field(
+        default=False,
+        description="Serve Prometheus metrics at `/metrics` (no token: see METRICS_ALLOWED).",
+    )
+    METRICS_PORT: int = Field(
+        default=0,
+        ge=0,
+        le=65535,
+        description="0: `/metrics` on the API's own port; else a port of its own for it, on "
+        "METRICS_HOST.",
+    )
+    METRICS_HOST: str = Field(
+        default="127.0.0.1", description="The address the metrics' own port listens on."
+    )
+    METRICS_ALLOWED: str = Field(
+        default="127.0.0.0/8,::1",
+        description="Addresses or networks (comma-separated) that may read `/metrics`; `*` for "
+        "any. Others get a 403.",
+    )
+    TRACE_CONTENT: bool = Field(
+        default=False,
+        description="Record prompt and completion text in traces (`gen_ai.input.messages`, "
+        "`gen_ai.output.messages`). Traces are exported over OTLP/HTTP when the standard "
+        "OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) is set, and off otherwise.",
+    )
     FRONTEND_PORT: int = Field(
         default=1008,
         ge=1,

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import time
 from collections.abc import AsyncGenerator
 
 import anyio
@@ -33,9 +34,10 @@ from backend.core.events import AgentEvent, TurnEvent
 from backend.core.limits import Limits
 from backend.core.router import AgentType, RouteDecision, decide_route, model_classifier
 from backend.core.run_slots import RunSlot
-from backend.core.turn import Turn, TurnRequest
+from backend.core.turn import Turn, TurnRequest, observe_turn
 from backend.llm import LLMBackend
 from backend.llm.turn import TurnLLM
+from backend.observability.tracing import TurnTrace
 from backend.storage import ROOT, Conversation, ConversationNotFound, Message, Store, User
 from backend.storage.audit import AuditLog
 from backend.storage.sessions import session_key
@@ -117,6 +119,9 @@ class ChatService:
         coder_llm = TurnLLM.for_backend(
             self.llm, model, self.audit, user=user.username, session_id=session_id
         )
+        # Begun in the request's context: the turn's trace is the HTTP request's.
+        trace = TurnTrace(request.agent_type, conversation.id, model, self.llm.name)
+        coder_llm.trace = trace
         if request.agent_type == "auto" and request.tools is not None:
             # The client runs its own agent loop: plain chat answers with calls to its tools.
             decision = RouteDecision("chat", "the request carries its own tools")
@@ -135,6 +140,8 @@ class ChatService:
             conversation, decision, model, user=user.username, prompt=messages, question=user_text
         )
         turn.agent_llm = coder_llm
+        turn.trace = trace
+        trace.set_agent(decision.agent_type)
         turn.reply_to = stored_user.id if stored_user is not None else point.answers
         if fresh:
             opening = functools.partial(self._start, turn, user_text)
@@ -146,6 +153,7 @@ class ChatService:
             else:
                 opening()
         if decision.agent_type == "chat" or self.agents is None:
+            turn.chat_span = trace.llm_call("chat", messages)
             agent_events = self._chat(model, messages, request)
         else:
             history = [
@@ -247,6 +255,8 @@ class ChatService:
                 async for event in events:
                     turn.write_opening()  # the model has the request (see open_turn)
                     self._hold_place(turn)
+                    if turn.first_token is None and event.type == "token":
+                        turn.first_token = time.perf_counter() - turn.started
                     turn.take(event)
                     yield event
             answered = True
@@ -276,6 +286,7 @@ class ChatService:
                     self._record(turn, finish, error)
             finally:
                 self._end_run(turn)
+                observe_turn(turn, finish)
 
     async def _close_branch(
         self, turn: Turn, agent: ToolAgent, finish: str, error: str | None

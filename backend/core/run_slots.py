@@ -35,6 +35,10 @@ class RunSlots:
     def held(self, user_id: int) -> int:
         return self._held[user_id]
 
+    def total(self) -> int:
+        """Every user's turns in progress (the metrics' run queue)."""
+        return sum(self._held.values())
+
     def take(self, user_id: int, limit: int) -> RunSlot | None:
         """A slot for one more of the user's turns, or None with `limit` already going."""
         if self._held[user_id] >= limit:

@@ -8,6 +8,7 @@ service records what the `Turn` holds.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +37,9 @@ from backend.core.events import (
 from backend.core.router import AgentType, RouteDecision
 from backend.core.run_slots import RunSlot
 from backend.llm import GenerationOptions
-from backend.llm.turn import TurnLLM
+from backend.llm.turn import Reply, TurnLLM, record_llm_call
+from backend.observability.metrics import TURN_SECONDS, TURNS
+from backend.observability.tracing import Span, TurnTrace
 from backend.storage import Conversation
 
 
@@ -78,6 +81,10 @@ class Turn:
     reply_to: int | None = None  # the stored user message the answer follows (None: latest)
     extra: dict[str, Any] = field(default_factory=dict)  # kept in the answer's metadata
     closed: asyncio.Event | None = None  # set once an agent turn is recorded (branches.py)
+    trace: TurnTrace | None = None  # its spans (backend/observability/tracing.py)
+    chat_span: Span | None = None  # plain chat's one LLM call, traced
+    started: float = field(default_factory=time.perf_counter)
+    first_token: float | None = None  # seconds from the start to the answer's first piece
 
     def write_opening(self) -> None:
         """Store what `open_turn` left to write (a new session and its first message), once."""
@@ -155,3 +162,36 @@ def _tool_use(step: StepEvent) -> ToolUse:
     if step.type == "step_start":
         return ToolUse(tool=step.tool, input=step.goal)
     raise ValueError(step.type)
+
+
+def observe_turn(turn: Turn, finish: str) -> None:
+    """The ended turn in the metrics and its trace: its outcome, time and tokens (plain
+    chat's one model call is measured here, as its stream carried it)."""
+    agent = turn.decision.agent_type
+    outcome = {"error": "failed", "cancelled": "cancelled"}.get(finish, "answered")
+    TURNS.labels(agent, outcome).inc()
+    TURN_SECONDS.labels(agent).observe(time.perf_counter() - turn.started)
+    usage = turn.agent_llm.usage if turn.agent_llm is not None else None
+    prompt = usage.prompt_tokens if usage is not None else 0
+    completion = usage.completion_tokens if usage is not None else 0
+    if agent == "chat":
+        chat_prompt = turn.usage.prompt_tokens if turn.usage is not None else 0
+        chat_completion = turn.usage.completion_tokens if turn.usage is not None else 0
+        prompt, completion = prompt + chat_prompt, completion + chat_completion
+        error = None if outcome == "answered" else finish
+        reply = Reply()
+        reply.started, reply.first_token = turn.started, turn.first_token
+        reply.parts = turn.answer
+        record_llm_call("chat", turn.model, reply, chat_prompt, chat_completion, error)
+        span, turn.chat_span = turn.chat_span, None
+        if span is not None and turn.trace is not None:
+            turn.trace.end_llm_call(
+                span,
+                input_tokens=chat_prompt,
+                output_tokens=chat_completion,
+                reply="".join(turn.answer),
+                error=error,
+                first_token=turn.first_token,
+            )
+    if turn.trace is not None:
+        turn.trace.end(outcome, prompt, completion)

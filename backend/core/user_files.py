@@ -10,6 +10,7 @@ from typing import BinaryIO
 from starlette.concurrency import run_in_threadpool
 
 from backend.core.disk_usage import DiskUsage
+from backend.observability.metrics import UPLOAD_BYTES
 from backend.storage import Store
 from backend.storage.file_blobs import FileBlobs
 from backend.storage.openai_objects import StoredFile, new_file_id, valid_file_id
@@ -35,6 +36,7 @@ class UserFiles:
         file_id = new_file_id()
         size = await run_in_threadpool(self.blobs.write, user_id, file_id, source, max_bytes)
         self.disk.add(user_id, size)
+        UPLOAD_BYTES.inc(size)
         try:
             return self.store.add_file(user_id, file_id, filename, purpose, size)
         except BaseException:

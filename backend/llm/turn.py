@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import AsyncGenerator
-from contextlib import aclosing, asynccontextmanager
+from contextlib import AbstractContextManager, aclosing, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -31,6 +32,14 @@ from pydantic import BaseModel, ValidationError
 
 from backend.llm import GenerationOptions, LLMBackend
 from backend.llm.profile import ModelProfile
+from backend.observability.metrics import (
+    LLM_CALLS,
+    LLM_FIRST_TOKEN_SECONDS,
+    LLM_SECONDS,
+    LLM_TOKENS,
+    model_label,
+)
+from backend.observability.tracing import TurnTrace
 from backend.storage.audit import AuditLog
 
 T = TypeVar("T", bound=BaseModel)
@@ -89,6 +98,44 @@ class LLMCallLimit(Exception):
         self.limit = limit
 
 
+class Reply:
+    """A call's reply as it arrives: its text, and when its first piece came."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.parts: list[str] = []
+        self.first_token: float | None = None  # seconds from the start
+
+    def add(self, text: str) -> None:
+        if self.first_token is None and text:
+            self.first_token = time.perf_counter() - self.started
+        self.parts.append(text)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self.started
+
+
+def record_llm_call(
+    stage: str, model: str, reply: Reply, prompt: int, completion: int, error: str | None
+) -> None:
+    """One call in the metrics: its outcome, time, first token (streams) and tokens."""
+    label = model_label(model)
+    outcome = "ok" if error is None else "cancelled" if error == "cancelled" else "error"
+    LLM_CALLS.labels(stage, label, outcome).inc()
+    LLM_SECONDS.labels(stage, label).observe(reply.seconds)
+    if reply.first_token is not None:
+        LLM_FIRST_TOKEN_SECONDS.labels(stage, label).observe(reply.first_token)
+    if prompt:
+        LLM_TOKENS.labels(stage, label, "prompt").inc(prompt)
+    if completion:
+        LLM_TOKENS.labels(stage, label, "completion").inc(completion)
+
+
 @dataclass
 class LLMUsage:
     calls: int = 0
@@ -112,6 +159,7 @@ class TurnLLM:
     usage: LLMUsage = field(default_factory=LLMUsage)
     max_calls: int | None = None  # past it every call raises `LLMCallLimit`
     head: list[BaseMessage] = field(default_factory=list)  # what every prompt starts with
+    trace: TurnTrace | None = None  # the turn's spans (backend/observability/tracing.py)
 
     @classmethod
     def for_backend(
@@ -131,6 +179,14 @@ class TurnLLM:
             user=user,
             session_id=session_id,
         )
+
+    def tool_span(self, name: str) -> AbstractContextManager[Any]:
+        """An `execute_tool` span (under the turn's) for what the tool does meanwhile."""
+        return self.trace.tool(name) if self.trace is not None else nullcontext()
+
+    def sandbox_span(self) -> AbstractContextManager[Any]:
+        """A `sandbox.run` span under the tool that runs code."""
+        return self.trace.sandbox_run() if self.trace is not None else nullcontext()
 
     @property
     def profile(self) -> ModelProfile:
@@ -208,26 +264,26 @@ class TurnLLM:
         """The reply's text as the model generates it; counted and logged like any call."""
         extra = self._limits(stage, max_tokens)
         async with (
-            self._logged(stage, messages) as parts,
+            self._logged(stage, messages) as reply,
             aclosing(self._chunks(messages, extra)) as chunks,
         ):
             async for chunk in chunks:
                 self._count(chunk)
                 if text := str(chunk.text):
-                    parts.append(text)
+                    reply.add(text)
                     yield text
 
     async def _call(self, stage: Stage, messages: list[BaseMessage], extra: dict[str, Any]) -> str:
-        async with self._logged(stage, messages) as parts:
+        async with self._logged(stage, messages) as reply:
             try:
                 message = await self.model.ainvoke(messages, **self._kwargs(extra, cache=True))
             except Exception as exc:
                 if not self.backend.refuses_cache_hint(exc):
                     raise
                 message = await self.model.ainvoke(messages, **self._kwargs(extra, cache=False))
-            parts.append(str(message.text))
+            reply.add(str(message.text))
             self._count(message)
-        return "".join(parts)
+        return reply.text
 
     async def _chunks(
         self, messages: list[BaseMessage], extra: dict[str, Any]
@@ -252,15 +308,17 @@ class TurnLLM:
     @asynccontextmanager
     async def _logged(
         self, stage: Stage, messages: list[BaseMessage]
-    ) -> AsyncGenerator[list[str], None]:
-        """One model call: refused past the turn's limit, then counted and logged however it
-        ends; the caller adds the reply's text to the list it is given."""
+    ) -> AsyncGenerator[Reply, None]:
+        """One model call: refused past the turn's limit, then counted, measured, traced and
+        logged however it ends; the caller adds the reply's text to the `Reply` it is given."""
         if self.max_calls is not None and self.usage.calls >= self.max_calls:
             raise LLMCallLimit(self.max_calls)
-        parts: list[str] = []
+        reply = Reply()
         error: str | None = None
+        tokens = (self.usage.prompt_tokens, self.usage.completion_tokens)
+        span = self.trace.llm_call(stage, messages) if self.trace is not None else None
         try:
-            yield parts
+            yield reply
         except GeneratorExit:  # the reader stopped a stream early: a reply, cut short
             raise
         except Exception as exc:
@@ -270,7 +328,19 @@ class TurnLLM:
             error = "cancelled"
             raise
         finally:
-            self._done(stage, messages, "".join(parts), error)
+            self._done(stage, messages, reply.text, error)
+            prompt = self.usage.prompt_tokens - tokens[0]
+            completion = self.usage.completion_tokens - tokens[1]
+            record_llm_call(stage, self.model_name, reply, prompt, completion, error)
+            if span is not None and self.trace is not None:
+                self.trace.end_llm_call(
+                    span,
+                    input_tokens=prompt,
+                    output_tokens=completion,
+                    reply=reply.text,
+                    error=error,
+                    first_token=reply.first_token,
+                )
 
     def _count(self, message: Any) -> None:
         usage = getattr(message, "usage_metadata", None) or {}

@@ -64,7 +64,11 @@ async def execute_with_fixes(
         else:
             if on_run is not None:
                 await on_run(attempt, executed.code)
-            record = await _attempt(attempt, executed, executor, prefilter)
+            with conversation.llm.sandbox_span() as span:
+                record = await _attempt(attempt, executed, executor, prefilter)
+                if span is not None and span.is_recording():
+                    span.set_attribute("pda.sandbox.success", record.success)
+                    span.set_attribute("pda.run.attempt", attempt)
         executed.attempts.append(record)
         if on_attempt is not None:
             await on_attempt(record)

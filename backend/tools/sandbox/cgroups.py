@@ -125,6 +125,21 @@ class SandboxCgroup:
             (folder / "memory.swap.max").write_text("0")
         (folder / "pids.max").write_text(str(self.max_pids))
 
+    def oom_kills(self) -> int:
+        """How many of its processes the kernel has killed for its memory limit (0 if
+        unknown): `oom_kill` in memory.events (v2) or memory.oom_control (v1)."""
+        for folder in self.folders:
+            for name in ("memory.events", "memory.oom_control"):
+                try:
+                    lines = (folder / name).read_text().splitlines()
+                except OSError:
+                    continue
+                for line in lines:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill" and value.strip().isdigit():
+                        return int(value)
+        return 0
+
     def procs_files(self) -> list[str]:
         return [str(folder / "cgroup.procs") for folder in self.folders]
 

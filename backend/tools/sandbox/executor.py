@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
+from backend.observability.metrics import SANDBOX_OOM_KILLS, SANDBOX_RUN_SECONDS, SANDBOX_RUNS
 from backend.storage.workspaces import listable_name
 from backend.tools.sandbox.availability import SandboxStatus
 from backend.tools.sandbox.cgroups import SandboxCgroup, cgroup_name
@@ -127,6 +128,24 @@ class BasePythonExecutor(ABC):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def observe_run(result: ExecutionResult) -> None:
+    """A run in the metrics, by outcome: ok, error, timeout, restarted (the sandbox stopped
+    answering), refused (it could not start)."""
+    error = result.error or ""
+    if result.success:
+        outcome = "ok"
+    elif error.startswith("TimeoutError"):
+        outcome = "timeout"
+    elif error.startswith("RuntimeError: the sandbox stopped answering"):
+        outcome = "restarted"
+    elif error.startswith("RuntimeError") and error.endswith("Try again shortly."):
+        outcome = "refused"
+    else:
+        outcome = "error"
+    SANDBOX_RUNS.labels(outcome).inc()
+    SANDBOX_RUN_SECONDS.observe(result.execution_time)
 
 
 class SandboxedExecutor(BasePythonExecutor):
@@ -254,6 +273,11 @@ class SandboxedExecutor(BasePythonExecutor):
             os.killpg(process.pid, signal.SIGKILL)
 
     async def run(self, code: str, timeout: float | None = None) -> ExecutionResult:  # noqa: ASYNC109
+        result = await self._run(code, timeout)
+        observe_run(result)
+        return result
+
+    async def _run(self, code: str, timeout: float | None) -> ExecutionResult:  # noqa: ASYNC109
         timeout = min(timeout or self.limits.timeout, self.limits.timeout)
         async with self._lock:
             self.last_used = time.monotonic()
@@ -271,6 +295,7 @@ class SandboxedExecutor(BasePythonExecutor):
                         success=False, error=f"RuntimeError: {exc} Try again shortly."
                     )
             assert process.stdin is not None and process.stdout is not None
+            oom_kills = self.cgroup.oom_kills() if self.memory_cgroup else 0
             request = {"id": uuid.uuid4().hex[:12], "code": code, "timeout": timeout}
             started = time.monotonic()
             try:
@@ -298,6 +323,10 @@ class SandboxedExecutor(BasePythonExecutor):
                 )
             finally:
                 self.last_used = time.monotonic()
+                if self.memory_cgroup:
+                    killed = self.cgroup.oom_kills() - oom_kills
+                    if killed > 0:
+                        SANDBOX_OOM_KILLS.inc(killed)
         error = response.get("error")
         return ExecutionResult(
             success=response["ok"],

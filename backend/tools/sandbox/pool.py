@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from backend.config import Settings
+from backend.observability.metrics import SANDBOX_EVICTIONS
 from backend.storage.sessions import check_key
 from backend.storage.workspaces import Workspaces
 from backend.tools.sandbox.admission import SandboxCaps
@@ -60,6 +61,10 @@ class SessionExecutors(Protocol):
     def get_python_executor(self, session_id: str) -> BasePythonExecutor: ...
 
     async def reap_idle(self, idle_seconds: float) -> int: ...
+
+    def warm_count(self) -> int:
+        """Sandboxes with a worker running on this server (for the metrics)."""
+        ...
 
     async def discard(self, session_id: str) -> None:
         """Stop the session's sandbox, if one is warm (a deleted session)."""
@@ -112,6 +117,9 @@ class ExecutorPool:
         """The sessions whose worker is running or starting."""
         return {key: executor for key, executor in self._executors.items() if executor.warm}
 
+    def warm_count(self) -> int:
+        return len(self.warm())
+
     async def _make_room(self, key: str, executor: SandboxedExecutor) -> None:
         """Before `key`'s worker starts: stop what the caps say (or refuse)."""
         # One reaped while a turn still held it starts again: it is counted again too.
@@ -119,6 +127,7 @@ class ExecutorPool:
         stop = self.caps.to_stop(key, self.warm())  # decided with no await: nobody interleaves
         if stop:
             logger.info("Stopping %d idle sandbox(es) to start another's", len(stop))
+            SANDBOX_EVICTIONS.labels("room").inc(len(stop))
             await asyncio.gather(*(self._executors[other].close() for other in stop))
 
     async def reap_idle(self, idle_seconds: float) -> int:
@@ -135,6 +144,7 @@ class ExecutorPool:
                 await executor.close()
         if idle:
             logger.info("Reaped %d idle sandbox workers", len(idle))
+            SANDBOX_EVICTIONS.labels("idle").inc(len(idle))
         return len(idle)
 
     async def discard(self, session_id: str) -> None:

@@ -26,7 +26,12 @@ from backend.storage.mirror import WorkspaceMirror
 from backend.storage.s3_objects import S3Error
 from backend.storage.sessions import check_key
 from backend.storage.workspaces import Workspaces
-from backend.tools.sandbox.executor import BasePythonExecutor, ExecutionResult, ExecutorLimits
+from backend.tools.sandbox.executor import (
+    BasePythonExecutor,
+    ExecutionResult,
+    ExecutorLimits,
+    observe_run,
+)
 from backend.tools.sandbox.pool import check_mode
 
 if TYPE_CHECKING:
@@ -167,6 +172,10 @@ class RayExecutorPool:
         )
         return cast("ActorHandle[Any]", options.remote(session_id, self.spec))
 
+    def warm_count(self) -> int:
+        """0: the actors are the cluster's, not this server's (Ray's own metrics count them)."""
+        return 0
+
     async def reap_idle(self, idle_seconds: float) -> int:
         """Nothing to do here: each actor ends itself after SANDBOX_IDLE_SECONDS, since
         no server keeps a list of them (any server may have started any of them)."""
@@ -197,6 +206,11 @@ class RayExecutor(BasePythonExecutor):
         self.session_id = session_id
 
     async def run(self, code: str, timeout: float | None = None) -> ExecutionResult:  # noqa: ASYNC109
+        result = await self._run(code, timeout)
+        observe_run(result)
+        return result
+
+    async def _run(self, code: str, timeout: float | None) -> ExecutionResult:  # noqa: ASYNC109
         from backend.tools.sandbox.ray_actor import PUSHED  # Ray is imported only when used
 
         started = time.monotonic()

@@ -146,7 +146,8 @@ def build_plan_execute_graph(
             answer="none" if llm.profile.plans else "write",
         )
         try:
-            outcome = await by_name[step["tool"]].run(step["goal"], context)
+            with llm.tool_span(step["tool"]):
+                outcome = await by_name[step["tool"]].run(step["goal"], context)
         except LLMCallLimit:
             raise  # the turn's limit: the runner stops the turn
         except Exception as exc:  # the replanner decides what a failed step means

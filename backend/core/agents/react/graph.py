@@ -156,7 +156,8 @@ def build_react_graph(
                     answer="final" if _answers_alone(steps) else "none",
                     partial=llm.profile.chooses_tools,
                 )
-                result = await by_name[tool].run(tool_input, context)
+                with llm.tool_span(tool):
+                    result = await by_name[tool].run(tool_input, context)
                 observation, ok, data = result.observation, result.ok, result.data
                 passages = result.passages
             except LLMCallLimit:
