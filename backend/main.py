@@ -43,6 +43,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             reap_idle_workers(services.executors, settings.SANDBOX_IDLE_SECONDS)
         )
         expiry = asyncio.create_task(expire_containers(services.containers))
+        usage = asyncio.create_task(services.limits.usage.run())
         own_port = None
         if metrics is not None and settings.METRICS_PORT:
             own_port = metrics_server(metrics, settings.METRICS_HOST, settings.METRICS_PORT)
@@ -54,6 +55,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await serving_metrics
         reaper.cancel()
         expiry.cancel()
+        usage.cancel()
         await services.close()
         shutdown_tracing()  # what is buffered is sent
 

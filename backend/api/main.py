@@ -26,6 +26,7 @@ from backend.api.routes import (
     tools,
     tus,
     uploads,
+    usage,
     users,
 )
 
@@ -45,6 +46,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     tools.router,
     auth.router,
     users.router,
+    usage.router,
     keys.router,
     mcp_servers.router,
     health.router,

@@ -106,6 +106,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "USER_MAX_RUNS",
             "USER_MAX_MCP_SESSIONS",
             "USER_MAX_DISK_MB",
+            "USER_MAX_TOKENS_PER_DAY",
+            "USER_MAX_SANDBOX_SECONDS_PER_DAY",
             "HOST_MAX_SANDBOXES",
         ),
     ),

@@ -355,6 +355,20 @@ class Settings(BaseSettings):
         description="Disk all of a user's workspaces may use; an upload or a run past it gets "
         "a 507.",
     )
+    USER_MAX_TOKENS_PER_DAY: int = Field(
+        default=0,
+        ge=0,
+        description="Model tokens (prompt and completion) a user's turns and python_coder "
+        "calls may use per UTC day; past it a turn gets a 429 until the next 00:00 UTC. "
+        "0: unlimited.",
+    )
+    USER_MAX_SANDBOX_SECONDS_PER_DAY: int = Field(
+        default=0,
+        ge=0,
+        description="Sandbox CPU seconds a user's runs may use per UTC day (a run that timed "
+        "out or was killed counts its wall time); past it a turn or run gets a 429 until "
+        "the next 00:00 UTC. 0: unlimited.",
+    )
     HOST_MAX_SANDBOXES: int = Field(
         default=0,
         ge=0,

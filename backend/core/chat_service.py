@@ -65,8 +65,9 @@ class ChatService:
         self.agents = agents
 
     async def open_turn(self, user: User, request: TurnRequest) -> Turn:
-        """The turn, ready to stream; refused first (`LimitReached`) when it may run an
-        agent and the user has USER_MAX_RUNS going or no disk quota left."""
+        """The turn, ready to stream; refused first (`LimitReached`) when the user has used
+        up today's tokens or, if it may run an agent, today's sandbox time, or has
+        USER_MAX_RUNS going or no disk quota left."""
         slot = await self._take_run_slot(user, request)
         try:
             turn = await self._open(user, request)
@@ -84,14 +85,23 @@ class ChatService:
 
     async def _take_run_slot(self, user: User, request: TurnRequest) -> RunSlot | None:
         """Before anything is stored, so a refused turn leaves no trace."""
-        if self.limits is None or self.agents is None or request.agent_type == "chat":
+        if self.limits is None:
             return None
-        if request.agent_type == "auto" and (
-            request.tools is not None or request.options.response_format is not None
-        ):
-            return None  # routed to plain chat (see `_open`)
+        agent = self._may_run_agent(request)
+        await self.limits.check_daily(user, sandbox=agent)
+        if not agent:
+            return None
         await self.limits.check_disk_for_run(user)
         return self.limits.take_run(user)
+
+    def _may_run_agent(self, request: TurnRequest) -> bool:
+        if self.agents is None or request.agent_type == "chat":
+            return False
+        # `auto` with the client's tools or format is routed to plain chat (see `_open`).
+        return not (
+            request.agent_type == "auto"
+            and (request.tools is not None or request.options.response_format is not None)
+        )
 
     async def _open(self, user: User, request: TurnRequest) -> Turn:
         model = await self.llm.resolve_model(request.model or self.llm.default_model)
@@ -287,6 +297,8 @@ class ChatService:
             finally:
                 self._end_run(turn)
                 observe_turn(turn, finish)
+                if self.limits is not None:
+                    self.limits.usage.add_turn(turn)  # the user's tokens, however it ended
 
     async def _close_branch(
         self, turn: Turn, agent: ToolAgent, finish: str, error: str | None

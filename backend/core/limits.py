@@ -1,6 +1,8 @@
-"""What one user may hold at once: the server's USER_* settings, or an admin's override.
+"""What one user may hold at once, or use per day: the server's USER_* settings, or an
+admin's override.
 
-Every check of a per-user limit (sandboxes, agent runs, disk) reads it here, so an
+Every check of a per-user limit (sandboxes, agent runs, disk, tokens and sandbox time
+per UTC day) reads it here, so an
 override set through the admin API applies everywhere at once. A refusal is a
 `LimitReached`, which every API answers in its own error shape (429 or 507).
 """
@@ -9,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from backend.config import Settings
 from backend.core.disk_usage import DiskUsage
 from backend.core.run_slots import RunSlot, RunSlots
+from backend.core.usage import UsageMeter, next_midnight
 from backend.storage import Store, User, UserLimits
 
 MEGABYTE = 1024 * 1024
@@ -23,6 +27,8 @@ class EffectiveLimits:
     max_sandboxes: int  # warm sandboxes
     max_runs: int  # concurrent agent turns
     max_disk_mb: int  # all of the user's workspaces
+    max_tokens_per_day: int  # 0: unlimited
+    max_sandbox_seconds_per_day: int  # sandbox CPU seconds; 0: unlimited
 
 
 class LimitReached(Exception):
@@ -45,6 +51,10 @@ def limits_of(settings: Settings, user: User | None) -> EffectiveLimits:
         max_sandboxes=_pick(own.max_sandboxes, settings.USER_MAX_SANDBOXES),
         max_runs=_pick(own.max_runs, settings.USER_MAX_RUNS),
         max_disk_mb=_pick(own.max_disk_mb, settings.USER_MAX_DISK_MB),
+        max_tokens_per_day=_pick(own.max_tokens_per_day, settings.USER_MAX_TOKENS_PER_DAY),
+        max_sandbox_seconds_per_day=_pick(
+            own.max_sandbox_seconds_per_day, settings.USER_MAX_SANDBOX_SECONDS_PER_DAY
+        ),
     )
 
 
@@ -56,10 +66,13 @@ class Limits:
     """Every per-user limit, resolved and checked: agent runs, disk, and the sandboxes'
     cap for the pool (which knows only a session key's owner)."""
 
-    def __init__(self, settings: Settings, store: Store, disk: DiskUsage) -> None:
+    def __init__(
+        self, settings: Settings, store: Store, disk: DiskUsage, usage: UsageMeter
+    ) -> None:
         self.settings = settings
         self.store = store
         self.disk = disk
+        self.usage = usage
         self.runs = RunSlots()
 
     def of(self, user: User) -> EffectiveLimits:
@@ -103,3 +116,44 @@ class Limits:
                 "disk_quota_exceeded",
             )
         self.disk.changed(user.id)  # the run writes an amount nobody knows: walk again next time
+
+    async def check_daily(self, user: User, *, tokens: bool = True, sandbox: bool = True) -> None:
+        """A 429 when the user has used up today's tokens (`tokens`: the request may call
+        the model) or today's sandbox seconds (`sandbox`: it may run code); it names the
+        limit and when it resets."""
+        limits = self.of(user)
+        max_tokens = limits.max_tokens_per_day if tokens else 0
+        seconds = limits.max_sandbox_seconds_per_day if sandbox else 0
+        if not max_tokens and not seconds:
+            return
+        used = await asyncio.to_thread(self.usage.today, user.id)
+        now = self.usage.clock()
+        reset = next_midnight(now)
+        resets = (
+            f"It resets at 00:00 UTC ({datetime.fromtimestamp(reset, UTC):%Y-%m-%dT%H:%MZ}), "
+            f"in {_duration(reset - now)}; an admin may raise your limit."
+        )
+        if max_tokens and used.tokens >= max_tokens:
+            raise LimitReached(
+                429,
+                f"You have used {used.tokens:,} model tokens today, your daily limit of "
+                f"{max_tokens:,} (USER_MAX_TOKENS_PER_DAY). {resets}",
+                "daily_token_limit",
+                retry_after=reset - now,
+            )
+        if seconds and used.sandbox_cpu_seconds >= seconds:
+            raise LimitReached(
+                429,
+                f"Your code has used {used.sandbox_cpu_seconds:,.1f} sandbox CPU seconds today, "
+                f"your daily limit of {seconds:,} (USER_MAX_SANDBOX_SECONDS_PER_DAY). {resets}",
+                "daily_sandbox_limit",
+                retry_after=reset - now,
+            )
+
+
+def _duration(seconds: float) -> str:
+    minutes = max(1, round(seconds / 60))
+    if minutes < 60:
+        return f"{minutes} minute{'s' if minutes != 1 else ''}"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from backend.config import Settings
 from backend.core.limits import Limits
 from backend.core.step_log import StoreStepLog
+from backend.core.usage import llm_counts
 from backend.files import loader_code, plain_loads
 from backend.files.catalog import WorkspaceCatalog
 from backend.llm import LLMBackend
@@ -93,6 +94,7 @@ class PythonCoderService:
         starts here if it is new."""
         started = time.monotonic()
         key = session_key(user.id, session_id)
+        await self.limits.check_daily(user, tokens=False)  # a 429 past today's sandbox time
         await self.limits.check_disk_for_run(user)  # a 507 once the user's quota is full
         self.store.conversation_for_session(user.id, key, f"Session {session_id}")
         self.workspaces.ensure(key)
@@ -177,7 +179,10 @@ class PythonCoderService:
         request = CoderRequest(
             session_id=key, query=query, files=files, file_paths=file_paths, history=history
         )
-        result = await self.coder.run(request, llm, executor)
+        try:
+            result = await self.coder.run(request, llm, executor)
+        finally:
+            self.limits.usage.add(user.id, llm_counts(llm.usage))
         self.audit.tool_run(
             tool="python_coder",
             mode="generate",
@@ -201,17 +206,20 @@ class PythonCoderService:
         """Build the functions `query` asks for test-first."""
         key, llm, executor = await self._open(user, session_id, model)
         settings = self.settings
-        solution = await solve_tdd(
-            query,
-            llm,
-            executor,
-            user_cache_dir(settings.DATA_DIR / TDD_CACHE, owner_of(key)),
-            max_iterations=settings.PYTHON_CODE_MAX_ITERATIONS,
-            settings_key={
-                "prefilter": settings.AST_PREFILTER,
-                "timeout": settings.PYTHON_CODE_TIMEOUT,
-            },
-        )
+        try:
+            solution = await solve_tdd(
+                query,
+                llm,
+                executor,
+                user_cache_dir(settings.DATA_DIR / TDD_CACHE, owner_of(key)),
+                max_iterations=settings.PYTHON_CODE_MAX_ITERATIONS,
+                settings_key={
+                    "prefilter": settings.AST_PREFILTER,
+                    "timeout": settings.PYTHON_CODE_TIMEOUT,
+                },
+            )
+        finally:
+            self.limits.usage.add(user.id, llm_counts(llm.usage))
         if solution.all_tests_passed and not solution.error:
             passed = len(solution.tests)
             step = SessionStep(
@@ -231,6 +239,7 @@ class PythonCoderService:
         """The session's key, the turn's LLM client and the session's sandbox, its workspace
         brought up to date; `UnknownSession` if the user has no such session."""
         key = session_key(user.id, session_id)
+        await self.limits.check_daily(user)
         await self.limits.check_disk_for_run(user)
         if self.store.session_owner(key) != user.id:
             raise UnknownSession(session_id)

@@ -25,6 +25,7 @@ from backend.core.runs import RunRegistry
 from backend.core.security import load_or_create_secret_key
 from backend.core.step_log import StoreStepLog
 from backend.core.throttle import LoginThrottle
+from backend.core.usage import UsageMeter
 from backend.core.user_files import UserFiles
 from backend.files.catalog import WorkspaceCatalog
 from backend.files.conversion import ParquetConversions
@@ -73,7 +74,7 @@ class Services:
     steps: StoreStepLog  # each session's successful runs, for its export
     runs: RunRegistry
     login_throttle: LoginThrottle
-    limits: Limits  # per user: agent runs, disk, warm sandboxes
+    limits: Limits  # per user: agent runs, disk, warm sandboxes, daily usage (its meter)
     mcp: McpRegistry  # the MCP servers an admin registered for the agents
     files: UserFiles  # OpenAI's Files API
     containers: Containers  # OpenAI's containers: sessions by another name
@@ -84,6 +85,7 @@ class Services:
         await self.executors.close_all()
         if self.chat.agents is not None:
             await self.chat.agents.aclose()
+        await self.limits.usage.close()  # what the last seconds used, written
         self.catalog.runner.close()
         if self.catalog.conversions is not None:
             self.catalog.conversions.close()
@@ -109,7 +111,8 @@ def build_services(settings: Settings) -> Services:
         store.close()
         raise
     workspaces = Workspaces(settings.DATA_DIR)
-    limits = Limits(settings, store, DiskUsage(workspaces.root))
+    usage = UsageMeter(store)
+    limits = Limits(settings, store, DiskUsage(workspaces.root), usage)
     adopt_legacy_workspaces(store, workspaces)
     shared = SharedWorkspaces(workspaces, workspace_mirror(settings))
     uploads = ResumableUploads(settings.DATA_DIR)
@@ -129,6 +132,7 @@ def build_services(settings: Settings) -> Services:
         executors = RayExecutorPool(settings, workspaces, shared.mirror)
     else:
         executors = ExecutorPool(settings, sandbox, workspaces, limits.max_sandboxes)
+    executors.on_run = usage.add_run  # each run's seconds, to its session's owner
     mcp = McpRegistry(
         store,
         secret_key,

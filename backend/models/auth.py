@@ -44,6 +44,12 @@ class Limits(BaseModel):
     max_disk_mb: int | None = Field(
         default=None, ge=1, le=1_000_000_000, description="workspace disk, in MB"
     )
+    max_tokens_per_day: int | None = Field(
+        default=None, ge=0, le=10**15, description="model tokens per UTC day; 0: unlimited"
+    )
+    max_sandbox_seconds_per_day: int | None = Field(
+        default=None, ge=0, le=10**9, description="sandbox CPU seconds per UTC day; 0: unlimited"
+    )
 
 
 class UserCreate(BaseModel):
@@ -58,7 +64,7 @@ class UserUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     disabled: bool | None = None
-    limits: Limits | None = Field(default=None, description="replaces all three limits")
+    limits: Limits | None = Field(default=None, description="replaces all the limits")
 
 
 class UserPublic(BaseModel):

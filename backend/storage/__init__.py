@@ -22,6 +22,7 @@ from backend.storage.base import (
 )
 from backend.storage.mcp_servers import McpServer, McpServerNameTaken
 from backend.storage.sqlite import SQLiteStore
+from backend.storage.usage import UsageCounts, UsageDay
 
 __all__ = [
     "ROOT",
@@ -36,6 +37,8 @@ __all__ = [
     "StoreBusy",
     "StoreFull",
     "StoreUnavailable",
+    "UsageCounts",
+    "UsageDay",
     "User",
     "UserLimits",
     "UsernameTaken",

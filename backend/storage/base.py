@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from backend.storage.mcp_servers import McpServer
 from backend.storage.openai_objects import Container, StoredFile
 from backend.storage.sessions import client_id, session_key
+from backend.storage.usage import UsageCounts, UsageDay
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,8 @@ class UserLimits:
     max_sandboxes: int | None = None  # warm sandboxes
     max_runs: int | None = None  # concurrent agent runs
     max_disk_mb: int | None = None  # workspace disk
+    max_tokens_per_day: int | None = None  # prompt and completion tokens, per UTC day
+    max_sandbox_seconds_per_day: int | None = None  # sandbox CPU seconds, per UTC day
 
 
 @dataclass(frozen=True)
@@ -299,5 +302,17 @@ class Store(Protocol):
     def delete_container(self, user_id: int, container_id: str) -> bool: ...
 
     def forget_session_containers(self, session_key: str) -> None: ...
+
+    # Usage per user and UTC day (backend/storage/usage.py)
+
+    def add_usage(self, amounts: Sequence[tuple[int, str, UsageCounts]]) -> None:
+        """Add each (user id, day, counts) to that day's row, atomically."""
+        ...
+
+    def usage_days(self, user_id: int, first_day: str) -> list[UsageDay]: ...
+
+    def usage_totals(self, user_id: int | None = None) -> dict[int, UsageCounts]: ...
+
+    def usage_on(self, day: str) -> dict[int, UsageCounts]: ...
 
     def close(self) -> None: ...

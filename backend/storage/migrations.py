@@ -184,6 +184,25 @@ MIGRATIONS = [
     CREATE INDEX containers_by_user ON containers(user_id, created_at);
     CREATE INDEX containers_by_session ON containers(session_key)
     """,
+    # Usage per user and UTC day (backend/storage/usage.py), and the admin's daily limits
+    # on it (NULL: the server's USER_MAX_*_PER_DAY setting).
+    """
+    CREATE TABLE usage_days (
+        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        day TEXT NOT NULL,
+        turns INTEGER NOT NULL DEFAULT 0,
+        llm_calls INTEGER NOT NULL DEFAULT 0,
+        prompt_tokens BIGINT NOT NULL DEFAULT 0,
+        completion_tokens BIGINT NOT NULL DEFAULT 0,
+        sandbox_runs INTEGER NOT NULL DEFAULT 0,
+        sandbox_cpu_seconds {float} NOT NULL DEFAULT 0,
+        sandbox_wall_seconds {float} NOT NULL DEFAULT 0,
+        PRIMARY KEY (user_id, day)
+    );
+    CREATE INDEX usage_days_by_day ON usage_days(day);
+    ALTER TABLE users ADD COLUMN max_tokens_per_day BIGINT;
+    ALTER TABLE users ADD COLUMN max_sandbox_seconds_per_day INTEGER
+    """,
 ]
 SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
 # In the order to copy; those with ids number on from the copied ones.
@@ -202,6 +221,7 @@ TABLES = (
     "mcp_servers",
     "openai_files",
     "containers",
+    "usage_days",
 )
 NUMBERED = ("users", "messages", "session_steps", "api_keys", "mcp_servers")
 

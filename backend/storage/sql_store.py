@@ -28,6 +28,7 @@ from backend.storage.base import (
 from backend.storage.mcp_servers import McpServerRows
 from backend.storage.migrations import MIGRATIONS, SCHEMA_TABLE, Dialect, statements
 from backend.storage.openai_objects import OpenAIObjectRows
+from backend.storage.usage import UsageRows
 
 INTERRUPTED = "The server stopped while this turn was running."
 KEY_USE_RESOLUTION = 60.0  # seconds: an API key's last_used_at is kept to about this
@@ -72,7 +73,7 @@ class Database(Protocol):
     def close(self) -> None: ...
 
 
-class SQLStore(McpServerRows, OpenAIObjectRows):
+class SQLStore(McpServerRows, OpenAIObjectRows, UsageRows):
     def __init__(self, database: Database) -> None:
         self.database = database
         self._migrate()
@@ -140,6 +141,8 @@ class SQLStore(McpServerRows, OpenAIObjectRows):
                 max_sandboxes=limits.max_sandboxes,
                 max_runs=limits.max_runs,
                 max_disk_mb=limits.max_disk_mb,
+                max_tokens_per_day=limits.max_tokens_per_day,
+                max_sandbox_seconds_per_day=limits.max_sandbox_seconds_per_day,
             )
         with self.database.transaction() as db:
             if changes:
@@ -473,8 +476,18 @@ def _user(row: Any) -> User:
         bool(row["is_admin"]),
         row["created_at"],
         disabled=bool(row["disabled"]),
-        limits=UserLimits(row["max_sandboxes"], row["max_runs"], row["max_disk_mb"]),
+        limits=UserLimits(
+            row["max_sandboxes"],
+            row["max_runs"],
+            row["max_disk_mb"],
+            _optional_int(row["max_tokens_per_day"]),
+            row["max_sandbox_seconds_per_day"],
+        ),
     )
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def _api_key(row: Any) -> ApiKey:

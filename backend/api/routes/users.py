@@ -27,6 +27,8 @@ def _public(user: User) -> UserPublic:
             max_sandboxes=limits.max_sandboxes,
             max_runs=limits.max_runs,
             max_disk_mb=limits.max_disk_mb,
+            max_tokens_per_day=limits.max_tokens_per_day,
+            max_sandbox_seconds_per_day=limits.max_sandbox_seconds_per_day,
         ),
     )
 
@@ -74,11 +76,7 @@ def update_user(
         _not_yourself(admin, user_id, "disable")
     limits = None
     if body.limits is not None:
-        limits = UserLimits(
-            max_sandboxes=body.limits.max_sandboxes,
-            max_runs=body.limits.max_runs,
-            max_disk_mb=body.limits.max_disk_mb,
-        )
+        limits = UserLimits(**body.limits.model_dump())
     user = store.update_user(user_id, disabled=body.disabled, limits=limits)
     if user is None:
         raise _not_found()

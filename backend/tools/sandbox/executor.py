@@ -51,7 +51,12 @@ class ExecutionResult:
     variables: list[dict[str, Any]] = field(default_factory=list)
     tables: list[TablePreview] = field(default_factory=list)  # what the run showed as tables
     truncated: bool = False
-    execution_time: float = 0.0
+    execution_time: float = 0.0  # wall seconds
+    cpu_time: float = 0.0  # CPU seconds the run used; its wall time if it was stopped
+
+
+# Told of every run of a session (its key) as it ends: the user's usage (core/usage.py).
+RunObserver = Callable[[str, "ExecutionResult"], None]
 
 
 @dataclass(frozen=True)
@@ -157,6 +162,7 @@ class SandboxedExecutor(BasePythonExecutor):
         limits: ExecutorLimits,
         sandbox: SandboxStatus,
         before_start: Callable[[], Awaitable[None]] | None = None,
+        after_run: Callable[[ExecutionResult], None] | None = None,
     ) -> None:
         """`before_start` runs before each (re)start of the worker: the pool's caps, which
         may stop other sandboxes or refuse (and so fail the run) with `SandboxRefused`."""
@@ -171,6 +177,7 @@ class SandboxedExecutor(BasePythonExecutor):
         self._starting = False
         self._lock = asyncio.Lock()
         self.before_start = before_start
+        self.after_run = after_run  # each run's result, as it ends (the user's usage)
         self.memory_cgroup = False  # whether a cgroup bounds the running sandbox's memory
         # The whole sandbox's budget: the zygote, a run and whatever the run forks.
         self.cgroup = SandboxCgroup(
@@ -275,6 +282,8 @@ class SandboxedExecutor(BasePythonExecutor):
     async def run(self, code: str, timeout: float | None = None) -> ExecutionResult:  # noqa: ASYNC109
         result = await self._run(code, timeout)
         observe_run(result)
+        if self.after_run is not None:
+            self.after_run(result)
         return result
 
     async def _run(self, code: str, timeout: float | None) -> ExecutionResult:  # noqa: ASYNC109
@@ -315,11 +324,13 @@ class SandboxedExecutor(BasePythonExecutor):
                 self._kill(process)
                 await process.wait()
                 self._process = None
+                wall = time.monotonic() - started
                 return ExecutionResult(
                     success=False,
                     error="RuntimeError: the sandbox stopped answering and was restarted; "
                     "variables are as after the last successful run.",
-                    execution_time=time.monotonic() - started,
+                    execution_time=wall,
+                    cpu_time=wall,  # what it used is unknown: counted as busy throughout
                 )
             finally:
                 self.last_used = time.monotonic()
@@ -340,6 +351,7 @@ class SandboxedExecutor(BasePythonExecutor):
             tables=parse_tables(response.get("tables"), str(request["id"])),
             truncated=response.get("truncated", False),
             execution_time=response.get("duration", time.monotonic() - started),
+            cpu_time=response.get("cpu", 0.0),
         )
 
     async def close(self) -> None:

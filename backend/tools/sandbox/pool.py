@@ -25,7 +25,9 @@ from backend.tools.sandbox.cgroups import remove_stale
 from backend.tools.sandbox.executor import (
     OUTER_GRACE,
     BasePythonExecutor,
+    ExecutionResult,
     ExecutorLimits,
+    RunObserver,
     SandboxedExecutor,
 )
 from backend.tools.sandbox.openinterpreter_venv import worker_python
@@ -55,6 +57,8 @@ def check_mode(mode: str) -> None:
 
 class SessionExecutors(Protocol):
     """Where sessions' code runs: `ExecutorPool` here, or `RayExecutorPool` on a cluster."""
+
+    on_run: RunObserver | None  # told of every run, with its session's key
 
     def limits(self) -> ExecutorLimits: ...
 
@@ -91,6 +95,7 @@ class ExecutorPool:
             retry_after=settings.PYTHON_CODE_TIMEOUT + OUTER_GRACE,
         )
         self._executors: dict[str, SandboxedExecutor] = {}
+        self.on_run: RunObserver | None = None
         if sandbox.isolated and (stale := remove_stale()):
             logger.info("Removed %d cgroups left by an earlier server", stale)
 
@@ -110,8 +115,13 @@ class ExecutorPool:
             workspace = self.workspaces.ensure(session_id)
             executor = SandboxedExecutor(workspace, self.limits(), self.sandbox)
             executor.before_start = functools.partial(self._make_room, session_id, executor)
+            executor.after_run = functools.partial(self._ran, session_id)
             self._executors[session_id] = executor
         return executor
+
+    def _ran(self, key: str, result: ExecutionResult) -> None:
+        if self.on_run is not None:
+            self.on_run(key, result)
 
     def warm(self) -> dict[str, SandboxedExecutor]:
         """The sessions whose worker is running or starting."""

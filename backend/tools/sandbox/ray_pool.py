@@ -30,6 +30,7 @@ from backend.tools.sandbox.executor import (
     BasePythonExecutor,
     ExecutionResult,
     ExecutorLimits,
+    RunObserver,
     observe_run,
 )
 from backend.tools.sandbox.pool import check_mode
@@ -143,6 +144,7 @@ class RayExecutorPool:
             mirror=MirrorSpec.of(mirror),
         )
         self._actor_class: ActorClass[Any] = ray.remote(SessionSandbox)
+        self.on_run: RunObserver | None = None
 
     def limits(self) -> ExecutorLimits:
         """The limits each actor applies (the process limit is absolute, as here)."""
@@ -208,6 +210,8 @@ class RayExecutor(BasePythonExecutor):
     async def run(self, code: str, timeout: float | None = None) -> ExecutionResult:  # noqa: ASYNC109
         result = await self._run(code, timeout)
         observe_run(result)
+        if self.pool.on_run is not None:
+            self.pool.on_run(self.session_id, result)
         return result
 
     async def _run(self, code: str, timeout: float | None) -> ExecutionResult:  # noqa: ASYNC109

@@ -24,6 +24,7 @@ import contextlib
 import io
 import json
 import os
+import resource
 import select
 import signal
 import socket
@@ -74,7 +75,9 @@ def run_child(
         state["config"],
         out_of_core.file_size_limits(request["code"], WORKSPACE, max_file_bytes, DISK_FLOOR_BYTES),
     )
+    cpu_before = cpu_seconds()
     outcome = cell.execute(request["code"], namespace, state, request["id"], WORKSPACE)
+    outcome["cpu"] = cpu_seconds() - cpu_before  # the user's usage; no wait4 sees this process
     sys.stdout.flush()
     sys.stderr.flush()
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -94,6 +97,13 @@ def run_child(
     os.dup2(state["stderr_fd"], 2)
     sys.stderr = sys.__stderr__
     sweep({os.getpid(), state["keeper_pid"]})
+
+
+def cpu_seconds() -> float:
+    """CPU time (user and system) of this process and the children it waited for."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def disk_is_low() -> bool:
@@ -194,6 +204,8 @@ def serve_run(
         "truncated": truncated,
         "duration": time.monotonic() - started,
     }
+    # A run stopped before it could report (timed out, killed, disk full) counts its wall time.
+    response["cpu"] = outcome.get("cpu", 0.0) if outcome is not None else response["duration"]
     if ok:
         assert outcome is not None
         response.update(figures=outcome["figures"], variables=outcome["variables"])
