@@ -80,7 +80,13 @@ def test_the_admin_lists_and_creates_users_with_no_hash_on_the_wire(
     assert by_name["admin"]["is_admin"] and not by_name["admin"]["disabled"]
     created = by_name[person.name]
     assert created["id"] == person.id and not created["is_admin"]
-    none = {"max_sandboxes": None, "max_runs": None, "max_disk_mb": None}
+    none = {
+        "max_sandboxes": None,
+        "max_runs": None,
+        "max_disk_mb": None,
+        "max_tokens_per_day": None,
+        "max_sandbox_seconds_per_day": None,
+    }
     assert created["limits"] == none
     assert set(created) == {"id", "username", "is_admin", "disabled", "created_at", "limits"}
     assert "$2b$" not in users.text
@@ -159,16 +165,28 @@ def test_an_admin_cannot_disable_or_delete_themselves(admin: httpx.Client) -> No
 
 
 def test_the_admin_sets_and_clears_a_users_limits(admin: httpx.Client, person: Person) -> None:
-    limits = {"max_sandboxes": 2, "max_runs": 1, "max_disk_mb": 512}
+    limits = {
+        "max_sandboxes": 2,
+        "max_runs": 1,
+        "max_disk_mb": 512,
+        "max_tokens_per_day": 10_000,
+        "max_sandbox_seconds_per_day": 0,
+    }
     updated = admin.patch(f"/api/users/{person.id}", json={"limits": limits})
     assert updated.status_code == 200 and updated.json()["limits"] == limits
     with person.client() as http:
         assert http.get("/api/users/me").json()["limits"] == limits
-    # Disabling leaves the limits as they are; limits given again replace all three.
+    # Disabling leaves the limits as they are; limits given again replace them all.
     admin.patch(f"/api/users/{person.id}", json={"disabled": True})
     admin.patch(f"/api/users/{person.id}", json={"disabled": False})
     cleared = admin.patch(f"/api/users/{person.id}", json={"limits": {"max_runs": 3}})
-    expected = {"max_sandboxes": None, "max_runs": 3, "max_disk_mb": None}
+    expected = {
+        "max_sandboxes": None,
+        "max_runs": 3,
+        "max_disk_mb": None,
+        "max_tokens_per_day": None,
+        "max_sandbox_seconds_per_day": None,
+    }
     assert cleared.json()["limits"] == expected
     listed = {u["id"]: u for u in admin.get("/api/users").json()}
     assert listed[person.id]["limits"] == expected
@@ -178,6 +196,8 @@ def test_the_admin_sets_and_clears_a_users_limits(admin: httpx.Client, person: P
         {"limits": {"max_runs": -1}},
         {"limits": {"max_runs": "many"}},
         {"limits": {"max_memory": 5}},
+        {"limits": {"max_tokens_per_day": -1}},
+        {"limits": {"max_sandbox_seconds_per_day": "all"}},
         {"max_runs": 3},
     ):
         refused = admin.patch(f"/api/users/{person.id}", json=bad)

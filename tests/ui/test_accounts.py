@@ -48,6 +48,8 @@ def test_the_admin_creates_limits_disables_resets_and_deletes_a_user(
         "max_sandboxes": None,
         "max_runs": 2,
         "max_disk_mb": None,
+        "max_tokens_per_day": None,
+        "max_sandbox_seconds_per_day": None,
     }
 
     row.get_by_test_id("row-disable").click()

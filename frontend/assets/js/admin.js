@@ -1,6 +1,7 @@
 /**
- * The Users dialog, for admins only: create users, set their limits (empty means
- * the server's default), disable and re-enable them, reset a password, delete.
+ * The Users dialog, for admins only: create users, see what each used today, set
+ * their limits (empty means the server's default; a daily limit of 0, none), disable
+ * and re-enable them, reset a password, delete.
  * The server refuses all of it to anyone else; this only keeps the button hidden.
  */
 
@@ -8,23 +9,27 @@ import { mountAdminDialog } from "./admin-dialog.js";
 import { request } from "./api.js";
 import { byId, h } from "./dom.js";
 import { state } from "./state.js";
+import { number, seconds } from "./usage.js";
 
+// [field, label, least value]: a daily limit of 0 is none.
 const LIMITS = [
-  ["max_sandboxes", "Sandboxes"],
-  ["max_runs", "Runs"],
-  ["max_disk_mb", "Disk (MB)"],
+  ["max_sandboxes", "Sandboxes", 1],
+  ["max_runs", "Runs", 1],
+  ["max_disk_mb", "Disk (MB)", 1],
+  ["max_tokens_per_day", "Tokens per day", 0],
+  ["max_sandbox_seconds_per_day", "Sandbox seconds per day", 0],
 ];
 
 let tell; // the dialog's messages (admin-dialog.js)
 
-function limitInput(user, [field, label]) {
+function limitInput(user, [field, label, least]) {
   const value = user.limits ? user.limits[field] : null;
   return h(
     "td",
     {},
     h("input", {
       type: "number",
-      min: "1",
+      min: String(least),
       step: "1",
       inputmode: "numeric",
       class: "limit-input",
@@ -71,7 +76,16 @@ function passwordReset(name) {
   );
 }
 
-function row(user) {
+/** What the user used today, from `GET /api/usage` (absent: none yet). */
+function usedToday(user, today) {
+  const used = today.get(user.id);
+  const text = used
+    ? `${number(used.tokens)} tokens · ${seconds(used.sandbox_cpu_seconds)} CPU · ${number(used.sandbox_runs)} runs`
+    : "";
+  return h("td", { class: "small", testid: "user-usage" }, text);
+}
+
+function row(user, today) {
   const self = Boolean(state.user && user.id === state.user.id);
   const name = String(user.username);
   const toggle = user.disabled ? ["enable", "Enable"] : ["disable", "Disable"];
@@ -87,6 +101,7 @@ function row(user) {
       self ? h("span", { class: "muted small" }, " (you)") : null,
     ),
     LIMITS.map((limit) => limitInput(user, limit)),
+    usedToday(user, today),
     h(
       "td",
       {},
@@ -105,13 +120,15 @@ function row(user) {
 
 async function load() {
   let users;
+  let usage;
   try {
-    users = await request("/api/users");
+    [users, usage] = await Promise.all([request("/api/users"), request("/api/usage")]);
   } catch (error) {
     tell(error.message);
     return;
   }
-  byId("user-rows").replaceChildren(...users.map(row));
+  const today = new Map(usage.users.map((entry) => [entry.user_id, entry.today]));
+  byId("user-rows").replaceChildren(...users.map((user) => row(user, today)));
 }
 
 function limitsOf(tr) {

@@ -21,6 +21,7 @@ import { mountSidebar } from "./sidebar.js";
 import { emit, on, state, STORAGE, storage } from "./state.js";
 import { loadStatus, mountStatus } from "./status.js";
 import { mountUploads } from "./uploads.js";
+import { mountUsage } from "./usage.js";
 
 function signOutLocally(message = "") {
   detachAll();
@@ -74,6 +75,7 @@ async function start() {
   mountConversations();
   mountBranches();
   mountAccount();
+  mountUsage();
   mountAdmin();
   mountMcpAdmin();
   on("retry", (turn) => retry(turn));
