@@ -480,10 +480,18 @@ def _user(row: Any) -> User:
             row["max_sandboxes"],
             row["max_runs"],
             row["max_disk_mb"],
-            _optional_int(row["max_tokens_per_day"]),
-            row["max_sandbox_seconds_per_day"],
+            _optional_int(_column(row, "max_tokens_per_day")),
+            _column(row, "max_sandbox_seconds_per_day"),
         ),
     )
+
+
+def _column(row: Any, name: str) -> Any:
+    """A column that a store opened on an older schema (before migration 9) lacks: None."""
+    try:
+        return row[name]
+    except (IndexError, KeyError):
+        return None
 
 
 def _optional_int(value: Any) -> int | None:
