@@ -42,7 +42,7 @@ run: install system-deps frontend
 # processes (pytest-xdist), each taking whole modules, so a module's fixtures stay shared:
 # most tests wait on servers and sandboxes rather than use a core.
 TEST_WORKERS ?= 2
-test: DEBIAN_PACKAGES += chromium postgresql iproute2
+test: DEBIAN_PACKAGES += chromium postgresql iproute2 prometheus
 test: install-dev system-deps frontend openinterpreter mcp-clients mcp-servers openai-node \
 	lint typecheck
 	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile

@@ -24,13 +24,28 @@ Three parts, each against a baseline measured in the same run:
 
     .venv/bin/python -m benchmarks.load [--streams 64] [--rounds 3] [--sessions 32]
         [--runs 5] [--turns 2000]
+
+With `--observability`, instead: the cost of metrics and traces. Two servers on the same
+fake upstream, started in the same run: one with METRICS_ENABLED=false and no OTLP
+endpoint, one with METRICS_ENABLED=true, `/metrics` scraped every `--scrape-interval`
+seconds, and OTEL_EXPORTER_OTLP_ENDPOINT pointing at a receiver on loopback that accepts
+spans and drops them. `--observability-rounds` rounds of part 1's 64 concurrent streams
+and `--observability-turns` sequential `/api/chat` plain-chat turns, the two servers taking
+turns (the order flipped every round, so machine noise hits both alike). Prints the
+p50/p99 of each and the ratio on/off (goal: p50 < 1.02).
+
+    .venv/bin/python -m benchmarks.load --observability [--observability-rounds 20]
+        [--observability-turns 200] [--scrape-interval 5]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import http.server
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -45,7 +60,13 @@ from typing import Any
 import httpx
 
 from benchmarks.executor_latency import GROUP_BY, SETUP
-from benchmarks.gateway_overhead import concurrent, percentile, report, wait_for_port
+from benchmarks.gateway_overhead import (
+    concurrent,
+    percentile,
+    report,
+    stream_once,
+    wait_for_port,
+)
 from tests.support.live_server import ROOT, LiveServer, free_port
 from tests.support.processes import descendants
 
@@ -54,6 +75,7 @@ SCRIPTED_ANSWER = "A scripted answer of a dozen words, the same for every turn o
 COLD = "first run (cold)"
 RUNS: dict[str, str] = {"print(1)": "print(1)", "group-by 100k rows": GROUP_BY}
 MB = 1024**2
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 # Memory, from /proc
@@ -71,6 +93,12 @@ def _pss_kb(pid: int) -> int:
         if line.startswith("Pss:"):
             return int(line.split()[1])
     return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """The process's CPU time so far (user and system), from /proc/<pid>/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
 def rss(pid: int) -> int:
@@ -368,6 +396,221 @@ async def memory_growth(args: argparse.Namespace, server: LiveServer) -> None:
     print(f"  (the first turns: p50 {percentile(first, 50) * 1000:.1f} ms)")
 
 
+# Part 4 (--observability): metrics and traces on against off
+
+
+class DropReceiver(http.server.ThreadingHTTPServer):
+    """An OTLP/HTTP endpoint on loopback that accepts every export and keeps only counts."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _DropHandler)
+        self.exports = 0
+        self.bytes = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _DropHandler(http.server.BaseHTTPRequestHandler):
+    server: DropReceiver
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.server.exports += 1
+        self.server.bytes += len(body)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def dropping() -> Iterator[DropReceiver]:
+    receiver = DropReceiver()
+    thread = threading.Thread(target=receiver.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield receiver
+    finally:
+        receiver.shutdown()
+        receiver.server_close()
+        thread.join(10)
+
+
+async def plain_turn(client: httpx.AsyncClient) -> float:
+    """One non-streamed plain-chat `/api/chat` turn in a new session; its wall time."""
+    started = time.perf_counter()
+    response = await client.post("/api/chat", json={"message": "benchmark", "agent_type": "chat"})
+    response.raise_for_status()
+    if not response.json().get("answer"):
+        raise RuntimeError(f"no answer: {response.text[:200]}")
+    return time.perf_counter() - started
+
+
+async def scrape(client: httpx.AsyncClient, every: float, done: asyncio.Event) -> int:
+    """GET /metrics every `every` seconds, as Prometheus would, until `done`; how many."""
+    count = 0
+    while not done.is_set():
+        response = await client.get("/metrics")
+        response.raise_for_status()
+        count += 1
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(done.wait(), every)
+    return count
+
+
+@dataclass
+class Side:
+    """One server's figures: stream times by round, turn times, and what failed."""
+
+    rounds: list[list[float]] = field(default_factory=list)
+    turns: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    stream_cpu: float = 0.0  # the server's CPU seconds over its stream rounds
+    turn_cpu: float = 0.0  # and over its turns
+
+    @property
+    def streams(self) -> list[float]:
+        return [t for times in self.rounds for t in times]
+
+
+async def stream_round(
+    clients: list[httpx.AsyncClient], url: str, headers: dict[str, str], side: Side | None
+) -> None:
+    """One stream per client, all at once, into `side` (None: a warm-up)."""
+
+    async def one(client: httpx.AsyncClient) -> float | None:
+        try:
+            return (await stream_once(client, url, headers)).total
+        except (httpx.HTTPError, RuntimeError) as exc:
+            if side is not None:
+                side.errors.append(f"stream: {type(exc).__name__}: {str(exc)[:200]}")
+            return None
+
+    results = await asyncio.gather(*(one(client) for client in clients))
+    if side is not None:
+        side.rounds.append([t for t in results if t is not None])
+
+
+def print_ratio(label: str, off: list[float], on: list[float]) -> None:
+    for q in (50, 99):
+        a, b = percentile(off, q), percentile(on, q)
+        goal = " (goal < 1.02)" if q == 50 else ""
+        print(
+            f"  {label:<22} p{q}: off {a * 1000:8.2f} ms   on {b * 1000:8.2f} ms   "
+            f"ratio {b / a:6.4f}{goal}"
+        )
+
+
+async def observability(
+    args: argparse.Namespace, servers: dict[str, LiveServer], receiver: DropReceiver
+) -> None:
+    names = list(servers)  # "off", "on"
+    auth = {name: {"Authorization": f"Bearer {s.token()}"} for name, s in servers.items()}
+    urls = {name: f"{s.url}/v1/chat/completions" for name, s in servers.items()}
+    sides = {name: Side() for name in names}
+    pids = {name: s.process.pid for name, s in servers.items() if s.process is not None}
+    done = asyncio.Event()
+    async with AsyncExitStack() as stack:
+        clients = [  # a client each: see one_round
+            await stack.enter_async_context(httpx.AsyncClient(timeout=120))
+            for _ in range(args.streams)
+        ]
+        turn_clients = {
+            name: await stack.enter_async_context(
+                httpx.AsyncClient(base_url=s.url, headers=auth[name], timeout=120)
+            )
+            for name, s in servers.items()
+        }
+        scraper = asyncio.create_task(scrape(turn_clients["on"], args.scrape_interval, done))
+        for name in names:  # warm up: connections, caches
+            await stream_round(clients, urls[name], auth[name], None)
+            await plain_turn(turn_clients[name])
+        # The order flips every round, so drift and noise fall on both alike.
+        for number in range(args.observability_rounds):
+            for name in names if number % 2 == 0 else names[::-1]:
+                before = cpu_seconds(pids[name])
+                await stream_round(clients, urls[name], auth[name], sides[name])
+                sides[name].stream_cpu += cpu_seconds(pids[name]) - before
+        for number in range(args.observability_turns):
+            for name in names if number % 2 == 0 else names[::-1]:
+                before = cpu_seconds(pids[name])
+                try:
+                    sides[name].turns.append(await plain_turn(turn_clients[name]))
+                except (httpx.HTTPError, RuntimeError, KeyError) as exc:
+                    sides[name].errors.append(f"turn: {type(exc).__name__}: {str(exc)[:200]}")
+                sides[name].turn_cpu += cpu_seconds(pids[name]) - before
+        done.set()
+        scrapes = await scraper
+    off, on = sides["off"], sides["on"]
+    print(
+        f"Observability: metrics and traces off against on (METRICS_ENABLED, /metrics scraped "
+        f"every {args.scrape_interval:g} s: {scrapes} scrapes; OTLP/HTTP to a loopback "
+        f"receiver that drops them: {receiver.exports} exports, {receiver.bytes / 1024:.0f} KiB)"
+    )
+    print(
+        f"  {args.streams} concurrent /v1/chat/completions streams, "
+        f"{args.observability_rounds} rounds each, and {args.observability_turns} sequential "
+        f"/api/chat turns each, alternating (upstream: {args.tokens} tokens, "
+        f"{args.delay_ms:g} ms apart)"
+    )
+    print(f"  errors: off {len(off.errors)}, on {len(on.errors)} (goal 0)")
+    for error in (off.errors + on.errors)[:5]:
+        print(f"    {error}")
+    if off.streams and on.streams:
+        print_ratio("stream (64 at once)", off.streams, on.streams)
+        paired = [
+            percentile(b, 50) / percentile(a, 50)
+            for a, b in zip(off.rounds, on.rounds, strict=True)
+            if a and b
+        ]
+        print(
+            f"  {'':22} median over rounds of the round's p50 ratio: "
+            f"{percentile(paired, 50):6.4f} (min {min(paired):.3f}, max {max(paired):.3f})"
+        )
+    if off.turns and on.turns:
+        print_ratio("turn (sequential)", off.turns, on.turns)
+    # The servers' CPU time: what the load costs each, whatever the machine's noise.
+    for label, a, b, count in (
+        ("stream", off.stream_cpu, on.stream_cpu, args.streams * args.observability_rounds),
+        ("turn", off.turn_cpu, on.turn_cpu, args.observability_turns),
+    ):
+        print(
+            f"  server CPU per {label:<7}     off {a / count * 1000:8.2f} ms   "
+            f"on {b / count * 1000:8.2f} ms   ratio {b / a:6.4f}"
+        )
+
+
+def observability_main(args: argparse.Namespace, tmp: Path) -> None:
+    upstream = ("--tokens", str(args.tokens), "--delay-ms", str(args.delay_ms))
+    model = {"LLM_BACKEND": "openai", "OPENAI_MODEL": "fake-upstream"}
+    with (
+        serving("tests.support.fake_openai", *upstream) as upstream_url,
+        dropping() as receiver,
+        live(
+            tmp / "off",
+            **model,
+            OPENAI_BASE_URL=upstream_url,
+            METRICS_ENABLED="false",
+            OTEL_EXPORTER_OTLP_ENDPOINT="",  # empty: off, whatever this environment says
+            OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="",
+        ) as off,
+        live(
+            tmp / "on",
+            **model,
+            OPENAI_BASE_URL=upstream_url,
+            METRICS_ENABLED="true",
+            OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url,
+            OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="",
+        ) as on,
+    ):
+        asyncio.run(observability(args, {"off": off, "on": on}, receiver))
+
+
 # Servers
 
 
@@ -412,8 +655,18 @@ def main() -> None:
     parser.add_argument(
         "--skip", choices=("streams", "sandboxes", "memory"), nargs="*", default=[], help="parts"
     )
+    parser.add_argument(
+        "--observability", action="store_true", help="only: metrics and traces on against off"
+    )
+    parser.add_argument("--observability-rounds", type=int, default=20, help="stream rounds")
+    parser.add_argument("--observability-turns", type=int, default=200, help="turns per server")
+    parser.add_argument("--scrape-interval", type=float, default=5.0, help="seconds")
     args = parser.parse_args()
 
+    if args.observability:
+        with tempfile.TemporaryDirectory() as tmp:
+            observability_main(args, Path(tmp))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         if not {"streams", "sandboxes"} <= set(args.skip):
             upstream = ("--tokens", str(args.tokens), "--delay-ms", str(args.delay_ms))
