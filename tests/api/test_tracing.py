@@ -115,6 +115,17 @@ def attrs(span: ReadableSpan) -> dict[str, Any]:
     return dict(span.attributes or {})
 
 
+def finished(exporter: InMemorySpanExporter, name: str, timeout: float = 10) -> list[ReadableSpan]:
+    """The spans ended so far, once one called `name` is among them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        spans = list(exporter.get_finished_spans())
+        if any(s.name == name for s in spans):
+            return spans
+        assert time.monotonic() < deadline, f"no {name!r} span in {timeout} s"
+        time.sleep(0.01)
+
+
 def the(spans: list[ReadableSpan], name: str) -> ReadableSpan:
     found = [s for s in spans if s.name == name]
     assert len(found) == 1, [s.name for s in spans]
@@ -126,7 +137,8 @@ def test_a_react_turn_is_one_trace_of_agent_tool_llm_and_sandbox_spans(tmp_path:
         headers = login(url)
         exporter.clear()  # the login's
         response = chat(url, headers, "TRACE-1")
-        spans = list(exporter.get_finished_spans())
+        # The request's span ends just after its response's last byte has gone.
+        spans = finished(exporter, "POST /api/chat")
         missing = httpx.get(f"{url}/api/does-not-exist", headers=headers)
     conversation = response.json()["conversation_id"]
     agent = the(spans, "invoke_agent react")
