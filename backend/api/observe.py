@@ -27,7 +27,7 @@ class ObserveMiddleware:
         method = scope["method"] if scope["method"] in _METHODS else "other"
         started = time.perf_counter()
         status = 500  # a handler that raised without answering
-        attributes = {"http.request.method": method, "url.path": "/"}  # never the real path
+        attributes = {"http.request.method": method}  # the route's template comes later
         with server_span(method, attributes) as span:
             trace_id = current_trace_id()
             header = [(TRACE_HEADER, trace_id.encode())] if trace_id else []

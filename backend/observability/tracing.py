@@ -25,6 +25,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
@@ -104,7 +105,12 @@ def server_span(name: str, attributes: dict[str, Any]) -> contextlib.AbstractCon
 
 
 class TurnTrace:
-    """One turn's spans: `invoke_agent` and what happens under it. Inert when tracing is off."""
+    """One turn's spans: `invoke_agent` and what happens under it. Inert when tracing is off.
+
+    The `invoke_agent` span is begun when something happens under it, so a plain chat turn
+    (no agent: one model call) is only its `chat` span, under the request's: a gateway's
+    every request pays for one span, not two.
+    """
 
     def __init__(
         self,
@@ -117,30 +123,39 @@ class TurnTrace:
         self.conversation_id = conversation_id
         self.provider = provider
         self.model = model
-        tracer = _State.tracer
+        self.agent = agent
         self.root: Span | None = None
         self._stack: list[Span] = []
-        if tracer is None:
+        self._parent: Context | None = None
+        if _State.tracer is not None:  # the request's context, where the turn began
+            self._parent = parent if parent is not None else otel_context.get_current()
+
+    def _begin(self) -> None:
+        tracer = _State.tracer
+        if tracer is None or self.root is not None:
             return
         self.root = tracer.start_span(
-            f"invoke_agent {agent}",
-            context=parent,
+            f"invoke_agent {self.agent}",
+            context=self._parent,
             kind=SpanKind.INTERNAL,
             attributes={
                 "gen_ai.operation.name": "invoke_agent",
-                "gen_ai.agent.name": agent,
-                "gen_ai.provider.name": provider,
-                "gen_ai.request.model": model,
-                "gen_ai.conversation.id": conversation_id,
+                "gen_ai.agent.name": self.agent,
+                "gen_ai.provider.name": self.provider,
+                "gen_ai.request.model": self.model,
+                "gen_ai.conversation.id": self.conversation_id,
             },
         )
         self._stack = [self.root]
 
     def set_agent(self, agent: str) -> None:
-        """The agent the router picked (the span began before it chose)."""
+        """The agent the router picked (the span may have begun before it chose)."""
+        self.agent = agent
         if self.root is not None:
             self.root.update_name(f"invoke_agent {agent}")
             self.root.set_attribute("gen_ai.agent.name", agent)
+        elif agent != "chat":
+            self._begin()
 
     @property
     def trace_id(self) -> str | None:
@@ -150,9 +165,12 @@ class TurnTrace:
 
     def _child(self, name: str, kind: SpanKind, attributes: dict[str, Any]) -> Span:
         tracer = _State.tracer
-        if tracer is None or not self._stack:
+        if tracer is None:
             return NonRecordingSpan(trace.INVALID_SPAN_CONTEXT)
-        parent = trace.set_span_in_context(self._stack[-1])
+        if self.agent != "chat":
+            self._begin()
+        # Plain chat: its one call is the request's child.
+        parent = trace.set_span_in_context(self._stack[-1]) if self._stack else self._parent
         attributes = {"gen_ai.conversation.id": self.conversation_id, **attributes}
         return tracer.start_span(name, context=parent, kind=kind, attributes=attributes)
 

@@ -34,7 +34,8 @@ CONTENT_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages")
 
 
 def replies(tag: str) -> list[dict[str, Any]]:
-    return [REVIEW, *react_turn(tag, CODE, "The total is 42.")]
+    plain = {"when": f"{tag} hello", "content": "Hello!", "repeat": True}
+    return [REVIEW, plain, *react_turn(tag, CODE, "The total is 42.")]
 
 
 # In this process
@@ -195,6 +196,27 @@ def test_a_react_turn_is_one_trace_of_agent_tool_llm_and_sandbox_spans(tmp_path:
     assert missing.status_code == 404
     assert missing.json()["trace_id"] == missing.headers["x-trace-id"]
     assert len(missing.json()["trace_id"]) == 32 and missing.json()["trace_id"] != trace_id
+
+
+def test_plain_chat_is_one_chat_span_under_its_request(tmp_path: Path) -> None:
+    """No agent runs: no invoke_agent span, so a gateway's request costs one span more, not two."""
+    with traced_server(tmp_path, "TRACE-3", content=False) as (url, exporter):
+        headers = login(url)
+        exporter.clear()
+        response = httpx.post(
+            f"{url}/api/chat",
+            headers=headers,
+            json={"message": "TRACE-3 hello", "agent_type": "chat"},
+            timeout=60,
+        )
+        assert response.status_code == 200 and response.json()["answer"] == "Hello!"
+        spans = finished(exporter, "POST /api/chat")
+    request = the(spans, "POST /api/chat")
+    assert shape(spans, request) == ("POST /api/chat", None, [("chat scripted", "chat", [])])
+    call = attrs(the(spans, "chat scripted"))
+    assert call["gen_ai.conversation.id"] == response.json()["conversation_id"]
+    assert call["gen_ai.usage.output_tokens"] > 0
+    assert not [s for s in spans if s.name.startswith("invoke_agent")]
 
 
 def test_trace_content_records_the_prompts_and_replies(tmp_path: Path) -> None:
