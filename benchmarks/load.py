@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import http.server
 import json
 import os
 import subprocess
@@ -68,6 +67,7 @@ from benchmarks.gateway_overhead import (
     wait_for_port,
 )
 from tests.support.live_server import ROOT, LiveServer, free_port
+from tests.support.otlp_receiver import Receiver, receiving
 from tests.support.processes import descendants
 
 PASSWORD = "benchmark-password"
@@ -399,48 +399,6 @@ async def memory_growth(args: argparse.Namespace, server: LiveServer) -> None:
 # Part 4 (--observability): metrics and traces on against off
 
 
-class DropReceiver(http.server.ThreadingHTTPServer):
-    """An OTLP/HTTP endpoint on loopback that accepts every export and keeps only counts."""
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _DropHandler)
-        self.exports = 0
-        self.bytes = 0
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-
-class _DropHandler(http.server.BaseHTTPRequestHandler):
-    server: DropReceiver
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.server.exports += 1
-        self.server.bytes += len(body)
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@contextmanager
-def dropping() -> Iterator[DropReceiver]:
-    receiver = DropReceiver()
-    thread = threading.Thread(target=receiver.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield receiver
-    finally:
-        receiver.shutdown()
-        receiver.server_close()
-        thread.join(10)
-
-
 async def plain_turn(client: httpx.AsyncClient) -> float:
     """One non-streamed plain-chat `/api/chat` turn in a new session; its wall time."""
     started = time.perf_counter()
@@ -507,7 +465,7 @@ def print_ratio(label: str, off: list[float], on: list[float]) -> None:
 
 
 async def observability(
-    args: argparse.Namespace, servers: dict[str, LiveServer], receiver: DropReceiver
+    args: argparse.Namespace, servers: dict[str, LiveServer], receiver: Receiver
 ) -> None:
     names = list(servers)  # "off", "on"
     auth = {name: {"Authorization": f"Bearer {s.token()}"} for name, s in servers.items()}
@@ -590,7 +548,7 @@ def observability_main(args: argparse.Namespace, tmp: Path) -> None:
     model = {"LLM_BACKEND": "openai", "OPENAI_MODEL": "fake-upstream"}
     with (
         serving("tests.support.fake_openai", *upstream) as upstream_url,
-        dropping() as receiver,
+        receiving(keep=False) as receiver,
         live(
             tmp / "off",
             **model,

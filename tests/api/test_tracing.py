@@ -7,8 +7,6 @@ on loopback that decodes what it is sent.
 
 from __future__ import annotations
 
-import gzip
-import http.server
 import threading
 import time
 from collections.abc import Iterator
@@ -18,7 +16,6 @@ from typing import Any
 
 import httpx
 import uvicorn
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -27,6 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.conftest import ADMIN_PASSWORD, scripted_server, write_replies
 from tests.support.agent_script import react_turn
 from tests.support.live_server import free_port
+from tests.support.otlp_receiver import receiving
 
 CODE = "print('total', 6 * 7)\n"
 REVIEW = {"when": "[stage: review]", "content": '{"answers_question": true}', "repeat": True}
@@ -236,76 +234,13 @@ def test_trace_content_records_the_prompts_and_replies(tmp_path: Path) -> None:
 # Over OTLP/HTTP
 
 
-class Receiver(http.server.ThreadingHTTPServer):
-    """POST /v1/traces on loopback: every span it is sent, decoded from protobuf."""
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _ReceiverHandler)
-        self.spans: list[Any] = []  # opentelemetry.proto.trace.v1.trace_pb2.Span
-        self.changed = threading.Condition()
-
-    def wait_for(self, name: str, timeout: float) -> Any:
-        """The first span called `name`, once it has arrived."""
-        deadline = time.monotonic() + timeout
-        with self.changed:
-            while True:
-                found = next((s for s in self.spans if s.name == name), None)
-                if found is not None:
-                    return found
-                left = deadline - time.monotonic()
-                assert left > 0, f"no {name!r} span in {timeout} s: {[s.name for s in self.spans]}"
-                self.changed.wait(left)
-
-
-class _ReceiverHandler(http.server.BaseHTTPRequestHandler):
-    server: Receiver
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        if self.path != "/v1/traces":
-            self.send_error(404)
-            return
-        if self.headers.get("Content-Encoding") == "gzip":
-            body = gzip.decompress(body)
-        request = ExportTraceServiceRequest.FromString(body)
-        spans = [
-            span
-            for resource in request.resource_spans
-            for scope in resource.scope_spans
-            for span in scope.spans
-        ]
-        with self.server.changed:
-            self.server.spans += spans
-            self.server.changed.notify_all()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@contextmanager
-def receiving() -> Iterator[Receiver]:
-    receiver = Receiver()
-    thread = threading.Thread(target=receiver.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield receiver
-    finally:
-        receiver.shutdown()
-        receiver.server_close()
-        thread.join(10)
-
-
 def value(attribute: AnyValue) -> Any:
     return getattr(attribute, attribute.WhichOneof("value") or "string_value")
 
 
 def test_spans_reach_an_otlp_http_receiver(tmp_path: Path) -> None:
     with receiving() as receiver:
-        endpoint = f"http://127.0.0.1:{receiver.server_address[1]}"
+        endpoint = receiver.url
         with scripted_server(
             tmp_path,
             replies("OTLP-1"),
