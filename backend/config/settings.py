@@ -365,9 +365,9 @@ class Settings(BaseSettings):
     USER_MAX_SANDBOX_SECONDS_PER_DAY: int = Field(
         default=0,
         ge=0,
-        description="Sandbox CPU seconds a user's runs may use per UTC day (a run that timed "
-        "out or was killed counts its wall time); past it a turn or run gets a 429 until "
-        "the next 00:00 UTC. 0: unlimited.",
+        description="Seconds a user's code may run in the sandbox per UTC day (wall time, "
+        "measured by the server); past it a turn or run gets a 429 until the next 00:00 UTC. "
+        "0: unlimited.",
     )
     HOST_MAX_SANDBOXES: int = Field(
         default=0,

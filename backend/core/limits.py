@@ -28,7 +28,7 @@ class EffectiveLimits:
     max_runs: int  # concurrent agent turns
     max_disk_mb: int  # all of the user's workspaces
     max_tokens_per_day: int  # 0: unlimited
-    max_sandbox_seconds_per_day: int  # sandbox CPU seconds; 0: unlimited
+    max_sandbox_seconds_per_day: int  # seconds the user's code ran; 0: unlimited
 
 
 class LimitReached(Exception):
@@ -141,10 +141,10 @@ class Limits:
                 "daily_token_limit",
                 retry_after=reset - now,
             )
-        if seconds and used.sandbox_cpu_seconds >= seconds:
+        if seconds and used.sandbox_wall_seconds >= seconds:
             raise LimitReached(
                 429,
-                f"Your code has used {used.sandbox_cpu_seconds:,.1f} sandbox CPU seconds today, "
+                f"Your code has run for {used.sandbox_wall_seconds:,.1f} sandbox seconds today, "
                 f"your daily limit of {seconds:,} (USER_MAX_SANDBOX_SECONDS_PER_DAY). {resets}",
                 "daily_sandbox_limit",
                 retry_after=reset - now,

@@ -104,7 +104,9 @@ async def test_the_daily_limits_name_the_setting_and_the_reset(
     )
     assert unlimited is not None
     await limits.check_daily(unlimited)
-    meter.add(alice.id, UsageCounts(sandbox_runs=1, sandbox_cpu_seconds=2.5))
-    with pytest.raises(LimitReached, match=r"2\.5 sandbox CPU seconds .* limit of 2 \(USER_MAX_"):
+    # The limit counts the wall time the server measured: a run that reported no CPU at all
+    # (its code could forge that) is still stopped.
+    meter.add(alice.id, UsageCounts(sandbox_runs=1, sandbox_wall_seconds=2.5))
+    with pytest.raises(LimitReached, match=r"2\.5 sandbox seconds .* limit of 2 \(USER_MAX_"):
         await limits.check_daily(unlimited)
     await limits.check_daily(unlimited, sandbox=False)  # plain chat runs no code

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import os
 import signal
 import sys
@@ -133,6 +134,16 @@ class BasePythonExecutor(ABC):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def reported_cpu(value: object, wall: float) -> float:
+    """The CPU seconds a run says it used. Its own code could have forged the number, so it
+    is only informational (the daily limit counts wall time, measured by the server): a
+    finite number between 0 and the wall time on every core, else the wall time."""
+    ceiling = wall * (os.cpu_count() or 1)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return wall
+    return min(max(float(value), 0.0), ceiling)
 
 
 def observe_run(result: ExecutionResult) -> None:
@@ -338,6 +349,7 @@ class SandboxedExecutor(BasePythonExecutor):
                     killed = self.cgroup.oom_kills() - oom_kills
                     if killed > 0:
                         SANDBOX_OOM_KILLS.inc(killed)
+        wall = time.monotonic() - started  # measured here: nothing in the sandbox can alter it
         error = response.get("error")
         return ExecutionResult(
             success=response["ok"],
@@ -350,8 +362,8 @@ class SandboxedExecutor(BasePythonExecutor):
             variables=response.get("variables", []),
             tables=parse_tables(response.get("tables"), str(request["id"])),
             truncated=response.get("truncated", False),
-            execution_time=response.get("duration", time.monotonic() - started),
-            cpu_time=response.get("cpu", 0.0),
+            execution_time=wall,
+            cpu_time=reported_cpu(response.get("cpu"), wall),
         )
 
     async def close(self) -> None:

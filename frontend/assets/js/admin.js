@@ -80,7 +80,7 @@ function passwordReset(name) {
 function usedToday(user, today) {
   const used = today.get(user.id);
   const text = used
-    ? `${number(used.tokens)} tokens · ${seconds(used.sandbox_cpu_seconds)} CPU · ${number(used.sandbox_runs)} runs`
+    ? `${number(used.tokens)} tokens · ${seconds(used.sandbox_wall_seconds)} in the sandbox · ${number(used.sandbox_runs)} runs`
     : "";
   return h("td", { class: "small", testid: "user-usage" }, text);
 }

@@ -40,7 +40,7 @@ function dayRow(day) {
     h("td", {}, number(day.turns)),
     h("td", {}, number(day.tokens)),
     h("td", {}, number(day.sandbox_runs)),
-    h("td", {}, seconds(day.sandbox_cpu_seconds)),
+    h("td", {}, seconds(day.sandbox_wall_seconds)),
   );
 }
 
@@ -49,7 +49,7 @@ function render(usage) {
   const limits = usage.limits;
   byId("usage-today").replaceChildren(
     gauge("usage-tokens", "Model tokens today", today.tokens, limits.max_tokens_per_day, number),
-    gauge("usage-sandbox", "Sandbox CPU time today", today.sandbox_cpu_seconds, limits.max_sandbox_seconds_per_day, seconds),
+    gauge("usage-sandbox", "Sandbox time today", today.sandbox_wall_seconds, limits.max_sandbox_seconds_per_day, seconds),
     gauge("usage-disk", "Disk", usage.disk_bytes, limits.max_disk_mb * 1024 * 1024, formatBytes),
   );
   const resets = new Date(usage.resets_at * 1000).toLocaleString();
