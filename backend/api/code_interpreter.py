@@ -17,9 +17,9 @@ from backend.api.routes.containers import (
     check_room,
     container_expired,
     container_not_found,
-    workspace_errors,
 )
 from backend.api.routes.openai_files import file_not_found
+from backend.api.routes.uploads import stored_file_errors
 from backend.core.containers import (
     ContainerExpired,
     ContainerNotFound,
@@ -76,7 +76,7 @@ async def interpreter_container(
     if not isinstance(tool.container, str):
         await check_room(quota, containers.files, user_id, list(tool.container.file_ids))
     try:
-        with workspace_errors():
+        with stored_file_errors():
             return await _container(containers, user_id, tool, continued)
     except ContainerNotFound as exc:
         raise container_not_found(exc.container_id) from None

@@ -7,11 +7,8 @@ answers a 400 that says so (retrieving it shows `status: "expired"`).
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import mimetypes
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -21,13 +18,13 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from backend.api.bodies import UploadQuota, no_room
+from backend.api.bodies import UploadQuota
 from backend.api.deps import ContainersDep, CurrentUser, FilesDep, LimitsDep, WorkspacesDep
 from backend.api.downloads import download_headers
 from backend.api.errors import OPENAI_CLIENT_ERRORS, ApiError
 from backend.api.routes.openai import check_parameters
 from backend.api.routes.openai_files import file_not_found
-from backend.api.routes.uploads import checked_name, unusable
+from backend.api.routes.uploads import checked_name, stored_file_errors
 from backend.core.containers import (
     ContainerExpired,
     ContainerFile,
@@ -47,7 +44,7 @@ from backend.models.openai_files import (
     Page,
 )
 from backend.storage.openai_objects import Container
-from backend.storage.workspaces import FileTooLarge, NotARegularFile, UnsafePath
+from backend.storage.workspaces import NotARegularFile, UnsafePath
 
 router = APIRouter(prefix="/v1", tags=["openai"], responses=OPENAI_CLIENT_ERRORS)
 
@@ -87,25 +84,6 @@ def container_expired(container: Container) -> ApiError:
         code="container_expired",
         param="container_id",
     )
-
-
-@contextlib.contextmanager
-def workspace_errors() -> Iterator[None]:
-    """A container's workspace refusing a file: a 413, 409 or 507 that says why."""
-    try:
-        yield
-    except FileTooLarge:
-        raise ApiError(
-            413,
-            "The file is larger than an upload may be (PYTHON_CODE_MAX_FILE_SIZE).",
-            code="file_too_large",
-        ) from None
-    except (UnsafePath, NotARegularFile, NotADirectoryError):
-        raise unusable() from None
-    except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise no_room(0) from None
-        raise
 
 
 async def check_room(
@@ -149,7 +127,7 @@ async def create_container(
         )
     await check_room(UploadQuota(limits, user), files, user.id, body.file_ids)
     try:
-        with workspace_errors():
+        with stored_file_errors():
             container = await containers.create(user.id, body.name, body.file_ids, body.minutes)
     except UserFileNotFound as exc:
         raise file_not_found(exc.file_id) from None
@@ -234,7 +212,7 @@ async def create_container_file(
             checked_name(name)
             quota = UploadQuota(limits, user)
             await quota.check(upload.size or 0)
-            with workspace_errors():
+            with stored_file_errors():
                 added = await containers.upload(container, name, upload.file)
             quota.recount()
     else:
@@ -247,7 +225,7 @@ async def create_container_file(
                 param="file_id",
             ) from None
         await check_room(UploadQuota(limits, user), files, user.id, [body.file_id])
-        with workspace_errors():
+        with stored_file_errors():
             added = await containers.add_user_file(user.id, container, body.file_id)
         UploadQuota(limits, user).recount()
     return ContainerFileObject.of(added)

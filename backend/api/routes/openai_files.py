@@ -7,21 +7,19 @@ another user's id, a deleted one and a made-up one are all 404.
 
 from __future__ import annotations
 
-import errno
 from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Query, UploadFile
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from backend.api.bodies import MEGABYTE, UploadQuota, no_room
+from backend.api.bodies import MEGABYTE, UploadQuota
 from backend.api.deps import CurrentUser, FilesDep, LimitsDep, SettingsDep
 from backend.api.downloads import download_headers
 from backend.api.errors import OPENAI_CLIENT_ERRORS, ApiError
-from backend.api.routes.uploads import checked_name
+from backend.api.routes.uploads import checked_name, stored_file_errors
 from backend.core.user_files import UserFileNotFound
 from backend.models.openai_files import FileDeleted, FileObject, FilePurpose, Order, Page
-from backend.storage.workspaces import FileTooLarge
 
 router = APIRouter(prefix="/v1", tags=["openai"], responses=OPENAI_CLIENT_ERRORS)
 
@@ -47,18 +45,8 @@ async def create_file(
     quota = UploadQuota(limits, user)
     await quota.check(file.size or 0)
     limit_mb = settings.PYTHON_CODE_MAX_FILE_SIZE
-    try:
+    with stored_file_errors(limit_mb):
         stored = await files.add(user.id, name, purpose, file.file, int(limit_mb * MEGABYTE))
-    except FileTooLarge:
-        raise ApiError(
-            413,
-            f"The file is larger than {limit_mb:g} MB (PYTHON_CODE_MAX_FILE_SIZE).",
-            code="file_too_large",
-        ) from None
-    except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise no_room(0) from None
-        raise
     return FileObject.of(stored)
 
 

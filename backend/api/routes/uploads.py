@@ -8,8 +8,10 @@ once it is complete and on disk. A cut or refused upload leaves nothing behind.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import re
+from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Request, UploadFile, status
@@ -190,6 +192,27 @@ async def described(
         **{**info, "name": name, "path": path, "size": size, "extension": extension},
         session_id=client_id(key),
     )
+
+
+@contextlib.contextmanager
+def stored_file_errors(limit_mb: float | None = None) -> Iterator[None]:
+    """A file refused where it is being stored (Files API, a container's workspace): a
+    413 past the form upload's size, a 409 for an unusable folder, a 507 for a full disk."""
+    try:
+        yield
+    except FileTooLarge:
+        size = f"{limit_mb:g} MB" if limit_mb is not None else "an upload may be"
+        raise ApiError(
+            413,
+            f"The file is larger than {size} (PYTHON_CODE_MAX_FILE_SIZE).",
+            code="file_too_large",
+        ) from None
+    except (UnsafePath, NotARegularFile, NotADirectoryError):
+        raise unusable() from None
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise no_room(0) from None
+        raise
 
 
 def too_large(limit_mb: float) -> ApiError:
