@@ -48,8 +48,7 @@ class ObserveMiddleware:
                 HTTP_SECONDS.labels(route, method).observe(time.perf_counter() - started)
                 if span.is_recording():
                     span.update_name(f"{method} {route}")
-                    span.set_attribute("http.route", route)
-                    span.set_attribute("http.response.status_code", status)
+                    span.set_attributes({"http.route": route, "http.response.status_code": status})
 
 
 def route_template(scope: Scope) -> str:

@@ -33,6 +33,8 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace import NonRecordingSpan, Span, SpanKind, Status, StatusCode
 
+from backend.observability.spans import LeanTracer
+
 __all__ = ["Span", "TurnTrace"]
 
 logger = logging.getLogger(__name__)
@@ -44,7 +46,7 @@ _ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
 class _State:
     tracer: trace.Tracer | None = None  # None: tracing is off
     record_content = False
-    provider: TracerProvider | None = None
+    processor: SpanProcessor | None = None
 
 
 def otlp_configured(environ: dict[str, str] | os._Environ[str] = os.environ) -> bool:
@@ -65,25 +67,28 @@ def configure_tracing(
         if not otlp_configured():
             _State.tracer = None
             return False
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from backend.observability.otlp import FastOTLPSpanExporter
 
-        exporter: SpanExporter = OTLPSpanExporter()
+        exporter: SpanExporter = FastOTLPSpanExporter()
         processor = BatchSpanProcessor(exporter)
     name = os.environ.get("OTEL_SERVICE_NAME") or SERVICE
-    provider = TracerProvider(resource=Resource.create({"service.name": name}))
-    provider.add_span_processor(processor)
-    _State.provider = provider
-    _State.tracer = provider.get_tracer(SERVICE)
+    # The provider reads the sampler, ids and resource from the OTEL_* variables; spans
+    # are the lean ones (backend/observability/spans.py), ended into `processor`.
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": name}), shutdown_on_exit=False
+    )
+    _State.processor = processor
+    _State.tracer = LeanTracer(provider, processor, SERVICE)
     logger.info("Tracing on: spans go to %s", type(processor).__name__)
     return True
 
 
 def shutdown_tracing() -> None:
     """Send what is buffered (the app's stop)."""
-    provider, _State.provider = _State.provider, None
+    processor, _State.processor = _State.processor, None
     _State.tracer = None
-    if provider is not None:
-        provider.shutdown()
+    if processor is not None:
+        processor.shutdown()
 
 
 def tracing_on() -> bool:
@@ -201,14 +206,17 @@ class TurnTrace:
         first_token: float | None = None,
     ) -> None:
         if span.is_recording():
-            span.set_attribute("gen_ai.response.model", self.model)
-            span.set_attribute("gen_ai.usage.input_tokens", input_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", output_tokens)
+            attributes: dict[str, Any] = {
+                "gen_ai.response.model": self.model,
+                "gen_ai.usage.input_tokens": input_tokens,
+                "gen_ai.usage.output_tokens": output_tokens,
+            }
             if first_token is not None:
-                span.set_attribute("gen_ai.response.time_to_first_chunk", first_token)
+                attributes["gen_ai.response.time_to_first_chunk"] = first_token
             if _State.record_content:
                 output = [{"role": "assistant", "parts": [{"type": "text", "content": reply}]}]
-                span.set_attribute("gen_ai.output.messages", json.dumps(output))
+                attributes["gen_ai.output.messages"] = json.dumps(output)
+            span.set_attributes(attributes)
             _fail(span, error)
         span.end()
 
@@ -246,9 +254,13 @@ class TurnTrace:
         root, self.root = self.root, None
         if root is None:
             return
-        root.set_attribute("gen_ai.usage.input_tokens", input_tokens)
-        root.set_attribute("gen_ai.usage.output_tokens", output_tokens)
-        root.set_attribute("pda.turn.outcome", outcome)
+        root.set_attributes(
+            {
+                "gen_ai.usage.input_tokens": input_tokens,
+                "gen_ai.usage.output_tokens": output_tokens,
+                "pda.turn.outcome": outcome,
+            }
+        )
         _fail(root, None if outcome == "answered" else outcome)
         root.end()
 
