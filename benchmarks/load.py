@@ -32,9 +32,11 @@ seconds, and OTEL_EXPORTER_OTLP_ENDPOINT pointing at a receiver on loopback that
 spans and drops them. `--observability-rounds` rounds of part 1's 64 concurrent streams
 and `--observability-turns` sequential `/api/chat` plain-chat turns, the two servers taking
 turns (the order flipped every round, so machine noise hits both alike). Prints the
-p50/p99 of each and the ratio on/off (goal: p50 < 1.02).
+p50/p99 of each and the ratio on/off (goal: p50 < 1.02), with a 95% interval of the
+streams' ratio (the rounds resampled): a round's p50 alone wanders by ±10%, so it takes
+about a hundred rounds to tell 1% from 2%.
 
-    .venv/bin/python -m benchmarks.load --observability [--observability-rounds 20]
+    .venv/bin/python -m benchmarks.load --observability [--observability-rounds 100]
         [--observability-turns 200] [--scrape-interval 5]
 """
 
@@ -45,6 +47,7 @@ import asyncio
 import contextlib
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -454,6 +457,22 @@ async def stream_round(
         side.rounds.append([t for t in results if t is not None])
 
 
+def interval(
+    off: list[list[float]], on: list[list[float]], draws: int = 1000
+) -> tuple[float, float]:
+    """A 95% interval of the pooled p50 ratio on/off: the rounds drawn again with
+    replacement (a round of each server together, as they ran), `draws` times."""
+    rng = random.Random(0)
+    ratios = []
+    for _ in range(draws):
+        picks = [rng.randrange(len(off)) for _ in off]
+        a = [t for i in picks for t in off[i]]
+        b = [t for i in picks for t in on[i]]
+        ratios.append(percentile(b, 50) / percentile(a, 50))
+    ratios.sort()
+    return ratios[int(0.025 * draws)], ratios[int(0.975 * draws) - 1]
+
+
 def print_ratio(label: str, off: list[float], on: list[float]) -> None:
     for q in (50, 99):
         a, b = percentile(off, q), percentile(on, q)
@@ -526,6 +545,8 @@ async def observability(
             for a, b in zip(off.rounds, on.rounds, strict=True)
             if a and b
         ]
+        low, high = interval(off.rounds, on.rounds)
+        print(f"  {'':22} p50 ratio's 95% interval (rounds resampled): {low:6.4f} to {high:6.4f}")
         print(
             f"  {'':22} median over rounds of the round's p50 ratio: "
             f"{percentile(paired, 50):6.4f} (min {min(paired):.3f}, max {max(paired):.3f})"
@@ -616,7 +637,7 @@ def main() -> None:
     parser.add_argument(
         "--observability", action="store_true", help="only: metrics and traces on against off"
     )
-    parser.add_argument("--observability-rounds", type=int, default=20, help="stream rounds")
+    parser.add_argument("--observability-rounds", type=int, default=100, help="stream rounds")
     parser.add_argument("--observability-turns", type=int, default=200, help="turns per server")
     parser.add_argument("--scrape-interval", type=float, default=5.0, help="seconds")
     args = parser.parse_args()
