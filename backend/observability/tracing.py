@@ -106,7 +106,30 @@ def server_span(name: str, attributes: dict[str, Any]) -> contextlib.AbstractCon
     tracer = _State.tracer
     if tracer is None:
         return contextlib.nullcontext(trace.INVALID_SPAN)
-    return tracer.start_as_current_span(name, kind=SpanKind.SERVER, attributes=attributes)
+    return _Current(tracer.start_span(name, kind=SpanKind.SERVER, attributes=attributes))
+
+
+class _Current:
+    """A span current while it lasts, ended after; an exception recorded on it. As the
+    tracer's `start_as_current_span`, without its two generators (~5 µs a request)."""
+
+    __slots__ = ("span", "token")
+
+    def __init__(self, span: Span) -> None:
+        self.span = span
+
+    def __enter__(self) -> Span:
+        self.token = otel_context.attach(trace.set_span_in_context(self.span))
+        return self.span
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, _: Any
+    ) -> None:
+        otel_context.detach(self.token)
+        if isinstance(error, Exception) and self.span.is_recording():
+            self.span.record_exception(error)
+            self.span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+        self.span.end()
 
 
 class TurnTrace:

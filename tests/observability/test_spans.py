@@ -121,3 +121,26 @@ def test_a_child_continues_its_parents_trace() -> None:
     assert (
         first.context is not None and first.context.trace_id == parent.get_span_context().trace_id
     )
+
+
+def test_a_server_span_is_current_while_it_lasts_and_records_what_escapes() -> None:
+    exporter = InMemorySpanExporter()
+    tracing.configure_tracing(processor=SimpleSpanProcessor(exporter))
+    try:
+        with (
+            pytest.raises(ValueError),
+            tracing.server_span("GET", {"http.request.method": "GET"}) as span,
+        ):
+            assert tracing.current_trace_id() == format(span.get_span_context().trace_id, "032x")
+            raise ValueError("no such thing")
+        assert tracing.current_trace_id() is None  # no longer current
+        with tracing.server_span("GET", {}):
+            pass
+    finally:
+        tracing.shutdown_tracing()
+    failed, fine = exporter.get_finished_spans()
+    assert failed.status.status_code is StatusCode.ERROR
+    assert failed.status.description == "ValueError: no such thing"
+    assert [event.name for event in failed.events] == ["exception"]
+    assert fine.status.status_code is StatusCode.UNSET and not fine.events
+    assert failed.kind is SpanKind.SERVER and failed.end_time is not None
