@@ -30,7 +30,6 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace import NonRecordingSpan, Span, SpanKind, Status, StatusCode
 
 from backend.observability.spans import LeanTracer
@@ -63,20 +62,20 @@ def configure_tracing(
     """Turn tracing on with `processor` (a test's), or with OTLP/HTTP when the environment
     names an endpoint; off otherwise. Whether it is on."""
     _State.record_content = record_content
-    if processor is None:
-        if not otlp_configured():
-            _State.tracer = None
-            return False
-        from backend.observability.otlp import FastOTLPSpanExporter
-
-        exporter: SpanExporter = FastOTLPSpanExporter()
-        processor = BatchSpanProcessor(exporter)
+    if processor is None and not otlp_configured():
+        _State.tracer = None
+        return False
     name = os.environ.get("OTEL_SERVICE_NAME") or SERVICE
     # The provider reads the sampler, ids and resource from the OTEL_* variables; spans
-    # are the lean ones (backend/observability/spans.py), ended into `processor`.
+    # are the lean ones (backend/observability/spans.py), ended into `processor`: by
+    # default, handed to a child process that sends them (backend/observability/handover.py).
     provider = TracerProvider(
         resource=Resource.create({"service.name": name}), shutdown_on_exit=False
     )
+    if processor is None:
+        from backend.observability.handover import HandoverSpanProcessor
+
+        processor = HandoverSpanProcessor(provider.resource)
     _State.processor = processor
     _State.tracer = LeanTracer(provider, processor, SERVICE)
     logger.info("Tracing on: spans go to %s", type(processor).__name__)
