@@ -158,11 +158,7 @@ class HandoverSpanProcessor(SpanProcessor):
             child = self._restart()
             if child is None:
                 return False  # this batch is dropped
-        assert child.stdin is not None
-        try:
-            child.stdin.write(FRAME.pack(len(data)) + data)
-            child.stdin.flush()
-        except (BrokenPipeError, OSError, ValueError):
+        if not _send(child, data):
             logger.warning("The span exporter process ended; a batch of spans is lost")
             return False
         return True
@@ -186,13 +182,22 @@ class HandoverSpanProcessor(SpanProcessor):
             start_new_session=True,  # a terminal's Ctrl-C is the server's to handle
         )
         self._started = time.monotonic()
-        assert self._child.stdin is not None
-        self._child.stdin.write(FRAME.pack(len(self._header)) + self._header)
-        self._child.stdin.flush()
+        _send(self._child, self._header)  # a child that died at once: the next write sees it
 
     @property
     def child_pid(self) -> int | None:
         return self._child.pid if self._child is not None else None
+
+
+def _send(child: subprocess.Popen[bytes], data: bytes) -> bool:
+    """One frame to `child`; whether its pipe took it."""
+    assert child.stdin is not None
+    try:
+        child.stdin.write(FRAME.pack(len(data)) + data)
+        child.stdin.flush()
+    except (OSError, ValueError):  # a broken or closed pipe
+        return False
+    return True
 
 
 def _close(stream: IO[bytes] | None) -> None:
