@@ -155,7 +155,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(LLMError)
     async def _llm_error(request: Request, exc: LLMError) -> JSONResponse:
-        param = "model" if exc.code == "model_not_found" else None
+        param = {"model_not_found": "model", "context_length_exceeded": "messages"}.get(exc.code)
         return error_response(request, exc.status_code, exc.message, code=exc.code, param=param)
 
     @app.exception_handler(S3Error)

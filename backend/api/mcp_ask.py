@@ -18,6 +18,7 @@ from mcp_types import CallToolResult, TextContent
 
 from backend.core.events import (
     Code,
+    ContextFitted,
     Execution,
     Failed,
     Final,
@@ -46,6 +47,8 @@ def progress_line(event: object) -> str | None:
         return f"Running code (attempt {event.attempt})"
     if isinstance(event, Execution):
         return "The code ran" if event.ok else f"The code failed: {(event.error or '')[:200]}"
+    if isinstance(event, ContextFitted):
+        return event.message
     return None
 
 

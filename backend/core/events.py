@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from backend.llm.context import ContextFitted
 from backend.llm.stream import (
     Accepted,
     AnswerDelta,
@@ -37,6 +38,7 @@ __all__ = [
     "AnswerDelta",
     "ChatEvent",
     "ClientToolCall",
+    "ContextFitted",
     "Event",
     "Finish",
     "FinishReason",
@@ -277,10 +279,32 @@ class Done(Event):
     status: str | None = None
 
 
-StepEvent = Plan | StepStart | ToolCall | Code | Execution | PassageFound | Plot | Chart | Table
+StepEvent = (
+    Plan
+    | StepStart
+    | ToolCall
+    | Code
+    | Execution
+    | PassageFound
+    | Plot
+    | Chart
+    | Table
+    | ContextFitted
+)
 AgentEvent = StepEvent | ChatEvent  # what an agent (or plain chat) yields
 TurnEvent = Routed | AgentEvent | Final | Failed | Done
 STEP_TYPES = frozenset(
-    {"plan", "step_start", "tool_call", "code", "execution", "passage", "plot", "chart", "table"}
+    {
+        "plan",
+        "step_start",
+        "tool_call",
+        "code",
+        "execution",
+        "passage",
+        "plot",
+        "chart",
+        "table",
+        "context",
+    }
 )
 SERVER_ONLY_TYPES = frozenset({"accepted", "usage", "finish"})  # what no `/api` client reads

@@ -22,12 +22,15 @@ from langchain_core.language_models import BaseChatModel
 
 from backend.config import ConfigError, Settings
 from backend.llm.chat_stream import ChatStream, langchain_stream
+from backend.llm.context import Counter, estimate_messages
 from backend.llm.errors import LLMError
 from backend.llm.options import GenerationOptions
 from backend.llm.profile import CAPABLE, CAPABLE_NATIVE_TOOLS, ModelProfile
 from backend.llm.upstream import Upstream, UpstreamError, ollama_stream, openai_stream
 
 _CONNECT_TIMEOUT = 2.0
+# The window assumed when neither LLM_CONTEXT_WINDOW nor the server says (logged once).
+FALLBACK_WINDOW = 8192
 
 
 logger = logging.getLogger(__name__)
@@ -38,9 +41,39 @@ class LLMBackend(ABC):
     supports_logprobs = False  # whether `logprobs` can be honoured
     profile: ModelProfile = CAPABLE  # what its model can be trusted to do
 
-    def __init__(self, default_model: str, reason: str) -> None:
+    def __init__(self, default_model: str, reason: str, context_window: int = 0) -> None:
         self.default_model = default_model
         self.reason = reason
+        self.configured_window = context_window  # LLM_CONTEXT_WINDOW; 0: learn it
+        self._windows: dict[str, int] = {}
+
+    async def context_window(self, model: str) -> int:
+        """The model's context window in tokens: the setting, else what its server says
+        (asked once per model), else `FALLBACK_WINDOW`."""
+        if self.configured_window:
+            return self.configured_window
+        window = self._windows.get(model)
+        if window is None:
+            learned = await self._learn_window(model)
+            if learned is None:
+                logger.warning(
+                    "The %s backend did not say model %r's context window; assuming %d "
+                    "tokens (set LLM_CONTEXT_WINDOW).",
+                    self.name,
+                    model,
+                    FALLBACK_WINDOW,
+                )
+            window = self._windows.setdefault(model, learned or FALLBACK_WINDOW)
+        return window
+
+    async def _learn_window(self, model: str) -> int | None:
+        """The window the model's server reports, or None when it says nothing."""
+        return None
+
+    @property
+    def token_counter(self) -> tuple[Counter, bool]:
+        """How prompts are measured, and whether that is the model's own tokenizer."""
+        return estimate_messages, False
 
     @abstractmethod
     async def list_models(self) -> list[str]: ...
@@ -111,14 +144,20 @@ def _rate_limited(status: int) -> dict[str, Any]:
     return {"status_code": 429, "code": "rate_limited"} if status == 429 else {"status_code": 502}
 
 
+# What Ollama loads a model with when a request sends no `num_ctx` (more only on large GPUs).
+OLLAMA_DEFAULT_NUM_CTX = 4096
+
+
 class OllamaBackend(LLMBackend):
     name = "ollama"
     supports_logprobs = True  # Ollama answers them since 0.12.11; older ones leave them out
     profile = CAPABLE_NATIVE_TOOLS
 
     def __init__(self, settings: Settings, reason: str) -> None:
-        super().__init__(settings.OLLAMA_MODEL, reason)
+        super().__init__(settings.OLLAMA_MODEL, reason, settings.LLM_CONTEXT_WINDOW)
         self.host = settings.OLLAMA_HOST
+        # Sent with every call, always the same, so Ollama never reloads the model for it.
+        self.num_ctx = settings.OLLAMA_NUM_CTX
         self.timeout = settings.LLM_REQUEST_TIMEOUT
         self.upstream = Upstream(self.host, httpx.Timeout(self.timeout, connect=_CONNECT_TIMEOUT))
         self.keep_alive = settings.OLLAMA_KEEP_ALIVE
@@ -170,8 +209,30 @@ class OllamaBackend(LLMBackend):
             code="model_not_found",
         )
 
+    async def _learn_window(self, model: str) -> int | None:
+        """OLLAMA_NUM_CTX, or less when the model was trained on less (`/api/show`)."""
+        trained = await self._trained_window(model)
+        if self.num_ctx:
+            return min(self.num_ctx, trained) if trained else self.num_ctx
+        return min(trained, OLLAMA_DEFAULT_NUM_CTX) if trained else OLLAMA_DEFAULT_NUM_CTX
+
+    async def _trained_window(self, model: str) -> int | None:
+        try:
+            async with httpx.AsyncClient(timeout=_CONNECT_TIMEOUT) as client:
+                response = await client.post(f"{self.host}/api/show", json={"model": model})
+                response.raise_for_status()
+                info = response.json().get("model_info") or {}
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None
+        lengths = [
+            value
+            for key, value in info.items()
+            if key.endswith(".context_length") and isinstance(value, int) and value > 0
+        ]
+        return min(lengths) if lengths else None
+
     def chat_model(self, model: str) -> BaseChatModel:
-        return _ollama_chat_model(self.host, model, self.timeout)
+        return _ollama_chat_model(self.host, model, self.timeout, self.num_ctx or None)
 
     def chat_stream(self, model: str) -> ChatStream:
         return ollama_stream(self.upstream, model)
@@ -184,6 +245,8 @@ class OllamaBackend(LLMBackend):
         ollama_options = options.sampling
         if "max_tokens" in ollama_options:
             ollama_options["num_predict"] = ollama_options.pop("max_tokens")
+        if self.num_ctx:  # else Ollama loads the model with 4,096 tokens and cuts the rest
+            ollama_options["num_ctx"] = self.num_ctx
         kwargs: dict[str, Any] = {"options": ollama_options} if ollama_options else {}
         return {**kwargs, **self._format_kwargs(options), **options.logprob_kwargs}
 
@@ -239,7 +302,7 @@ class OpenAIBackend(LLMBackend):
         for variable in ("OPENAI_BASE_URL", "OPENAI_MODEL"):
             if not getattr(settings, variable):
                 raise ConfigError(f"{variable}: required when LLM_BACKEND=openai")
-        super().__init__(settings.OPENAI_MODEL, reason)
+        super().__init__(settings.OPENAI_MODEL, reason, settings.LLM_CONTEXT_WINDOW)
         self.base_url = settings.OPENAI_BASE_URL
         self.api_key = settings.OPENAI_API_KEY or "unused"
         self.timeout = httpx.Timeout(settings.LLM_REQUEST_TIMEOUT, connect=_CONNECT_TIMEOUT)
@@ -261,6 +324,26 @@ class OpenAIBackend(LLMBackend):
 
     async def list_models(self) -> list[str]:
         return [self.default_model]
+
+    async def _learn_window(self, model: str) -> int | None:
+        """llama.cpp's `/props` (`n_ctx`), else vLLM's `/v1/models` (`max_model_len`)."""
+        root = self.base_url.removesuffix("/v1")
+        headers = {"Authorization": f"Bearer {self.api_key}"}
+        async with httpx.AsyncClient(timeout=_CONNECT_TIMEOUT, headers=headers) as client:
+            props = await _json_at(client, f"{root}/props")
+            if isinstance(props, dict):
+                settings = props.get("default_generation_settings") or {}
+                for value in (props.get("n_ctx"), settings.get("n_ctx")):
+                    if isinstance(value, int) and value > 0:
+                        return value
+            listed = await _json_at(client, f"{self.base_url}/models")
+        entries = listed.get("data") if isinstance(listed, dict) else None
+        for entry in entries or ():
+            if isinstance(entry, dict) and entry.get("id") == model:
+                length = entry.get("max_model_len")
+                if isinstance(length, int) and length > 0:
+                    return length
+        return None
 
     def chat_model(self, model: str) -> BaseChatModel:
         return self._model
@@ -343,6 +426,16 @@ class OpenAIBackend(LLMBackend):
         return super().explain(exc)
 
 
+async def _json_at(client: httpx.AsyncClient, url: str) -> Any:
+    """The JSON at `url`, or None when there is none (a server without that route)."""
+    try:
+        response = await client.get(url)
+        response.raise_for_status()
+        return response.json()
+    except (httpx.HTTPError, ValueError):
+        return None
+
+
 def _named(schema: dict[str, Any]) -> dict[str, Any]:
     """OpenAI's `json_schema` object: a name (letters, digits, _ and -) and the schema."""
     title = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title") or "reply"))[:64]
@@ -350,11 +443,14 @@ def _named(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 @cache
-def _ollama_chat_model(host: str, model: str, timeout: float) -> BaseChatModel:
+def _ollama_chat_model(
+    host: str, model: str, timeout: float, num_ctx: int | None
+) -> BaseChatModel:
     from langchain_ollama import ChatOllama
 
     return ChatOllama(
         model=model,
         base_url=host,
+        num_ctx=num_ctx,
         client_kwargs={"timeout": httpx.Timeout(timeout, connect=_CONNECT_TIMEOUT)},
     )

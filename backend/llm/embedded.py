@@ -100,6 +100,15 @@ class EmbeddedChatModel(BaseChatModel):
                 self._llama.set_cache(LlamaRAMCache(capacity_bytes=self.prompt_cache_mb << 20))
         return self._llama
 
+    def count_tokens(self, text: str) -> int:
+        """The tokens the model's tokenizer makes of `text` (no generation lock: the
+        vocabulary is only read)."""
+        llama = self._llama
+        if llama is None:
+            self.load()
+            llama = self._llama
+        return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
     def with_structured_output(
         self, schema: dict[str, Any] | type[BaseModel], **kwargs: Any
     ) -> Runnable[LanguageModelInput, Any]:

@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
 
 from backend.config import ConfigError, Settings
 from backend.llm.backends import LLMBackend
+from backend.llm.context import MESSAGE_OVERHEAD, Counter
 from backend.llm.errors import LLMError
 from backend.llm.options import GenerationOptions
 from backend.llm.profile import CAPABLE, SMALL
@@ -38,9 +40,21 @@ class EmbeddedBackend(LLMBackend):
             n_threads=settings.EMBEDDED_THREADS,
             prompt_cache_mb=settings.EMBEDDED_PROMPT_CACHE_MB,
         )
-        super().__init__(self._model.model_name, reason)
+        super().__init__(
+            self._model.model_name, reason, settings.LLM_CONTEXT_WINDOW or self._model.n_ctx
+        )
         self.max_tokens = settings.EMBEDDED_MAX_TOKENS
         self._model.load()
+
+    @property
+    def token_counter(self) -> tuple[Counter, bool]:
+        """The model's own tokenizer: exact, in the server's process."""
+        model = self._model
+
+        def count(messages: list[BaseMessage]) -> int:
+            return sum(model.count_tokens(str(m.text)) + MESSAGE_OVERHEAD for m in messages)
+
+        return count, True
 
     def call_kwargs(self, options: GenerationOptions) -> dict[str, Any]:
         kwargs = super().call_kwargs(options)
@@ -68,6 +82,9 @@ class EmbeddedBackend(LLMBackend):
         return super().explain(exc)
 
 
+SCRIPTED_WINDOW = 131_072
+
+
 class ScriptedBackend(LLMBackend):
     name = "scripted"
     profile = CAPABLE  # replays what the test scripted, so every course is reachable
@@ -83,7 +100,10 @@ class ScriptedBackend(LLMBackend):
             raise ConfigError(
                 f"SCRIPTED_REPLIES: cannot load a JSON list of replies: {exc}"
             ) from None
-        super().__init__(self._model.model_name, reason)
+        # A script's prompts are the test's: a large window unless the test sets one.
+        super().__init__(
+            self._model.model_name, reason, settings.LLM_CONTEXT_WINDOW or SCRIPTED_WINDOW
+        )
 
     async def list_models(self) -> list[str]:
         return [self.default_model]

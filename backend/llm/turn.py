@@ -19,9 +19,10 @@ that reuse where it has a switch for it (`LLMBackend.cache_kwargs`).
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractContextManager, aclosing, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -31,6 +32,17 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ValidationError
 
 from backend.llm import GenerationOptions, LLMBackend
+from backend.llm.context import (
+    ContextFitted,
+    ContextOverflow,
+    answer_reserve,
+    cut_message,
+    estimate_tokens,
+    fit_messages,
+    trimmed_message,
+    upstream_cut,
+)
+from backend.llm.errors import LLMError
 from backend.llm.profile import ModelProfile
 from backend.observability.metrics import (
     LLM_CALLS,
@@ -43,6 +55,7 @@ from backend.observability.tracing import TurnTrace
 from backend.storage.audit import AuditLog
 
 T = TypeVar("T", bound=BaseModel)
+logger = logging.getLogger(__name__)
 
 Agent = Literal["router", "plan_execute", "react", "python_coder", "openinterpreter"]
 Stage = Literal[
@@ -96,6 +109,16 @@ class LLMCallLimit(Exception):
     def __init__(self, limit: int) -> None:
         super().__init__(f"this turn has used its {limit} LLM calls (AGENT_MAX_LLM_CALLS)")
         self.limit = limit
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A prompt as it was sent: its tokens, and what the window left for it."""
+
+    tokens: int
+    budget: int
+    window: int
+    exact: bool  # counted with the model's own tokenizer
 
 
 class Reply:
@@ -160,6 +183,9 @@ class TurnLLM:
     max_calls: int | None = None  # past it every call raises `LLMCallLimit`
     head: list[BaseMessage] = field(default_factory=list)  # what every prompt starts with
     trace: TurnTrace | None = None  # the turn's spans (backend/observability/tracing.py)
+    question: str = ""  # the turn's question: never left out of a prompt fitted to the window
+    # Shows a `ContextFitted` in the turn (set by the agent runner); else it is only logged.
+    report: Callable[[ContextFitted], None] | None = None
 
     @classmethod
     def for_backend(
@@ -263,8 +289,9 @@ class TurnLLM:
     ) -> AsyncGenerator[str, None]:
         """The reply's text as the model generates it; counted and logged like any call."""
         extra = self._limits(stage, max_tokens)
+        messages, measured = await self.fitted(stage, messages, extra)
         async with (
-            self._logged(stage, messages) as reply,
+            self._logged(stage, messages, measured) as reply,
             aclosing(self._chunks(messages, extra)) as chunks,
         ):
             async for chunk in chunks:
@@ -274,7 +301,8 @@ class TurnLLM:
                     yield text
 
     async def _call(self, stage: Stage, messages: list[BaseMessage], extra: dict[str, Any]) -> str:
-        async with self._logged(stage, messages) as reply:
+        messages, measured = await self.fitted(stage, messages, extra)
+        async with self._logged(stage, messages, measured) as reply:
             try:
                 message = await self.model.ainvoke(messages, **self._kwargs(extra, cache=True))
             except Exception as exc:
@@ -305,9 +333,67 @@ class TurnLLM:
         hint = self.backend.cache_kwargs() if cache else {}
         return {**self.call_kwargs, **hint, **extra}
 
+    async def fitted(
+        self, stage: Stage, messages: list[BaseMessage], extra: dict[str, Any]
+    ) -> tuple[list[BaseMessage], Measured]:
+        """`messages` fitted into the model's window with room for the answer
+        (`backend/llm/context.py`); a prompt whose fixed parts do not fit is a 400."""
+        window = await self.backend.context_window(self.model_name)
+        count, exact = self.backend.token_counter
+        reserve = answer_reserve(window, _answer_cap(extra))
+        tools = extra.get("tools") or self.call_kwargs.get("tools")
+        schemas = estimate_tokens(json.dumps(tools)) if tools else 0
+        try:
+            fit = fit_messages(
+                messages, window, reserve, count, question=self.question, extra=schemas
+            )
+        except ContextOverflow as exc:
+            raise LLMError(
+                f"This prompt does not fit the model's context window: {exc}. Shorten the "
+                "question, use fewer files, or raise the window (OLLAMA_NUM_CTX, "
+                "EMBEDDED_CONTEXT_SIZE or LLM_CONTEXT_WINDOW).",
+                status_code=400,
+                code="context_length_exceeded",
+            ) from None
+        measured = Measured(fit.tokens + schemas, window - reserve, window, exact)
+        if fit.trimmed:
+            self._notice(
+                ContextFitted(
+                    stage=stage,
+                    window=window,
+                    prompt_tokens=measured.tokens,
+                    dropped_messages=fit.dropped_messages,
+                    dropped_parts=fit.dropped_parts,
+                    message=trimmed_message(window, fit),
+                )
+            )
+        return fit.messages, measured
+
+    def _notice(self, event: ContextFitted) -> None:
+        logger.info("%s (stage %s, session %s)", event.message, event.stage, self.session_id)
+        if self.report is not None:
+            self.report(event)
+
+    def _check_read(self, stage: Stage, measured: Measured, reported: int) -> None:
+        """Says so when the server read less of the prompt than was sent."""
+        if not upstream_cut(measured.tokens, reported, measured.budget, measured.exact):
+            return
+        message = cut_message(measured.window, measured.tokens, reported)
+        logger.warning("%s (stage %s, model %s)", message, stage, self.model_name)
+        event = ContextFitted(
+            stage=stage,
+            window=measured.window,
+            prompt_tokens=measured.tokens,
+            cut_upstream=True,
+            reported_tokens=reported,
+            message=message,
+        )
+        if self.report is not None:
+            self.report(event)
+
     @asynccontextmanager
     async def _logged(
-        self, stage: Stage, messages: list[BaseMessage]
+        self, stage: Stage, messages: list[BaseMessage], measured: Measured | None = None
     ) -> AsyncGenerator[Reply, None]:
         """One model call: refused past the turn's limit, then counted, measured, traced and
         logged however it ends; the caller adds the reply's text to the `Reply` it is given."""
@@ -332,6 +418,8 @@ class TurnLLM:
             prompt = self.usage.prompt_tokens - tokens[0]
             completion = self.usage.completion_tokens - tokens[1]
             record_llm_call(stage, self.model_name, reply, prompt, completion, error)
+            if error is None and measured is not None:
+                self._check_read(stage, measured, prompt)
             if span is not None and self.trace is not None:
                 self.trace.end_llm_call(
                     span,
@@ -362,6 +450,15 @@ class TurnLLM:
                 answer=reply,
                 error=error,
             )
+
+
+def _answer_cap(extra: dict[str, Any]) -> int | None:
+    """The reply's token cap in a call's arguments (OpenAI's or Ollama's name)."""
+    options = extra.get("options")
+    cap = extra.get("max_tokens")
+    if cap is None and isinstance(options, dict):
+        cap = options.get("num_predict")
+    return cap if isinstance(cap, int) and cap > 0 else None
 
 
 def _messages(system: str, prompt: str) -> list[BaseMessage]:

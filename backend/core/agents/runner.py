@@ -20,6 +20,7 @@ from typing import Any, Literal, get_args
 import anyio
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.config import get_stream_writer
 from starlette.concurrency import run_in_threadpool
 
 from backend.config import Settings
@@ -37,6 +38,7 @@ from backend.core.events import (
     AnswerDelta,
     Chart,
     Code,
+    ContextFitted,
     Event,
     Execution,
     Finish,
@@ -174,6 +176,8 @@ class AgentRunner:
         """`fork_from`: the checkpoint of the thread to continue from (a branch's last
         turn of this agent, `backend/core/branches.py`); None for the thread's latest."""
         await self.shared.pull(session_id)  # what other servers and the sandbox wrote
+        llm.question = question
+        llm.report = _report_in_graph
         tools = await self.tools(user_id, session_id, llm, history, question)
         if llm.profile.long_context:
             head = await turn_head(
@@ -232,6 +236,16 @@ class AgentRunner:
         if answer:
             yield AnswerDelta(text=answer)
         yield Finish(reason="stop" if limit is None else "length")
+
+
+def _report_in_graph(event: ContextFitted) -> None:
+    """A model call's context notice, into the turn's stream when the call is the graph's
+    (a call made outside it, such as the head's file choice, is only logged)."""
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:
+        return
+    writer(event)
 
 
 class TurnTimeout(Exception):
@@ -320,7 +334,9 @@ class StepEvents:
                 yield from self._plots(step.files, step.tool, step.index, step.run_id)
         elif isinstance(step, Observation):
             yield from self._observed(step)
-        elif isinstance(step, Plan | StepStart | ToolCall | PassageFound | Plot | Table | Chart):
+        elif isinstance(
+            step, Plan | StepStart | ToolCall | PassageFound | Plot | Table | Chart | ContextFitted
+        ):
             yield step
 
     def _observed(self, step: Observation) -> Iterator[StepEvent]:

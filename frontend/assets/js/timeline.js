@@ -38,6 +38,16 @@ function routerView(router) {
   );
 }
 
+/** What was left out to fit the model's context window (or cut by its server). */
+function notesView(notes) {
+  return h(
+    "div",
+    { class: `step step-context${notes.cut ? " is-warning" : ""}`, testid: "step-context", role: "note" },
+    h("span", { class: "step-router-label" }, "Context"),
+    h("span", { class: "step-context-text" }, notes.messages.join(" ")),
+  );
+}
+
 function planView(plan) {
   const items = plan.steps.map((step, i) =>
     h(
@@ -153,6 +163,7 @@ export function renderTimeline(container, turn, mode = "now") {
   const view = (container.timelineView ||= { parts: new Map(), closed: new Set(), expanded: new Set() });
   const wanted = [];
   if (turn.router) wanted.push([turn.router, () => routerView(turn.router)]);
+  if (turn.notes) wanted.push([turn.notes, () => notesView(turn.notes)]);
   if (turn.plan) wanted.push([turn.plan, () => planView(turn.plan)]);
   for (const card of turn.tools) wanted.push([card, () => cardView(card, turn, view, mode)]);
   const elements = wanted.map(([part, build]) => {

@@ -26,6 +26,7 @@ export function createTurn({ userText = "", sessionId = "", agentType = "auto", 
     plots: [],
     tables: [], // tables the runs showed (table.js pages them from the server)
     charts: [], // interactive charts (Plotly, Vega-Lite), each with its PNG
+    notes: null, // what was left out to fit the model's context window, or cut by its server
     text: "",
     citations: [], // where the answer's numbers came from (the final event's)
     error: null,
@@ -193,6 +194,14 @@ export function applyEvent(turn, event) {
         turn.rev += 1;
       }
       break;
+    case "context": {
+      const message = String(event.message ?? "");
+      if (!turn.notes) turn.notes = { key: "notes", rev: 0, messages: [], cut: false };
+      if (message && !turn.notes.messages.includes(message)) turn.notes.messages.push(message);
+      turn.notes.cut ||= Boolean(event.cut_upstream);
+      touch(turn, turn.notes);
+      break;
+    }
     case "token":
       turn.text += String(event.text ?? "");
       turn.textRev += 1;

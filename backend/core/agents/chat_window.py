@@ -1,0 +1,117 @@
+"""Plain chat's prompt, measured against the model's window before it is sent.
+
+A client's own messages are its own: if they cannot fit, the request is refused as
+OpenAI refuses it (400 `context_length_exceeded`), never sent to be cut silently.
+A stored conversation that the server adds (a request with `session_id` and only
+its new message) is ours to fit: its oldest messages go first, and the turn says so.
+If the upstream then reports reading fewer prompt tokens than were sent, the turn
+says that too.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from dataclasses import dataclass
+
+from langchain_core.messages import BaseMessage
+
+from backend.core.events import AgentEvent, ContextFitted, Usage
+from backend.core.turn import TurnRequest
+from backend.llm import LLMBackend, LLMError
+from backend.llm.context import (
+    ContextOverflow,
+    answer_reserve,
+    cut_message,
+    estimate_tokens,
+    fit_messages,
+    trimmed_message,
+    upstream_cut,
+)
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ChatPrompt:
+    messages: list[BaseMessage]
+    tokens: int
+    window: int
+    budget: int
+    exact: bool
+    notice: ContextFitted | None = None  # the stored history was fitted
+
+
+async def fit_chat(
+    llm: LLMBackend, model: str, messages: list[BaseMessage], request: TurnRequest, *, ours: bool
+) -> ChatPrompt:
+    """`messages` measured, and fitted when `ours` (the server added the history)."""
+    window = await llm.context_window(model)
+    count, exact = llm.token_counter
+    tools = request.tools.tools if request.tools is not None else None
+    schemas = estimate_tokens(json.dumps(tools)) if tools else 0
+    wanted = request.options.max_tokens
+    if not ours:
+        tokens = count(messages) + schemas
+        if tokens + (wanted or 0) > window:
+            raise _too_long(window, tokens, wanted)
+        return ChatPrompt(messages, tokens, window, window - (wanted or 0), exact)
+    reserve = answer_reserve(window, wanted)
+    try:
+        fit = fit_messages(messages, window, reserve, count, extra=schemas)
+    except ContextOverflow as exc:
+        raise _too_long(window, exc.needed, wanted) from None
+    notice = None
+    if fit.trimmed:
+        notice = ContextFitted(
+            stage="chat",
+            window=window,
+            prompt_tokens=fit.tokens + schemas,
+            dropped_messages=fit.dropped_messages,
+            message=trimmed_message(window, fit),
+        )
+        logger.info("%s (plain chat, model %s)", notice.message, model)
+    return ChatPrompt(fit.messages, fit.tokens + schemas, window, window - reserve, exact, notice)
+
+
+async def with_context_notes(
+    prompt: ChatPrompt, events: AsyncGenerator[AgentEvent, None]
+) -> AsyncGenerator[AgentEvent, None]:
+    """`events`, after the fitted history's notice, with a notice where the upstream's
+    usage says it read less than it was sent."""
+    if prompt.notice is not None:
+        yield prompt.notice
+    async with aclosing(events):
+        async for event in events:
+            yield event
+            if isinstance(event, Usage) and upstream_cut(
+                prompt.tokens, event.prompt_tokens, prompt.budget, prompt.exact
+            ):
+                message = cut_message(prompt.window, prompt.tokens, event.prompt_tokens)
+                logger.warning("%s (plain chat)", message)
+                yield ContextFitted(
+                    stage="chat",
+                    window=prompt.window,
+                    prompt_tokens=prompt.tokens,
+                    cut_upstream=True,
+                    reported_tokens=event.prompt_tokens,
+                    message=message,
+                )
+
+
+def _too_long(window: int, tokens: int, wanted: int | None) -> LLMError:
+    """OpenAI's own words for a prompt that does not fit."""
+    if wanted:
+        message = (
+            f"This model's maximum context length is {window} tokens. However, you requested "
+            f"{tokens + wanted} tokens ({tokens} in the messages, {wanted} in the completion). "
+            "Please reduce the length of the messages or completion."
+        )
+    else:
+        message = (
+            f"This model's maximum context length is {window} tokens. However, your messages "
+            f"resulted in {tokens} tokens. Please reduce the length of the messages."
+        )
+    return LLMError(message, status_code=400, code="context_length_exceeded")
