@@ -40,6 +40,9 @@ class LLMBackend(ABC):
     name: str
     supports_logprobs = False  # whether `logprobs` can be honoured
     profile: ModelProfile = CAPABLE  # what its model can be trusted to do
+    # Whether its server may cut a prompt without an error (so its reported prompt size is
+    # checked after each call); a model in our own process refuses one that is too long.
+    may_cut_prompts = False
 
     def __init__(self, default_model: str, reason: str, context_window: int = 0) -> None:
         self.default_model = default_model
@@ -152,6 +155,7 @@ class OllamaBackend(LLMBackend):
     name = "ollama"
     supports_logprobs = True  # Ollama answers them since 0.12.11; older ones leave them out
     profile = CAPABLE_NATIVE_TOOLS
+    may_cut_prompts = True
 
     def __init__(self, settings: Settings, reason: str) -> None:
         super().__init__(settings.OLLAMA_MODEL, reason, settings.LLM_CONTEXT_WINDOW)
@@ -297,6 +301,7 @@ class OpenAIBackend(LLMBackend):
     name = "openai"
     supports_logprobs = True  # passed through: the upstream answers them or says why not
     profile = CAPABLE_NATIVE_TOOLS
+    may_cut_prompts = True
 
     def __init__(self, settings: Settings, reason: str) -> None:
         for variable in ("OPENAI_BASE_URL", "OPENAI_MODEL"):
@@ -443,9 +448,7 @@ def _named(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 @cache
-def _ollama_chat_model(
-    host: str, model: str, timeout: float, num_ctx: int | None
-) -> BaseChatModel:
+def _ollama_chat_model(host: str, model: str, timeout: float, num_ctx: int | None) -> BaseChatModel:
     from langchain_ollama import ChatOllama
 
     return ChatOllama(

@@ -418,7 +418,7 @@ class TurnLLM:
             prompt = self.usage.prompt_tokens - tokens[0]
             completion = self.usage.completion_tokens - tokens[1]
             record_llm_call(stage, self.model_name, reply, prompt, completion, error)
-            if error is None and measured is not None:
+            if error is None and measured is not None and self.backend.may_cut_prompts:
                 self._check_read(stage, measured, prompt)
             if span is not None and self.trace is not None:
                 self.trace.end_llm_call(

@@ -42,6 +42,7 @@ class ChatPrompt:
     budget: int
     exact: bool
     notice: ContextFitted | None = None  # the stored history was fitted
+    checked: bool = True  # whether the upstream's reported prompt size is checked
 
 
 async def fit_chat(
@@ -57,7 +58,8 @@ async def fit_chat(
         tokens = count(messages) + schemas
         if tokens + (wanted or 0) > window:
             raise _too_long(window, tokens, wanted)
-        return ChatPrompt(messages, tokens, window, window - (wanted or 0), exact)
+        budget = window - (wanted or 0)
+        return ChatPrompt(messages, tokens, window, budget, exact, checked=llm.may_cut_prompts)
     reserve = answer_reserve(window, wanted)
     try:
         fit = fit_messages(messages, window, reserve, count, extra=schemas)
@@ -73,7 +75,10 @@ async def fit_chat(
             message=trimmed_message(window, fit),
         )
         logger.info("%s (plain chat, model %s)", notice.message, model)
-    return ChatPrompt(fit.messages, fit.tokens + schemas, window, window - reserve, exact, notice)
+    tokens = fit.tokens + schemas
+    return ChatPrompt(
+        fit.messages, tokens, window, window - reserve, exact, notice, llm.may_cut_prompts
+    )
 
 
 async def with_context_notes(
@@ -86,9 +91,9 @@ async def with_context_notes(
     async with aclosing(events):
         async for event in events:
             yield event
-            if isinstance(event, Usage) and upstream_cut(
-                prompt.tokens, event.prompt_tokens, prompt.budget, prompt.exact
-            ):
+            if not prompt.checked or not isinstance(event, Usage):
+                continue
+            if upstream_cut(prompt.tokens, event.prompt_tokens, prompt.budget, prompt.exact):
                 message = cut_message(prompt.window, prompt.tokens, event.prompt_tokens)
                 logger.warning("%s (plain chat)", message)
                 yield ContextFitted(
