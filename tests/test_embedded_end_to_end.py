@@ -60,7 +60,9 @@ def test_the_embedded_model_answers_a_question_about_a_csv(start_server: StartSe
         ).json()
     assert result["success"], result
     assert "21.25" in result["output"] and "21.25" in result["answer"]
-    assert result["llm_calls"] >= 1
+    # A small model writes no answer (issue 39): it is what the run printed.
+    assert result["answer"].startswith(("The result is ", "Here is what the code printed:"))
+    assert result["output"].strip() in result["answer"]
 
 
 def test_the_embedded_model_answers_through_the_react_agent(start_server: StartServer) -> None:
@@ -86,6 +88,34 @@ def test_the_embedded_model_answers_through_the_react_agent(start_server: StartS
     # The plumbing of issue 14 on the real model: 21.25 cites the line that printed it.
     cited = [c for c in reply["citations"] if c["text"] == "21.25"]
     assert cited and all(c["kind"] == "computed" and "21.25" in c["output_line"] for c in cited)
+
+
+def test_auto_on_the_embedded_model_runs_code_for_a_question_about_a_file(
+    start_server: StartServer,
+) -> None:
+    """Issue 39: this was routed to chat and answered "Qatar, about $1.2 billion"."""
+    server = start_server(LLM_BACKEND="embedded")
+    rows = "".join(
+        f"{region},{revenue}\n" for region, revenue in [("East", 700), ("West", 500)] * 3
+    )
+    with server.client(timeout=300) as http:
+        http.post(
+            "/api/upload",
+            data={"session_id": "auto"},
+            files={"file": ("sales.csv", f"region,revenue\n{rows}".encode())},
+        )
+        reply = http.post(
+            "/api/chat",
+            json={"session_id": "auto", "message": "Which region had the highest total revenue?"},
+        ).json()
+    assert reply["agent_type"] == "react", reply
+    assert reply["metadata"]["route_reason"] == (
+        "With files here and a small model, data questions always run code."
+    )
+    assert reply["metadata"]["tool_calls"][0]["tool"] == "python_coder"
+    answer = reply["answer"]
+    assert answer.startswith(("The result is ", "Here is what the code printed:")), answer
+    assert "```python" not in answer and "Output:" not in answer
 
 
 class City(BaseModel):

@@ -245,7 +245,11 @@ class ChatService:
         # Listing a workspace costs a thread hop: only `auto` reads it, only an old session has one.
         has_files = requested == "auto" and not fresh and await self.agents.has_files(session_id)
         return await decide_route(
-            requested, text, has_files=has_files, classify=model_classifier(llm)
+            requested,
+            text,
+            has_files=has_files,
+            classify=model_classifier(llm),
+            routes_itself=llm.profile.routes_itself,
         )
 
     async def _recorded(

@@ -1,14 +1,23 @@
-"""The smart router: decides which agent answers a message, and records why.
+"""The smart router: decides which agent answers a message, and says why in plain words.
 
 For `agent_type: auto` a message is scored with the seeds' indicators: code and
-data words ("python", "calculate", "csv", "pandas", …) and multi-step cues
-("then", "first", "step by step"). A clear score decides alone; an unclear one
+data words ("python", "calculate", "csv", "pandas", …) and tool words ("search
+the web", "uploaded"). Whether it spells out several steps ("first …, then …",
+"1. … 2. …") is read by `backend/core/sequencing.py`, the recogniser
+Plan-and-Execute splits its steps with. A clear score decides alone; an unclear one
 asks the model to classify (through a JSON-schema grammar where the backend has
-one); a plain question goes to chat. An explicit agent type always wins.
+one); a plain question goes to chat. A model that cannot route
+(`ModelProfile.routes_itself` False) is never asked: with files in the session,
+every message but small talk runs code. An explicit agent type always wins.
+
+The reason is written for the user ("Your question mentions data (total, csv) and
+the session has files, so an agent will run code."); the scores behind it go to
+the log.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -16,7 +25,11 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from backend.core.sequencing import asks_step_by_step, sequencing_words, spelled_out_steps
+from backend.core.small_talk import is_small_talk
 from backend.llm.turn import StructuredReplyError, TurnLLM
+
+logger = logging.getLogger(__name__)
 
 AgentType = Literal["auto", "react", "plan_execute", "chat"]
 Agent = Literal["react", "plan_execute", "chat"]
@@ -26,7 +39,7 @@ Classifier = Callable[[str], Awaitable[Agent | None]]
 @dataclass(frozen=True)
 class RouteDecision:
     agent_type: Agent
-    reason: str
+    reason: str  # for the user, in plain words
 
 
 # Phrase -> weight. Phrases match as whole words, case-insensitively.
@@ -43,13 +56,21 @@ TOOL_INDICATORS: dict[str, int] = {
     "in the document": 2, "in my documents": 3, "according to the": 1, "cite": 1,
     "upload": 2, "uploaded": 2,
 }  # fmt: skip
-STEP_CUES: dict[str, int] = {
-    "step by step": 2, "first": 1, "then": 1, "and then": 1, "after that": 2, "next": 1,
-    "finally": 1, "afterwards": 1, "followed by": 1,
-}  # fmt: skip
 
 CLEAR = 3  # at or above: tools are needed without asking
-PLAN_STEPS = 2  # at or above (with tools needed): plan first
+
+# What each agent will do, as the reason's ending says it.
+_OUTCOME: dict[Agent, str] = {
+    "react": "an agent will run code",
+    "plan_execute": "an agent will plan the steps and run each one",
+    "chat": "it is answered directly",
+}
+_JUDGED: dict[Agent, str] = {
+    "react": "it needs code",
+    "plan_execute": "it needs several steps",
+    "chat": "it is a plain question",
+}
+SMALL_MODEL_WITH_FILES = "With files here and a small model, data questions always run code."
 
 
 Cues = list[tuple[str, int, re.Pattern[str]]]
@@ -63,7 +84,7 @@ def _cues(table: dict[str, int]) -> Cues:
     ]
 
 
-_CODE, _TOOL, _STEPS = _cues(CODE_INDICATORS), _cues(TOOL_INDICATORS), _cues(STEP_CUES)
+_CODE, _TOOL = _cues(CODE_INDICATORS), _cues(TOOL_INDICATORS)
 
 
 def _found(text: str, cues: Cues) -> list[tuple[str, int]]:
@@ -75,8 +96,57 @@ def _found(text: str, cues: Cues) -> list[tuple[str, int]]:
     ]
 
 
-def _describe(found: list[tuple[str, int]]) -> str:
+def _listed(found: list[tuple[str, int]]) -> str:
     return ", ".join(phrase for phrase, _ in found)
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """What the router read in a message: its cues, their score, and its steps."""
+
+    code: list[tuple[str, int]]
+    tools: list[tuple[str, int]]
+    steps: list[str]  # the sequencing words where they sequence
+    several_steps: bool
+    has_files: bool
+
+    @property
+    def score(self) -> int:
+        return sum(weight for _, weight in self.code + self.tools)
+
+    def mentions(self) -> str:
+        """ "Your question mentions data (total, csv) and the session has files"."""
+        parts = []
+        if self.code:
+            parts.append(f"data ({_listed(self.code)})")
+        if self.tools:
+            parts.append(f"tools ({_listed(self.tools)})")
+        said = "Your question mentions " + " and ".join(parts)
+        return said + (" and the session has files" if self.has_files else "")
+
+    def detail(self) -> str:
+        """The machine detail, for the log."""
+        steps = ", ".join(self.steps) or ("several" if self.several_steps else "none")
+        return (
+            f"tool cues: {_listed(self.code + self.tools) or 'none'} (score {self.score}); "
+            f"steps: {steps}; files: {self.has_files}"
+        )
+
+
+def _read(message: str, has_files: bool) -> _Reading:
+    text = message.lower()
+    return _Reading(
+        code=_found(text, _CODE),
+        tools=_found(text, _TOOL),
+        steps=[marker.word.lower() for marker in sequencing_words(message)],
+        several_steps=len(spelled_out_steps(message)) >= 2 or asks_step_by_step(message),
+        has_files=has_files,
+    )
+
+
+def _decided(agent: Agent, reason: str, reading: _Reading) -> RouteDecision:
+    logger.info("routed to %s: %s", agent, reading.detail())
+    return RouteDecision(agent, reason)
 
 
 async def decide_route(
@@ -85,37 +155,69 @@ async def decide_route(
     *,
     has_files: bool = False,
     classify: Classifier | None = None,
+    routes_itself: bool = True,
 ) -> RouteDecision:
-    """The agent for `message`; `classify` asks the model when the score is unclear."""
+    """The agent for `message`; `classify` asks the model when the score is unclear.
+
+    `routes_itself` False (`ModelProfile.routes_itself`): the model is never asked, and
+    with files in the session every message but small talk goes to the code path.
+    """
     if requested != "auto":
         return RouteDecision(requested, "requested explicitly")
-    text = message.lower()
-    tools = _found(text, _CODE) + _found(text, _TOOL)
-    steps = _found(text, _STEPS)
-    score = sum(weight for _, weight in tools)
-    step_score = sum(weight for _, weight in steps)
-    evidence = f"tool cues: {_describe(tools) or 'none'} (score {score})"
-    if steps:
-        evidence += f"; multi-step cues: {_describe(steps)}"
-    if has_files:
-        evidence += "; the session has files"
+    reading = _read(message, has_files)
+    score = reading.score
     if score >= CLEAR:
-        if step_score >= PLAN_STEPS:
-            return RouteDecision("plan_execute", f"{evidence}: plan the steps, then run them")
-        return RouteDecision("react", f"{evidence}: reason and use tools")
-    if score == 0 or (score == 1 and not has_files):
-        return RouteDecision("chat", f"{evidence}: a plain question")
+        if reading.several_steps:
+            steps = f" ({', '.join(reading.steps)})" if reading.steps else ""
+            return _decided(
+                "plan_execute",
+                f"{reading.mentions()} and spells out several steps{steps}, "
+                f"so {_OUTCOME['plan_execute']}.",
+                reading,
+            )
+        ending = _OUTCOME["react"] if reading.code else "an agent will use its tools"
+        return _decided("react", f"{reading.mentions()}, so {ending}.", reading)
+    if not routes_itself and has_files:
+        if is_small_talk(message) and not score:
+            return _decided("chat", "This is small talk, so it is answered directly.", reading)
+        return _decided("react", SMALL_MODEL_WITH_FILES, reading)
+    if score == 0:
+        files = " (nothing in it points at your files)" if has_files else ""
+        return _decided(
+            "chat", f"This is a plain question{files}, so it is answered directly.", reading
+        )
+    if score == 1 and not has_files:
+        return _decided(
+            "chat",
+            f"This is a plain question (it mentions {_listed(reading.code + reading.tools)}, "
+            "but the session has no files), so it is answered directly.",
+            reading,
+        )
     # A weak cue with data at hand, or two weak cues: worth asking the model.
     fallback: Agent = "react" if has_files else "chat"
-    if classify is None:
-        return RouteDecision(fallback, f"{evidence}: unclear, no classifier; chose {fallback}")
+    unclear = f"{reading.mentions()}, but not clearly"
+    if classify is None or not routes_itself:
+        return _decided(fallback, f"{unclear}, so {_OUTCOME[fallback]}.", reading)
     try:
         chosen = await classify(message)
     except Exception as exc:  # the model is optional here: the score still decides
-        return RouteDecision(fallback, f"{evidence}: unclear; the model failed ({exc}), {fallback}")
+        logger.warning("the router's model failed, so %s answers: %s", fallback, exc)
+        return _decided(
+            fallback,
+            f"{unclear}; the model could not be asked, so {_OUTCOME[fallback]}.",
+            reading,
+        )
     if chosen is None:
-        return RouteDecision(fallback, f"{evidence}: unclear; the model did not say; {fallback}")
-    return RouteDecision(chosen, f"{evidence}: unclear; the model classified it as {chosen}")
+        return _decided(
+            fallback,
+            f"{unclear}; the model gave no clear choice, so {_OUTCOME[fallback]}.",
+            reading,
+        )
+    return _decided(
+        chosen,
+        f"{unclear}; the model judged that {_JUDGED[chosen]}, so {_OUTCOME[chosen]}.",
+        reading,
+    )
 
 
 class _Classification(BaseModel):

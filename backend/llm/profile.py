@@ -36,6 +36,12 @@ class ModelProfile:
     # The most MCP tools (backend/core/mcp_registry.py) the agents' prompts list; None: all
     # that are allowed. A small model's prompt must stay short.
     mcp_tools: int | None = None
+    # False: the router never asks the model which agent answers (its choice is noise);
+    # with files in the session, every message but small talk runs code.
+    routes_itself: bool = True
+    # True: python_coder's answer (and a small plan's final answer) is what the run printed,
+    # in a short template, with no model call (the model's prose invents code and output).
+    templated_answer: bool = False
 
 
 # A model that does all of it, calling the client's tools through a prompt.
@@ -52,4 +58,6 @@ SMALL = ModelProfile(
     max_tokens=400,
     answer_tokens=120,
     mcp_tools=2,
+    routes_itself=False,
+    templated_answer=True,
 )

@@ -7,7 +7,9 @@
   the citation names the run, its code and the output line;
 - `document`: a passage the RAG tool found holds it (the answer cites it as [n]).
 
-A number none of these hold gets no citation: it is never shown as traced.
+A number none of these hold gets no citation: it is never shown as traced. Nor
+does a number whose sentence the line does not support (`support.py`: "East  3112"
+does not support "Total units per region: 3112", but does "East sold 3112 units.").
 When several output lines hold the number, the one whose words match the words
 around it in the answer wins ("median" cites "median: 20.0", not "min: 20"),
 then an exact rendering over a rounded one, then the latest run. Small numbers
@@ -23,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from backend.tools.provenance import support
 from backend.tools.provenance.numbers import (
     SENTENCE_END,
     Number,
@@ -92,6 +95,11 @@ class _Context:
     after: set[str]
     sentence: set[str]
     numbers: tuple[Number, ...] = ()
+    labels: frozenset[str] = frozenset()  # the sentence's words as `support` reads them
+
+    def shares_a_number(self, values: Sequence[float]) -> bool:
+        """Another number of the sentence is among `values` (a line printing one record)."""
+        return any(rounds_from(n, value) for n in self.numbers for value in values)
 
     def overlap(self, words: set[str], values: Sequence[float]) -> int:
         near = 2 * len(self.before & words) + len(self.after & words)
@@ -107,7 +115,7 @@ def _context(answer: str, claim: Number, neighbours: list[Number]) -> _Context:
     line = answer[line_start:line_end]
     if line.lstrip().startswith("|"):
         row = tuple(n for n in neighbours if n is not claim and line_start <= n.start < line_end)
-        return _Context(set(), set(), _words(line), row)
+        return _Context(set(), set(), _words(line), row, support.labels(line))
     sentence_start = max(
         [line_start] + [m.end() for m in SENTENCE_END.finditer(answer, line_start, claim.start)]
     )
@@ -126,6 +134,7 @@ def _context(answer: str, claim: Number, neighbours: list[Number]) -> _Context:
         numbers=tuple(
             n for n in neighbours if n is not claim and sentence_start <= n.start < sentence_end
         ),
+        labels=support.labels(answer[sentence_start:sentence_end]),
     )
 
 
@@ -148,6 +157,7 @@ class _Printed:
         self.sorted = [entry[0] for entry in entries]
         self.entries = entries
         self._words: dict[tuple[int, int], set[str]] = {}
+        self._labels: dict[tuple[int, int], frozenset[str]] = {}
 
     def holding(self, claim: Number) -> dict[tuple[int, int], list[Number]]:
         """The lines with a number `claim` rounds from, and those numbers."""
@@ -165,6 +175,11 @@ class _Printed:
             self._words[key] = _words(self.lines[key])
         return self._words[key]
 
+    def labels(self, key: tuple[int, int]) -> frozenset[str]:
+        if key not in self._labels:
+            self._labels[key] = support.labels(self.lines[key])
+        return self._labels[key]
+
     def bare(self, key: tuple[int, int]) -> bool:
         """The line prints one number and nothing to mistake it for."""
         return len(self.values[key]) == 1 and not self.words(key)
@@ -174,6 +189,9 @@ def _best_match(claim: Number, context: _Context, printed: _Printed) -> _Match |
     best: _Match | None = None
     chance = claim.significant_digits < _DISTINCTIVE_DIGITS
     for key, matching in printed.holding(claim).items():
+        together = context.shares_a_number(printed.values[key])
+        if not support.supports(printed.labels(key), context.labels, together):
+            continue  # "East 3112" does not say "Total units per region: 3112"
         overlap = context.overlap(printed.words(key), printed.values[key])
         if chance and overlap < _MIN_LABEL_OVERLAP and not printed.bare(key):
             continue

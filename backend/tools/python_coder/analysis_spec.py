@@ -37,6 +37,7 @@ _OPERATION_WORDS: list[tuple[str, tuple[str, ...]]] = [
 OPERATIONS = [name for name, _ in _OPERATION_WORDS]
 _NUMERIC_OPERATIONS = {"mean", "sum", "max", "min", "median", "std", "correlation"}
 _GROUP_CUES = ("per", "by", "for each", "in each", "for every", "grouped by")
+_WHICH = ("which", "what")  # group cues too, before a text column
 # Filters, shares and rankings: the spec has no field for them, so such questions go free-form.
 _UNEXPRESSIBLE = (
     "more than", "less than", "greater than", "fewer than", "higher than", "lower than",
@@ -129,9 +130,11 @@ def _names_a_value(question: str, metadata: FileMetadata) -> bool:
     return False
 
 
-def _group_column(question: str, named: list[str]) -> str:
+def _group_column(question: str, named: list[str], dtypes: dict[str, str]) -> str:
     for column in named:
-        for cue in _GROUP_CUES:
+        # "Which region had the highest total revenue?": the totals per region, to compare.
+        cues = _GROUP_CUES if _is_numeric(dtypes.get(column, "")) else _GROUP_CUES + _WHICH
+        for cue in cues:
             for spelling in (column.lower(), column.lower().replace("_", " ")):
                 if _mentions(question, f"{cue} {spelling}") >= 0:
                     return column
@@ -167,7 +170,7 @@ async def plan_analysis(
     operation = _operation(text)
     if operation is not None:
         sources["operation"] = "question"
-    group_by = _group_column(text, named)
+    group_by = _group_column(text, named, dtypes)
     if group_by:
         sources["group_by"] = "question"
     elif any(_names_a_value(text, f) for f in files if mapping.get(f.name) == frame):

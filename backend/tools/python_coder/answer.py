@@ -7,6 +7,10 @@ do not count: "is it above 100?" must not ground "it is 100"):
 number, or with none of the printed ones, is dropped for an answer built
 straight from the output.
 
+A model whose prose cannot be trusted (`ModelProfile.templated_answer`) writes no
+answer at all: `printed_answer` puts what the run printed in a short template, so
+no answer shows code or output that did not run.
+
 `stream_answer` writes the turn's final answer as the model generates it: each
 piece is shown once its numbers are grounded (`GroundedStream`), and an answer
 whose draft stated an invented number, or none of the printed ones, is closed
@@ -63,6 +67,37 @@ def output_answer(output: str, files: list[str]) -> str:
         "**Next steps**\n- Ask for a chart of this result.\n"
         "- Ask to break the result down by another column."
     )
+    return "\n\n".join(parts)
+
+
+def _fence(text: str) -> str:
+    """A fence longer than any run of backticks in `text`, so the block holds all of it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def printed_answer(output: str, files: list[str], *, link_plots: bool = True) -> str:
+    """A small model's answer (`ModelProfile.templated_answer`): what the run printed, in a
+    short template, with no word or block of the model's. A lone number is "The result is
+    X."; anything else is shown as printed. `link_plots` False: the plots reach the client
+    as plot events (the turn's answer), so the answer does not link them."""
+    text = output.strip()
+    if len(text) > _MAX_OUTPUT_IN_ANSWER:
+        text = text[:_MAX_OUTPUT_IN_ANSWER] + "\n…"
+    values = numbers_in(text)
+    if len(values) == 1 and values[0].start == 0 and values[0].end == len(text):
+        parts = [f"The result is {text}."]
+    elif text:
+        fence = _fence(text)
+        parts = ["Here is what the code printed:", f"{fence}text\n{text}\n{fence}"]
+    else:
+        parts = ["The code ran and printed nothing."]
+    images = plots(files)
+    if images and link_plots:
+        parts.append("\n".join(f"![{p.rsplit('/', 1)[-1]}]({p})" for p in images))
+    others = [name for name in files if name not in images]
+    if others:
+        parts.append("It wrote:\n" + "\n".join(f"- `{name}`" for name in others))
     return "\n\n".join(parts)
 
 

@@ -23,7 +23,13 @@ from backend.storage.workspaces import NotARegularFile, UnsafePath, Workspaces
 from backend.tools.provenance import RunOutput, cite
 from backend.tools.python_coder import notepad, prompts
 from backend.tools.python_coder.analysis_spec import plan_analysis, render_code
-from backend.tools.python_coder.answer import OnAnswer, output_answer, stream_answer, write_answer
+from backend.tools.python_coder.answer import (
+    OnAnswer,
+    output_answer,
+    printed_answer,
+    stream_answer,
+    write_answer,
+)
 from backend.tools.python_coder.conversation import Conversation, self_check
 from backend.tools.python_coder.execution import OnAttempt, OnRun, execute_with_fixes
 from backend.tools.python_coder.extraction import extract_code
@@ -238,6 +244,13 @@ class PythonCoder:
         result.answer = output_answer(result.output, result.files)
         if request.answer == "none":
             return  # the agent answers from the output
+        if conversation.llm.profile.templated_answer:  # its prose invents code and output
+            final = request.answer == "final" and progress.answering is not None
+            result.answer = printed_answer(result.output, result.files, link_plots=not final)
+            if final and progress.answering is not None:
+                result.final = True
+                await progress.answering(result.answer)
+            return
         try:
             if request.answer == "final" and progress.answering is not None:
                 written = await stream_answer(

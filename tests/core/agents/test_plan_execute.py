@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+import pytest
+
 from backend.core.agents.plan_execute.graph import build_plan_execute_graph, sequenced_goals
 from backend.core.agents.tools import ToolContext, ToolResult
 from backend.llm.profile import SMALL
@@ -130,3 +132,30 @@ async def test_a_small_model_follows_the_questions_steps_and_answers_from_them()
         "**count the rows**: Answer: 40\n\n**compute the mean score**: Answer: 67.5"
     )
     assert model.prompts == []
+
+
+@pytest.mark.parametrize(
+    ("question", "goals"),
+    [
+        # Issue 39: "first" as an adjective split this into "Show me the" and "10 rows …".
+        ("Show me the first 10 rows of the table.", ["Show me the first 10 rows of the table."]),
+        ("What were the next 5 orders after the first one?", None),
+        ("Show the first column, the second column and the third column.", None),
+        ("If the mean is above 5, then plot it.", None),
+        ("First load the file, then plot the sales.", ["load the file", "plot the sales"]),
+        ("First, count the rows. Next, plot the sales.", ["count the rows", "plot the sales"]),
+        ("load the data and then plot it", ["load the data", "plot it"]),
+        ("1. count the rows 2. compute the mean", ["count the rows", "compute the mean"]),
+        ("Please:\n- count the rows\n- plot the sales", ["count the rows", "plot the sales"]),
+    ],
+)
+async def test_a_small_models_plan_splits_only_where_words_sequence(
+    question: str, goals: list[str] | None
+) -> None:
+    coder = FakeTool("python_coder", {})
+    llm, _ = scripted_llm([])
+    llm.backend.profile = SMALL
+    _, events = await run(build_plan_execute_graph([coder], llm), question)
+    expected = goals or [question]  # None: the whole question is one step
+    assert [planned["goal"] for planned in events[0]["steps"]] == expected
+    assert [call[0] for call in coder.calls] == expected

@@ -154,6 +154,34 @@ def test_what_is_not_a_claim_is_not_cited() -> None:
 
 
 def test_offsets_index_the_answer_even_after_wide_characters() -> None:
-    answer = "Moyenne pondérée 📈: 21.3"
+    answer = "Moyenne (mean) pondérée 📈: 21.3"  # "mean": the line's label, so it supports it
     (citation,) = cite(answer, [RUN])
     assert answer[citation["start"] : citation["end"]] == "21.3"
+
+
+def test_a_number_is_cited_only_where_its_line_supports_the_sentence() -> None:
+    """Issue 39: 3112 was printed as East's total, so the green underline on "Total units
+    per region: 3112" made a false sentence look checked."""
+    run = RunOutput("run_u", "print(totals)", "East  3112\nWest  2000")
+    assert cite("Total units per region: 3112", [run]) == []
+    assert cite("Output:\n```\nTotal units per region: 3112\n```", [run]) == []
+    (east,) = cite("East sold 3112 units.", [run])
+    assert (east["text"], east["output_line"]) == ("3112", "East  3112")
+    both = cite("East sold 3112 units and West 2000.", [run])
+    assert [(c["text"], c["output_line"]) for c in both] == [
+        ("3112", "East  3112"),
+        ("2000", "West  2000"),
+    ]
+    # A line that labels nothing cannot be contradicted; one of the same record supports.
+    assert cite("The total is 3112.", [RunOutput("run_b", "...", "[3112 2000]")])
+    record = RunOutput("run_r", "...", "East 3112 47")
+    assert [c["text"] for c in cite("They sold 3112 units in 47 orders.", [record])] == [
+        "3112",
+        "47",
+    ]
+    # Words that name the same figure: "highest" is "max", "average" is "mean".
+    stats = RunOutput("run_s", "...", "max: 48.5\nmean: 21.25")
+    assert [c["output_line"] for c in cite("The highest is 48.5; on average 21.25.", [stats])] == [
+        "max: 48.5",
+        "mean: 21.25",
+    ]

@@ -49,6 +49,8 @@ def run(code: str) -> str:
         ("How many different regions are there?", "2"),
         ("correlation between unit_price and units", "0.9819"),
         ("number of rows per region", "n    2"),
+        # Issue 39's question: the totals per region, to compare (not a free-form run).
+        ("Which region had the highest total units?", "n    4"),
     ],
 )
 async def test_questions_the_words_settle_need_no_model(question: str, expected: str) -> None:

@@ -12,7 +12,6 @@ results, may state only numbers they show, and is shown as it is written.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -27,22 +26,17 @@ from backend.core.agents.react.parsing import match_tool
 from backend.core.agents.tools import AgentTool, ToolContext, ToolResult
 from backend.core.events import AnswerDelta, PlannedStep, StepStart
 from backend.core.events import Plan as PlanEvent
+from backend.core.sequencing import spelled_out_steps
 from backend.llm.turn import LLMCallLimit, StructuredReplyError, TurnLLM
 from backend.tools.provenance.streaming import GroundedStream
 
 MAX_TOTAL_STEPS = 10
-_SEQUENCE = re.compile(
-    r"(?:^|[,;.]?\s+)(?:first(?:ly)?|then|and then|after that|afterwards|next|finally|lastly)\b"
-    r"|[;\n]",
-    re.IGNORECASE,
-)
 
 
 def sequenced_goals(question: str) -> list[str]:
-    """The steps a question spells out ("first count the rows, then compute the mean")."""
-    parts = [part.strip(" ,.;:") for part in _SEQUENCE.split(question)]
-    goals = [part for part in parts if len(part.split()) >= 2]
-    return goals[:MAX_TOTAL_STEPS] or [question]
+    """The steps a question spells out ("first count the rows, then compute the mean");
+    its sequencing words count only where they sequence (`backend/core/sequencing.py`)."""
+    return spelled_out_steps(question)[:MAX_TOTAL_STEPS]
 
 
 def steps_answer(results: list[StepResult]) -> str:
