@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import socket
@@ -21,7 +22,9 @@ class _Server(uvicorn.Server):
     and alive as long as the server) is frozen out of the garbage collector's sight. A
     full collection then walks what requests made, not all of that: under load, one had
     cost ~160 ms of the event loop every ~4 s (benchmarks/load.py's rounds that took half
-    as long again, the same round in two servers given the same work).
+    as long again, the same round in two servers given the same work). Once shut down it
+    is thawed, so that the interpreter's exit frees it: frozen, the cycles that hold
+    DuckDB's bindings outlived it, and nanobind reported each as leaked.
     """
 
     url = ""
@@ -32,6 +35,10 @@ class _Server(uvicorn.Server):
             gc.collect()  # what is already garbage is freed, not frozen
             gc.freeze()
             print(f"\n  Open {self.url} in your browser.\n", flush=True)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().shutdown(sockets)
+        gc.unfreeze()
 
 
 class _NoRunningOn(logging.Filter):
@@ -65,11 +72,13 @@ def main() -> int:
             # None, uvicorn would read FORWARDED_ALLOW_IPS (and trust loopback without it).
             proxy_headers=bool(settings.TRUSTED_PROXIES),
             forwarded_allow_ips=settings.TRUSTED_PROXIES,
+            access_log=settings.ACCESS_LOG,
         )
     )
     server.url = f"http://{host}:{settings.PORT}/"
     logging.getLogger("uvicorn.error").addFilter(_NoRunningOn())
-    server.run()
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C, raised again after the shutdown
+        server.run()
     return 0
 
 

@@ -19,6 +19,7 @@ from backend.storage.workspaces import SNAPSHOTS_FOLDER
 
 SQLITE_DATABASE = "app.db"  # DATA_DIR's own database, when DATABASE_URL is empty
 SECRET_KEY = "secret_key"  # backend/core/security.py
+INITIAL_PASSWORD = "initial_admin_password"  # backend/core/accounts.py
 RAG = "rag"  # per-user search indexes (backend/tools/rag/store.py)
 LOGS = "logs"  # the audit logs (backend/storage/audit.py)
 SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
@@ -36,6 +37,8 @@ FILES: dict[str, str] = {
     "secrets sealed with it, stay valid",
 }
 LEFT_OUT: dict[str, str] = {
+    INITIAL_PASSWORD: "the generated admin password in clear, for the first sign-in only: "
+    "the database holds its hash",
     "server_id": "this server's identity: a restored copy makes a new one, so that it is "
     "never taken for the server it was copied from (their turns on a shared database "
     "would be marked interrupted by each other)",

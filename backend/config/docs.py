@@ -29,6 +29,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "MAX_REQUEST_SIZE_MB",
             "STREAM_KEEPALIVE_SECONDS",
             "LOG_LEVEL",
+            "ACCESS_LOG",
             "FRONTEND_PORT",
         ),
     ),

@@ -63,6 +63,10 @@ class Settings(BaseSettings):
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="The server's log level."
     )
+    ACCESS_LOG: bool = Field(
+        default=False,
+        description="Log every HTTP request (uvicorn's access log): a line each, at INFO.",
+    )
     METRICS_ENABLED: bool = Field(
         default=False,
         description="Serve Prometheus metrics at `/metrics` (no token: see METRICS_ALLOWED).",
@@ -216,8 +220,10 @@ class Settings(BaseSettings):
     ADMIN_USERNAME: str = Field(default="admin", min_length=1, description="The admin account.")
     ADMIN_PASSWORD: str = Field(
         default="",
-        description="Empty: generated on first start and printed once (only its hash is "
-        "stored); set: the admin password is kept equal to it.",
+        description="Empty: generated on first start, printed once and written to "
+        "`DATA_DIR/initial_admin_password` (mode 0600; removed when the admin's password is "
+        "changed); the database stores only its hash. Set: the admin password is kept equal "
+        "to it.",
     )
     SECRET_KEY: str = Field(
         default="",

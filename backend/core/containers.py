@@ -32,7 +32,7 @@ from backend.storage import Store
 from backend.storage.openai_objects import Container, new_container_id, valid_container_id
 from backend.storage.sessions import check_key, session_key
 from backend.storage.shared import SharedWorkspaces
-from backend.storage.workspaces import Workspaces, safe_filename
+from backend.storage.workspaces import Workspaces, is_user_file, safe_filename
 from backend.tools.sandbox.pool import SessionExecutors
 
 logger = logging.getLogger(__name__)
@@ -40,8 +40,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_EXPIRY_MINUTES = 20
 MAX_EXPIRY_MINUTES = 7 * 24 * 60
 SANDBOX_PATH = "/workspace"  # where the sandbox shows the workspace (tools/sandbox/command.py)
-_SERVER_FOLDERS = ("variables", "scripts")
-_SERVER_FILES = ("notepad.json",)
 T = TypeVar("T")
 
 
@@ -80,15 +78,6 @@ class ContainerFile:
 def container_file_id(container_id: str, path: str) -> str:
     digest = hashlib.sha256(f"{container_id}\0{path}".encode()).hexdigest()
     return f"cfile_{digest[:32]}"
-
-
-def is_container_file(path: str) -> bool:
-    parts = path.split("/")
-    return not (
-        any(part.startswith(".") for part in parts)
-        or parts[0] in _SERVER_FOLDERS
-        or path in _SERVER_FILES
-    )
 
 
 class Containers:
@@ -218,7 +207,7 @@ class Containers:
                 source="user" if f.path.startswith("uploads/") else "assistant",
             )
             for f in listed
-            if is_container_file(f.path)
+            if is_user_file(f.path)
         ]
 
     async def find_file(self, container: Container, file_id: str) -> ContainerFile:

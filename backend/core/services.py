@@ -31,6 +31,7 @@ from backend.files.catalog import WorkspaceCatalog
 from backend.files.conversion import ParquetConversions
 from backend.files.isolation import IsolatedRunner
 from backend.files.s3_source import S3Source
+from backend.files.tables import close_engines
 from backend.llm import LLMBackend, create_llm_backend
 from backend.storage import Store, open_store
 from backend.storage.audit import AuditLog
@@ -89,6 +90,7 @@ class Services:
         self.catalog.runner.close()
         if self.catalog.conversions is not None:
             self.catalog.conversions.close()
+        close_engines()  # the table queries' DuckDB
         await self.llm.aclose()
         self.store.close()
 

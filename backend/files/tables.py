@@ -123,6 +123,19 @@ def engine(memory_mb: int, threads: int) -> TableEngine:
         return _engines[key]
 
 
+def close_engines() -> None:
+    """Close the process's DuckDB databases (at shutdown; a later query opens a new one).
+
+    Left to the interpreter's exit, a connection outlives it (a module's globals are not
+    always cleared then), and nanobind reports it and DuckDB's types as leaked.
+    """
+    with _engines_lock:
+        engines = list(_engines.values())
+        _engines.clear()
+    for each in engines:
+        each.database.close()
+
+
 def table_path(table_id: str) -> str:
     """The workspace path of table `table_id`; TableNotFound for anything but a table id."""
     run, _, number = table_id.partition("_")

@@ -26,6 +26,10 @@ from backend.storage.sessions import check_key, valid_session_id
 from backend.storage.tree_removal import remove_tree
 
 SUBFOLDERS = ("uploads", "outputs", "variables", "scripts")
+# The server's own files in a workspace, beside hidden names: the persisted variables
+# (backend/tools/sandbox/variables.py), the run scripts and the notepad (python_coder).
+SERVER_FOLDERS = ("variables", "scripts")
+SERVER_FILES = ("notepad.json",)
 SNAPSHOTS_FOLDER = "snapshots"  # DATA_DIR/snapshots/<key>: its turns' states (snapshots.py)
 # Free space that uploads, extractions and runs must leave on the disk (the sandbox worker's
 # DISK_FLOOR_BYTES): the server's own database and logs live there too.
@@ -418,6 +422,18 @@ def open_folder(root: int, parts: Sequence[str], *, create: bool) -> int:
         os.close(directory)
         raise
     return directory
+
+
+def is_user_file(path: str) -> bool:
+    """Whether a workspace path is the user's or their code's (an upload, what a run
+    wrote), not the server's own: no hidden name in it (such as `outputs/.tables/`),
+    nothing of SERVER_FOLDERS, no SERVER_FILES."""
+    parts = path.split("/")
+    return not (
+        any(part.startswith(".") for part in parts)
+        or parts[0] in SERVER_FOLDERS
+        or path in SERVER_FILES
+    )
 
 
 def listable_name(name: str) -> bool:

@@ -56,10 +56,7 @@ def test_session_continues_and_users_are_isolated(
         assert mine.json()["session_id"] == "s-1"
         (own,) = bob.get("/api/conversations").json()
         assert own["session_id"] == "s-1" and own["id"] != conversation_id
-        assert [f["path"] for f in bob.get("/api/sessions/s-1/files").json()] == [
-            "notepad.json",
-            "uploads/b.csv",
-        ]
+        assert [f["path"] for f in bob.get("/api/sessions/s-1/files").json()] == ["uploads/b.csv"]
         assert (
             bob.post("/api/users", json={"username": "eve", "password": "x" * 8}).status_code == 403
         )

@@ -74,7 +74,7 @@ def test_over_the_cap_is_refused_and_leaves_nothing(server: LiveServer) -> None:
         )
         assert streamed.status_code == 413, streamed.text
         listed = [f["path"] for f in http.get("/api/sessions/cap/files").json()]
-        assert listed == ["notepad.json"], listed
+        assert listed == [], listed
     assert list(uploads_dir(server, "cap").iterdir()) == []  # no draft left behind
 
 
@@ -139,7 +139,7 @@ def test_a_cut_upload_is_never_listed_and_leaves_nothing(server: LiveServer) -> 
         wait_for(lambda: drafts.is_dir() and any(drafts.iterdir()))
         assert [p.name for p in uploads.iterdir()] == ["seed.csv"]
         listed = [f["path"] for f in http.get("/api/sessions/cut/files").json()]
-        assert listed == ["notepad.json", "uploads/seed.csv"], listed
+        assert listed == ["uploads/seed.csv"], listed
         data_files = [f["name"] for f in http.get("/api/files?session_id=cut").json()]
         assert data_files == ["uploads/seed.csv"], data_files
         raw.close()  # cut off mid-body

@@ -56,7 +56,7 @@ def test_code_runs_in_the_session_and_answers_in_the_tool_shape(
         assert "KeyError: 'missing'" in failing["error"] and 'File "<cell>"' in failing["error"]
 
         listed = [f["path"] for f in http.get("/api/sessions/s1/files").json()]
-        assert "uploads/sales.csv" in listed and "variables/df.parquet" in listed
+        assert listed == ["uploads/sales.csv"]  # the variables are the server's: not listed
         download = http.get("/api/sessions/s1/files/uploads/sales.csv")
         assert download.content == SALES
         assert download.headers["content-disposition"].startswith("attachment")
@@ -81,11 +81,11 @@ def test_another_users_session_id_names_their_own_session(
         ]
         # Bob's "mine" is a session of his own: the admin's variables are not in it.
         run = bob.post("/api/tools/python_coder", json={"session_id": "mine", "code": "print(x)"})
-        files = bob.get("/api/sessions/mine/files").json()
+        theirs = bob.get("/api/sessions/mine/files/variables/x.json")
     assert [response.status_code for response in unknown] == [404] * 3
     assert run.status_code == 200 and not run.json()["success"]
     assert "NameError" in run.json()["error"]
-    assert "variables/x.json" not in [f["path"] for f in files]
+    assert theirs.status_code == 404
 
 
 def test_uploads_are_checked(start_app: StartApp, tmp_path: Path) -> None:
@@ -105,7 +105,7 @@ def test_uploads_are_checked(start_app: StartApp, tmp_path: Path) -> None:
         assert upload("tool.exe") == 415
         assert upload("big.csv", b"x" * (2 * 1024 * 1024)) == 413
         names = [f["path"] for f in http.get("/api/sessions/u/files").json()]
-    assert names == ["notepad.json", "uploads/data.csv"]
+    assert names == ["uploads/data.csv"]
 
 
 def test_variables_survive_a_server_restart(start_server: StartServer, tmp_path: Path) -> None:

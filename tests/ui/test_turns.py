@@ -65,9 +65,10 @@ def test_a_react_turn_shows_router_code_output_plot_files_and_answer(
     page.keyboard.press("Escape")
     expect(page.locator("#lightbox")).to_be_hidden()
 
-    # The files panel lists the upload and what the code wrote.
+    # The files panel lists the upload and what the code wrote, not the server's own files.
     panel = page.get_by_test_id("files-panel")
     expect(panel.get_by_role("link", name="summary.csv")).to_be_visible()
+    expect(panel.get_by_role("link", name="notepad.json")).to_have_count(0)
 
     # A stored turn draws the same way after a reload.
     page.reload()

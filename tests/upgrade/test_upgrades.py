@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
-from backend.files.tables import TABLES_FOLDER
 from backend.storage.migrations import MIGRATIONS
+from backend.storage.workspaces import is_user_file
 from tests.conftest import write_replies
 from tests.support.agent_script import react_turn, sse_events
 from tests.support.live_server import LiveServer
@@ -106,8 +106,9 @@ def check_files(http: httpx.Client, conversation: dict[str, Any]) -> None:
     sizes = {f["path"]: f["size"] for f in listed.json()}
     for file in conversation["files"]:
         # Since 1caaa37 the listing leaves out a shown table's own Parquet (/tables pages
-        # it); older versions listed it. It must still be there.
-        if not file["path"].startswith(TABLES_FOLDER + "/"):
+        # it), and since issue 39 all the server's own files (the notepad, the variables,
+        # the run scripts); older versions listed them. They must still be there.
+        if is_user_file(file["path"]):
             assert sizes.get(file["path"]) == file["size"], (session_id, file["path"], sizes)
         download = http.get(f"/api/sessions/{session_id}/files/{file['path']}")
         assert download.status_code == 200, (file["path"], download.text)

@@ -139,4 +139,5 @@ def change_password(
     throttle.succeeded(*keys)
     password_hash = hash_password(body.new_password)
     store.set_password_hash(user.id, password_hash)
+    accounts.password_changed(settings, user)
     return _signed_in(settings, secret_key, user.id, password_hash, request, response)

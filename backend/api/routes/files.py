@@ -33,7 +33,6 @@ from backend.files import (
 )
 from backend.files.archive_checks import EXTRACT_LIMITS
 from backend.files.catalog import FileNotInWorkspace
-from backend.files.tables import TABLES_FOLDER
 from backend.models.common import SessionId
 from backend.models.tools import (
     ExtractedArchive,
@@ -51,6 +50,7 @@ from backend.storage.workspaces import (
     NotARegularFile,
     UnsafePath,
     Workspaces,
+    is_user_file,
 )
 from backend.tools.sandbox.variables import MAX_WORKSPACE_FILES
 
@@ -211,14 +211,15 @@ async def read_session_files(
     shared: SharedDep,
     workspaces: WorkspacesDep,
 ) -> list[WorkspaceFilePublic]:
-    """Every file in the session's workspace (a table's own Parquet is paged by /tables)."""
+    """The session's files: uploads and what its code wrote, not the server's own (hidden
+    names, such as the tables /tables pages, the persisted variables, the run scripts,
+    the notepad); each can still be downloaded by its path."""
     key = await current_session(store, shared, user, session_id)
     files = await run_in_threadpool(workspaces.list_files, key)
-    hidden = TABLES_FOLDER + "/"
     return [
         WorkspaceFilePublic(path=f.path, size=f.size, modified=f.modified)
         for f in files
-        if not f.path.startswith(hidden)
+        if is_user_file(f.path)
     ]
 
 

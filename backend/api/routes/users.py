@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response, status
 
-from backend.api.deps import CurrentAdmin, CurrentUser, PurgeDep, RecordId, StoreDep
+from backend.api.deps import (
+    CurrentAdmin,
+    CurrentUser,
+    PurgeDep,
+    RecordId,
+    SettingsDep,
+    StoreDep,
+)
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.core import accounts
 from backend.core.security import hash_password
@@ -85,12 +92,18 @@ def update_user(
 
 @router.put("/{user_id}/password", status_code=status.HTTP_204_NO_CONTENT)
 def reset_user_password(
-    user_id: RecordId, body: PasswordReset, store: StoreDep, admin: CurrentAdmin
+    user_id: RecordId,
+    body: PasswordReset,
+    store: StoreDep,
+    settings: SettingsDep,
+    admin: CurrentAdmin,
 ) -> Response:
     """Set a user's password; their signed-in sessions end (admin only)."""
-    if store.get_user_by_id(user_id) is None:
+    user = store.get_user_by_id(user_id)
+    if user is None:
         raise _not_found()
     store.set_password_hash(user_id, hash_password(body.password))
+    accounts.password_changed(settings, user)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
