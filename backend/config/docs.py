@@ -41,6 +41,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "OLLAMA_HOST",
             "OLLAMA_MODEL",
             "OLLAMA_KEEP_ALIVE",
+            "OLLAMA_NUM_CTX",
+            "LLM_CONTEXT_WINDOW",
             "OPENAI_BASE_URL",
             "OPENAI_API_KEY",
             "OPENAI_MODEL",

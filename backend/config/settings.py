@@ -8,10 +8,11 @@ names the variable, so a typo stops start-up with a readable message.
 from __future__ import annotations
 
 import ipaddress
+import os
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LLMBackend = Literal["auto", "ollama", "openai", "embedded", "scripted"]
@@ -43,7 +44,8 @@ class Settings(BaseSettings):
     DATA_DIR: Path = Field(
         default=Path("./data"),
         description="The SQLite database, the generated secret key, the session workspaces "
-        "(`scratch/`), tus uploads in progress, the logs and the TDD cache.",
+        "(`scratch/`), tus uploads in progress, the logs and the TDD cache. A relative path "
+        "(like every path setting) is taken from the directory the server starts in.",
     )
     DATABASE_URL: str = Field(
         default="",
@@ -116,6 +118,22 @@ class Settings(BaseSettings):
         description="How long Ollama keeps the model, and its cached prompt, loaded after an "
         "agent's call (Ollama's `keep_alive`, e.g. `30m`, `-1` for ever); its own default is 5 "
         "minutes, after which the next turn loads the model and processes its prompt anew.",
+    )
+    OLLAMA_NUM_CTX: int = Field(
+        default=8192,
+        ge=0,
+        description="The context window, in tokens, Ollama loads the model with: sent as "
+        "`num_ctx` with every call (always the same, so the model is not reloaded) and capped "
+        "by what the model was trained on. 0: not sent (Ollama then uses the model's own "
+        "setting or 4,096).",
+    )
+    LLM_CONTEXT_WINDOW: int = Field(
+        default=0,
+        ge=0,
+        description="The model's context window in tokens, for every backend; 0: learned "
+        "(Ollama: OLLAMA_NUM_CTX and `/api/show`; llama.cpp: `/props`; vLLM: `/v1/models`; "
+        "the embedded model: EMBEDDED_CONTEXT_SIZE; otherwise 8,192). Prompts are fitted "
+        "into it before they are sent; set it for OpenAI's own API or LM Studio.",
     )
     OPENAI_BASE_URL: str = Field(
         default="",
@@ -437,9 +455,31 @@ class Settings(BaseSettings):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
 
+    @model_validator(mode="after")
+    def _absolute_paths(self) -> Self:
+        """Every path, made absolute once, from the directory the server starts in: a
+        relative one would otherwise mean something else to each process that reads it
+        (bubblewrap starts in the workspace, and could not find `./data/scratch/...`)."""
+        self.DATA_DIR = Path(_absolute(str(self.DATA_DIR)))
+        self.RAY_CACHE_DIR = Path(_absolute(str(self.RAY_CACHE_DIR)))
+        if self.EMBEDDED_MODEL_PATH:
+            self.EMBEDDED_MODEL_PATH = _absolute(self.EMBEDDED_MODEL_PATH)
+        if self.SCRIPTED_REPLIES:
+            self.SCRIPTED_REPLIES = _absolute(self.SCRIPTED_REPLIES)
+        sqlite = "sqlite:///"
+        database = self.DATABASE_URL.removeprefix(sqlite)
+        if self.DATABASE_URL.startswith(sqlite) and database != ":memory:":
+            self.DATABASE_URL = sqlite + _absolute(database)
+        return self
+
     @property
     def max_request_bytes(self) -> int:
         return int(self.MAX_REQUEST_SIZE_MB * 1024 * 1024)
+
+
+def _absolute(path: str) -> str:
+    """`path` with `~` expanded, from the current directory if relative (links are kept)."""
+    return os.path.abspath(os.path.expanduser(path))
 
 
 def load_settings(**overrides: object) -> Settings:
