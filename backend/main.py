@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -39,6 +40,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # In the background: /api/status says "checking" until it ends.
+        sandbox_check = asyncio.create_task(services.sandbox_check.run())
         reaper = asyncio.create_task(
             reap_idle_workers(services.executors, settings.SANDBOX_IDLE_SECONDS)
         )
@@ -56,6 +59,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         reaper.cancel()
         expiry.cancel()
         usage.cancel()
+        sandbox_check.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sandbox_check  # its sandbox stopped and its folder removed
         await services.close()
         shutdown_tracing()  # what is buffered is sent
 

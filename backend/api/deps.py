@@ -33,6 +33,7 @@ from backend.storage.resumable import ResumableUploads
 from backend.storage.shared import SharedWorkspaces
 from backend.storage.workspaces import Workspaces
 from backend.tools.sandbox import SandboxStatus
+from backend.tools.sandbox.self_check import SandboxSelfCheck
 
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
@@ -71,6 +72,10 @@ async def get_runs(request: Request) -> RunRegistry:
 
 async def get_sandbox(request: Request) -> SandboxStatus:
     return _services(request).sandbox
+
+
+async def get_sandbox_check(request: Request) -> SandboxSelfCheck:
+    return _services(request).sandbox_check
 
 
 async def get_workspaces(request: Request) -> Workspaces:
@@ -124,6 +129,7 @@ LLMDep = Annotated[LLMBackend, Depends(get_llm)]
 ChatServiceDep = Annotated[ChatService, Depends(get_chat_service)]
 RunsDep = Annotated[RunRegistry, Depends(get_runs)]
 SandboxDep = Annotated[SandboxStatus, Depends(get_sandbox)]
+SandboxCheckDep = Annotated[SandboxSelfCheck, Depends(get_sandbox_check)]  # start-up's run
 WorkspacesDep = Annotated[Workspaces, Depends(get_workspaces)]
 SharedDep = Annotated[SharedWorkspaces, Depends(get_shared)]  # the workspaces' S3 copy
 CatalogDep = Annotated[WorkspaceCatalog, Depends(get_catalog)]

@@ -49,6 +49,7 @@ from backend.tools.sandbox import SandboxStatus, resolve_sandbox
 from backend.tools.sandbox.command import helper_command
 from backend.tools.sandbox.pool import ExecutorPool, SessionExecutors
 from backend.tools.sandbox.ray_pool import RayExecutorPool
+from backend.tools.sandbox.self_check import SandboxSelfCheck
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +65,7 @@ class Services:
     llm: LLMBackend
     chat: ChatService
     sandbox: SandboxStatus
+    sandbox_check: SandboxSelfCheck  # one real sandbox at start-up (run by the lifespan)
     workspaces: Workspaces
     shared: SharedWorkspaces  # S3's copy of the workspaces, with EXECUTOR_BACKEND=ray
     uploads: ResumableUploads  # tus uploads in progress
@@ -135,6 +137,9 @@ def build_services(settings: Settings) -> Services:
     else:
         executors = ExecutorPool(settings, sandbox, workspaces, limits.max_sandboxes)
     executors.on_run = usage.add_run  # each run's seconds, to its session's owner
+    sandbox_check = SandboxSelfCheck(settings.DATA_DIR, sandbox, executors.limits())
+    if settings.EXECUTOR_BACKEND == "ray":
+        sandbox_check.skip("sandboxes run on the Ray cluster's nodes, not on this server")
     mcp = McpRegistry(
         store,
         secret_key,
@@ -177,6 +182,7 @@ def build_services(settings: Settings) -> Services:
         llm=llm,
         chat=ChatService(store, llm, audit, agents, server, limits, branches),
         sandbox=sandbox,
+        sandbox_check=sandbox_check,
         workspaces=workspaces,
         shared=shared,
         uploads=uploads,

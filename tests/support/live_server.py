@@ -23,10 +23,14 @@ def free_port() -> int:
 
 
 class LiveServer:
-    """One server process; `start()` again after `stop()` reuses its DATA_DIR and port."""
+    """One server process; `start()` again after `stop()` reuses its DATA_DIR and port.
+
+    It starts in the repository, or in `cwd` if set before `start()` (where a user's
+    `make run` would, with a relative `DATA_DIR` in `env`)."""
 
     def __init__(self, data_dir: Path, **env: str) -> None:
         self.data_dir = data_dir
+        self.cwd = ROOT
         self.port = free_port()
         self.env = {
             "HOST": "127.0.0.1",
@@ -51,8 +55,8 @@ class LiveServer:
             log.write(f"\n--- start {self.starts} ---\n")
             log.flush()
             self.process = subprocess.Popen(
-                [sys.executable, "run_backend.py"],
-                cwd=ROOT,
+                [sys.executable, str(ROOT / "run_backend.py")],
+                cwd=self.cwd,
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -11,20 +11,32 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from backend.api.deps import BearerUser, CurrentUser, LLMDep, SandboxDep, SettingsDep
+from backend.api.deps import (
+    BearerUser,
+    CurrentUser,
+    LLMDep,
+    SandboxCheckDep,
+    SandboxDep,
+    SettingsDep,
+)
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.config import Settings
 from backend.storage import describe_database
 from backend.storage.workspaces import SUPPORTED_EXTENSIONS
 from backend.tools.sandbox import SandboxStatus
 from backend.tools.sandbox.availability import NO_CGROUP
+from backend.tools.sandbox.self_check import SandboxSelfCheck
 
 router = APIRouter(tags=["health"])
 
 
 @router.get("/health")
 async def read_health(
-    settings: SettingsDep, llm: LLMDep, sandbox: SandboxDep, request: Request
+    settings: SettingsDep,
+    llm: LLMDep,
+    sandbox: SandboxDep,
+    check: SandboxCheckDep,
+    request: Request,
 ) -> dict[str, Any]:
     """Report that the server is up. With an admin's bearer token, also the database,
     where code runs, the LLM backend and model, the sandbox isolation and upload limits."""
@@ -38,20 +50,25 @@ async def read_health(
         "database": describe_database(settings.DATABASE_URL, settings.DATA_DIR),
         "executor": executor,
         "llm": {"backend": llm.name, "model": llm.default_model, "reason": llm.reason},
-        "sandbox": _sandbox(sandbox),
+        "sandbox": _sandbox(sandbox, check),
         "upload": _upload_limits(settings),
     }
 
 
 @router.get("/api/status", responses=CLIENT_ERRORS)
 async def read_status(
-    settings: SettingsDep, llm: LLMDep, sandbox: SandboxDep, user: CurrentUser
+    settings: SettingsDep,
+    llm: LLMDep,
+    sandbox: SandboxDep,
+    check: SandboxCheckDep,
+    user: CurrentUser,
 ) -> dict[str, Any]:
-    """The LLM backend and model, the sandbox isolation and the upload limits: what the
-    UI's status line shows and what an upload may be (no paths, hosts or buckets)."""
+    """The LLM backend and model, the sandbox isolation and whether a sandbox runs code
+    here, and the upload limits: what the UI's status line shows and what an upload may
+    be (no paths, hosts or buckets)."""
     return {
         "llm": {"backend": llm.name, "model": llm.default_model},
-        "sandbox": _sandbox(sandbox),
+        "sandbox": _sandbox(sandbox, check),
         "upload": _upload_limits(settings),
     }
 
@@ -69,11 +86,14 @@ async def _is_admin(request: Request) -> bool:
     return user.is_admin
 
 
-def _sandbox(sandbox: SandboxStatus) -> dict[str, Any]:
+def _sandbox(sandbox: SandboxStatus, check: SandboxSelfCheck) -> dict[str, Any]:
     body: dict[str, Any] = {
         "mode": sandbox.mode,
         "isolated": sandbox.isolated,
         "detail": sandbox.detail,
+        # The start-up self-check: checking, ok, broken (with the reason) or skipped.
+        "state": check.state,
+        "reason": check.reason,
     }
     if sandbox.isolated:
         # What bounds a run's memory: a cgroup lets DuckDB map memory and spill to disk.

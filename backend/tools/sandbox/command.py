@@ -13,6 +13,7 @@ only on what it wrote. `helper_command` confines the file-metadata reader alike.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from collections.abc import Sequence
@@ -41,6 +42,12 @@ _ENVIRONMENT = {
     "MKL_NUM_THREADS": "1",
     "PYTHONDONTWRITEBYTECODE": "1",
 }
+
+
+def _host(path: Path) -> str:
+    """A host path to bind, made absolute: bwrap resolves a relative one from its own
+    working directory (a workspace), where it names nothing."""
+    return os.path.abspath(path)
 
 
 def python_runtime() -> list[Path]:
@@ -99,7 +106,7 @@ def helper_command(
     shares the host's network (and its resolver and certificates) to read S3 objects."""
     command = _confined(hostname="reader", network=network)
     for host, inside in code:
-        command += ["--ro-bind", str(host), inside]
+        command += ["--ro-bind", _host(host), inside]
     if network:
         for name in ("resolv.conf", "hosts", "nsswitch.conf", "ssl", "ca-certificates"):
             command += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
@@ -117,12 +124,12 @@ def bwrap_command(workspace: Path) -> list[str]:
     command = _confined(hostname="sandbox")
     command += [
         "--ro-bind", str(WORKER_DIR), SANDBOX_WORKER_DIR,
-        "--ro-bind", str(arrivals_folder(workspace)), SANDBOX_ARRIVALS,
+        "--ro-bind", _host(arrivals_folder(workspace)), SANDBOX_ARRIVALS,
         "--proc", "/proc",
         "--dev", "/dev",
         "--size", str(SHM_SIZE_BYTES), "--tmpfs", "/dev/shm",
         "--remount-ro", "/dev",  # device nodes still work; no files can be added there
-        "--bind", str(workspace), SANDBOX_WORKSPACE,
+        "--bind", _host(workspace), SANDBOX_WORKSPACE,
         "--remount-ro", "/",  # bwrap's root is an unsized tmpfs: nothing may be written there
         "--chdir", SANDBOX_WORKSPACE,
         "--",

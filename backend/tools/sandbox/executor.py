@@ -33,6 +33,7 @@ from backend.tools.sandbox.command import (
     WORKER_DIR,
     bwrap_command,
 )
+from backend.tools.sandbox.start_failure import SandboxStartError, StderrTail, short_reason
 from backend.tools.sandbox.table_result import TablePreview, parse_tables
 
 logger = logging.getLogger(__name__)
@@ -179,12 +180,14 @@ class SandboxedExecutor(BasePythonExecutor):
         may stop other sandboxes or refuse (and so fail the run) with `SandboxRefused`."""
         if sandbox.mode == "unavailable":
             raise RuntimeError(f"Code execution is off: {sandbox.detail}")
-        self.workspace = workspace
+        # Absolute: the worker starts in it, and finds it again by this name.
+        self.workspace = workspace.absolute()
         self.limits = limits
         self.sandbox = sandbox
         self.last_used = time.monotonic()
         self.restored: list[str] = []
         self._process: asyncio.subprocess.Process | None = None
+        self._stderr: StderrTail | None = None  # the running sandbox's error output
         self._starting = False
         self._lock = asyncio.Lock()
         self.before_start = before_start
@@ -233,7 +236,7 @@ class SandboxedExecutor(BasePythonExecutor):
             *command,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,  # bwrap's own errors, then the worker's
             cwd=cwd,
             env=environment,
             start_new_session=True,
@@ -250,20 +253,43 @@ class SandboxedExecutor(BasePythonExecutor):
             "memory_cgroup": self.memory_cgroup,
         }
         assert process.stdin is not None and process.stdout is not None
-        process.stdin.write(json.dumps(config).encode() + b"\n")
-        await process.stdin.drain()
+        if self._stderr is not None:
+            self._stderr.close()
+        stderr = self._stderr = StderrTail(process.stderr)
         try:
+            process.stdin.write(json.dumps(config).encode() + b"\n")
+            await process.stdin.drain()
             hello = json.loads(await asyncio.wait_for(process.stdout.readline(), _START_TIMEOUT))
-        except (TimeoutError, ValueError):
+        # It exited (a closed pipe: ConnectionError, or uvloop's RuntimeError), or never answered.
+        except (TimeoutError, ValueError, ConnectionError, RuntimeError):
+            hello = None
+        except BaseException:  # cancelled while starting: no half-started sandbox is left
+            self._kill(process)
+            stderr.close()
+            raise
+        if not isinstance(hello, dict) or not hello.get("ready"):
             await self._discard(process)
-            raise RuntimeError("The sandbox did not start; see the server log.") from None
-        if not hello.get("ready"):
-            await self._discard(process)
-            raise RuntimeError("The sandbox failed to start its Python worker.")
+            raise await self._start_error(process, stderr, hello)
         self.restored = hello.get("restored", [])
         for problem in hello.get("problems", []):
             logger.warning("Could not restore variable %s", problem)
         return process
+
+    @staticmethod
+    async def _start_error(
+        process: asyncio.subprocess.Process, stderr: StderrTail, hello: object
+    ) -> SandboxStartError:
+        """Why a sandbox did not start, from what it wrote to stderr (bubblewrap's own
+        message, or the worker's traceback); its exit status or silence if nothing."""
+        output = await stderr.text()
+        stderr.close()
+        if isinstance(hello, dict):
+            reason = "its Python worker failed to start"
+        elif process.returncode is not None and process.returncode >= 0:
+            reason = f"it exited with status {process.returncode}"
+        else:
+            reason = f"it did not answer within {_START_TIMEOUT:.0f} s"
+        return SandboxStartError(short_reason(output) or reason, output)
 
     async def _discard(self, process: asyncio.subprocess.Process) -> None:
         """Kill a worker that never became ready, and reap it (no zombie, no open pipe)."""
@@ -297,23 +323,37 @@ class SandboxedExecutor(BasePythonExecutor):
             self.after_run(result)
         return result
 
+    async def start(self) -> None:
+        """Start the worker now unless it runs; `SandboxStartError` (its stderr kept) or
+        the caps' refusal says why it could not."""
+        async with self._lock:
+            await self._running()
+
+    async def _running(self) -> asyncio.subprocess.Process:
+        """The running worker, started (again) if need be; called holding the lock."""
+        process = self._process
+        if process is None or self._stale(process):
+            if process is not None:  # nothing was sent yet: safe to start over
+                self._kill(process)
+                await process.wait()
+                self._process = None
+            process = self._process = await self._started()
+        return process
+
     async def _run(self, code: str, timeout: float | None) -> ExecutionResult:  # noqa: ASYNC109
         timeout = min(timeout or self.limits.timeout, self.limits.timeout)
         async with self._lock:
             self.last_used = time.monotonic()
-            process = self._process
-            if process is None or self._stale(process):
-                if process is not None:  # nothing was sent yet: safe to start over
-                    self._kill(process)
-                    await process.wait()
-                    self._process = None
-                try:
-                    process = self._process = await self._started()
-                except RuntimeError as exc:  # the caller gets a failed run, never a crash
+            try:
+                process = await self._running()
+            except RuntimeError as exc:  # the caller gets a failed run, never a crash
+                if isinstance(exc, SandboxStartError):  # bwrap's (or the worker's) own words
+                    logger.error("%s Its error output: %s", exc, exc.stderr or "(nothing)")
+                else:
                     logger.error("A sandbox did not start: %s", exc)
-                    return ExecutionResult(
-                        success=False, error=f"RuntimeError: {exc} Try again shortly."
-                    )
+                return ExecutionResult(
+                    success=False, error=f"RuntimeError: {exc} Try again shortly."
+                )
             assert process.stdin is not None and process.stdout is not None
             oom_kills = self.cgroup.oom_kills() if self.memory_cgroup else 0
             request = {"id": uuid.uuid4().hex[:12], "code": code, "timeout": timeout}
@@ -335,6 +375,9 @@ class SandboxedExecutor(BasePythonExecutor):
                 self._kill(process)
                 await process.wait()
                 self._process = None
+                if self._stderr is not None:
+                    said = await self._stderr.text() or "(nothing)"
+                    logger.warning("A sandbox stopped answering; its error output: %s", said)
                 wall = time.monotonic() - started
                 return ExecutionResult(
                     success=False,
@@ -372,6 +415,9 @@ class SandboxedExecutor(BasePythonExecutor):
                 self._kill(self._process)
                 await self._process.wait()
             self._process = None
+            if self._stderr is not None:
+                self._stderr.close()
+                self._stderr = None
             for _ in range(50):  # the pid namespace takes a moment to empty
                 self.cgroup.remove()
                 if not self.cgroup.folders:

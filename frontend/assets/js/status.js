@@ -1,7 +1,7 @@
 /**
- * The status line (LLM backend and model, sandbox mode, from /api/status once
- * signed in; before that /health, which only says whether the server is up) and
- * short notices for errors that belong to no message.
+ * The status line (LLM backend and model, sandbox mode and whether a sandbox runs code,
+ * from /api/status once signed in; before that /health, which only says whether the
+ * server is up) and short notices for errors that belong to no message.
  */
 
 import { request } from "./api.js";
@@ -9,6 +9,8 @@ import { byId, h } from "./dom.js";
 import { emit, on, state } from "./state.js";
 
 let loads = 0;
+let recheck = 0;
+const RECHECK_MS = 2000; // while the server's start-up sandbox check runs
 
 /** Read what the server runs into `state.health` (reloaded on every sign-in and sign-out). */
 export async function loadStatus() {
@@ -22,6 +24,29 @@ export async function loadStatus() {
   if (load !== loads) return; // a later load (after signing in or out) has the newer answer
   state.health = status;
   emit("health");
+  clearTimeout(recheck);
+  if (status?.sandbox?.state === "checking") recheck = setTimeout(loadStatus, RECHECK_MS);
+}
+
+/** The sandbox's part of the line: broken (why), still being checked, or its isolation. */
+function sandboxItem(sandbox) {
+  const title = sandbox.detail ? String(sandbox.detail) : null;
+  if (sandbox.state === "broken") {
+    return h(
+      "span",
+      { class: "status-item status-bad", title, testid: "sandbox-status" },
+      `Sandbox: broken — ${sandbox.reason || "code cannot run"}`,
+    );
+  }
+  const isolated = Boolean(sandbox.isolated);
+  const checking = sandbox.state === "checking";
+  return h(
+    "span",
+    { class: `status-item${isolated ? "" : " status-warn"}`, title, testid: "sandbox-status" },
+    `Sandbox: ${sandbox.mode || "unknown"}`,
+    h("span", { class: "muted" }, isolated ? " · isolated" : " · not isolated"),
+    checking ? h("span", { class: "muted" }, " · checking…") : null,
+  );
 }
 
 function demoNote() {
@@ -51,8 +76,6 @@ function render() {
     return;
   }
   const llm = health.llm;
-  const sandbox = health.sandbox || {};
-  const isolated = Boolean(sandbox.isolated);
   const parts = [
     h(
       "span",
@@ -61,12 +84,7 @@ function render() {
       `LLM: ${llm.backend || "unknown"}`,
       llm.model ? h("span", { class: "muted" }, ` · ${llm.model}`) : null,
     ),
-    h(
-      "span",
-      { class: `status-item${isolated ? "" : " status-warn"}`, title: sandbox.detail ? String(sandbox.detail) : null },
-      `Sandbox: ${sandbox.mode || "unknown"}`,
-      h("span", { class: "muted" }, isolated ? " · isolated" : " · not isolated"),
-    ),
+    sandboxItem(health.sandbox || {}),
   ];
   line.replaceChildren(h("div", { class: "status-items" }, parts), llm.backend === "embedded" ? demoNote() : "");
 }
