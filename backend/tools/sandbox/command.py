@@ -51,8 +51,15 @@ def _host(path: Path) -> str:
 
 
 def python_runtime() -> list[Path]:
-    """Directories the interpreter needs: the venv and the installation it points at."""
-    roots = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+    """Directories the interpreter needs: the venv and the installation it points at, each
+    at its real path and at the path the interpreter is started by (`worker_command` runs
+    `sys.executable`, which names the venv through any symlink on the way, e.g. a checkout
+    whose `.venv` links elsewhere)."""
+    roots = {
+        path
+        for prefix in (sys.prefix, sys.base_prefix)
+        for path in (Path(prefix).absolute(), Path(prefix).resolve())
+    }
     return sorted(roots)
 
 
