@@ -20,6 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from starlette.concurrency import run_in_threadpool
 
 from backend.core.agents.chat import run_chat
+from backend.core.agents.chat_window import fit_chat, with_context_notes
 from backend.core.agents.client_tools import as_plain_messages
 from backend.core.agents.runner import AgentRunner, ToolAgent
 from backend.core.branches import (
@@ -110,6 +111,7 @@ class ChatService:
         )
         fresh = request.session_id is None
         messages = request.messages
+        ours = False  # the server added the stored history: it may fit it to the window
         point = BranchPoint(ROOT, [])  # a new conversation's
         stored_user: Message | None = None
         if request.session_id is None:
@@ -124,6 +126,7 @@ class ChatService:
             # OpenAI clients resend the whole history; a client that sends only the new
             # message with a known `session_id` gets the stored history (its branch's).
             if not any(isinstance(m, AIMessage) for m in messages):
+                ours = bool(point.path)
                 messages = _with_history(point.path, messages)
         session_id = conversation.session_key
         coder_llm = TurnLLM.for_backend(
@@ -146,6 +149,10 @@ class ChatService:
                 coder_llm,
                 fresh=fresh,
             )
+        chat_prompt = None
+        if decision.agent_type == "chat" or self.agents is None:
+            chat_prompt = await fit_chat(self.llm, model, messages, request, ours=ours)
+            messages = chat_prompt.messages
         turn = Turn(
             conversation, decision, model, user=user.username, prompt=messages, question=user_text
         )
@@ -163,8 +170,9 @@ class ChatService:
             else:
                 opening()
         if decision.agent_type == "chat" or self.agents is None:
+            assert chat_prompt is not None  # fitted above, for this same condition
             turn.chat_span = trace.llm_call("chat", messages)
-            agent_events = self._chat(model, messages, request)
+            agent_events = with_context_notes(chat_prompt, self._chat(model, messages, request))
         else:
             history = [
                 ("user" if m.type == "human" else "assistant", str(m.text))
