@@ -175,9 +175,12 @@ class SandboxedExecutor(BasePythonExecutor):
         sandbox: SandboxStatus,
         before_start: Callable[[], Awaitable[None]] | None = None,
         after_run: Callable[[ExecutionResult], None] | None = None,
+        *,
+        measured: bool = True,
     ) -> None:
         """`before_start` runs before each (re)start of the worker: the pool's caps, which
-        may stop other sandboxes or refuse (and so fail the run) with `SandboxRefused`."""
+        may stop other sandboxes or refuse (and so fail the run) with `SandboxRefused`.
+        `measured`: its runs count in the metrics (not the server's own start-up check)."""
         if sandbox.mode == "unavailable":
             raise RuntimeError(f"Code execution is off: {sandbox.detail}")
         # Absolute: the worker starts in it, and finds it again by this name.
@@ -192,6 +195,7 @@ class SandboxedExecutor(BasePythonExecutor):
         self._lock = asyncio.Lock()
         self.before_start = before_start
         self.after_run = after_run  # each run's result, as it ends (the user's usage)
+        self.measured = measured
         self.memory_cgroup = False  # whether a cgroup bounds the running sandbox's memory
         # The whole sandbox's budget: the zygote, a run and whatever the run forks.
         self.cgroup = SandboxCgroup(
@@ -318,7 +322,8 @@ class SandboxedExecutor(BasePythonExecutor):
 
     async def run(self, code: str, timeout: float | None = None) -> ExecutionResult:  # noqa: ASYNC109
         result = await self._run(code, timeout)
-        observe_run(result)
+        if self.measured:
+            observe_run(result)
         if self.after_run is not None:
             self.after_run(result)
         return result

@@ -87,7 +87,8 @@ class SandboxSelfCheck:
         """(ran, the reason if not, what the sandbox wrote to stderr)."""
         workspace = folder / "scratch" / "check"  # its staging folder lands beside, in `folder`
         workspace.mkdir(mode=0o700, parents=True)
-        executor = SandboxedExecutor(workspace, self.limits, self.sandbox)
+        # The server's own run: in no user's usage, and not in the sandbox-run metrics.
+        executor = SandboxedExecutor(workspace, self.limits, self.sandbox, measured=False)
         try:
             async with asyncio.timeout(self.timeout):
                 await executor.start()
