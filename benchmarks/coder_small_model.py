@@ -20,7 +20,10 @@ else runs: one answer call then takes minutes instead of seconds. `--threads 0`
 is the server's own default (all cores).
 
     .venv/bin/python -m benchmarks.coder_small_model [--questions 10] [--keep]
-        [--backend embedded] [--threads 1] [--trace PATH]
+        [--backend embedded] [--threads 1] [--trace PATH] [--smoke]
+
+`--smoke`: the first question, one baseline run, to check that it runs (`make test`
+does): the embedded model loads and the question is answered; it fails on an HTTP error.
 """
 
 from __future__ import annotations
@@ -330,7 +333,10 @@ def main() -> None:
     )
     parser.add_argument("--trace", type=Path, help="per-question JSON trace (default: a temp file)")
     parser.add_argument("--keep", action="store_true", help="keep the data directory")
+    parser.add_argument("--smoke", action="store_true", help="one question, to check it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.questions, args.baseline_runs = 1, 1
     questions = QUESTIONS[: max(1, min(args.questions, len(QUESTIONS)))]
     trace = args.trace or default_trace("coder_small_model")
 
@@ -369,6 +375,8 @@ def main() -> None:
     print()
     report(outcomes, questions)
     print(f"trace: {trace}")
+    if args.smoke and any(o.origin == "http-error" for o in outcomes):
+        raise SystemExit("--smoke: a request failed")
 
 
 if __name__ == "__main__":

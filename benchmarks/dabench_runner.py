@@ -22,7 +22,11 @@ last question, so a call cut off by --timeout on a running server may land late.
     .venv/bin/python -m benchmarks.dabench_runner [--agent-type react] [--limit N]
         [--model NAME] [--backend embedded] [--threads 1] [--trace PATH]
         [--server URL --token T [--prompt-log PATH]] [--timeout 600]
-        [--questions Q --labels L --tables DIR]
+        [--questions Q --labels L --tables DIR] [--smoke]
+
+`--smoke`: the first question only, with `react` on the scripted model (a script that
+runs code over the table and answers without any `@name[value]`), to check that the
+runner, the server and the scoring run (`make test` does); it fails when the request does.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from typing import Any
 
 import httpx
 
+from backend.storage.sessions import client_id, valid_key
 from benchmarks.coder_small_model import (
     REQUEST_TIMEOUT,
     benchmark_server,
@@ -52,6 +57,14 @@ SAMPLE = ROOT.parent / "shared" / "dabench-sample"
 AGENT_TYPES = ("auto", "react", "plan_execute", "chat")
 LEVELS = ("easy", "medium", "hard")
 _ANSWER = re.compile(r"@(\w+)\[(.*?)\]")  # DABench's own extraction pattern
+# --smoke's model: whatever the question, the coder prints the table's size.
+SMOKE_REPLIES = [
+    {"when": "[stage: react]", "content": "Action: coder\nAction Input: the table's size"},
+    {"when": "[stage: generate]", "content": "```python\nprint('rows', len(df1))\n```"},
+    {"when": "[stage: review]", "content": '{"answers_question": true}'},
+    {"when": "[stage: answer]", "content": "The table's size is printed above."},
+    {"content": "Final Answer: the table's size is printed above.", "repeat": True},
+]
 
 
 @dataclass(frozen=True)
@@ -209,6 +222,8 @@ def count_llm_calls(outcomes: list[Outcome], prompt_log: Path | None) -> None:
         # The turn's own record repeats the conversation; only `chat` made that call itself.
         if "stage" in record or record.get("agent_type") == "chat":
             session = str(record.get("session_id"))
+            if valid_key(session):  # the log names a session by its key, `u<user>-<id>`
+                session = client_id(session)
             calls[session] = calls.get(session, 0) + 1
     for outcome in outcomes:
         outcome.llm_calls = calls.get(outcome.session_id, 0)
@@ -327,7 +342,12 @@ def main() -> None:
     )
     parser.add_argument("--trace", type=Path, help="per-question JSON trace (default: a temp file)")
     parser.add_argument("--keep", action="store_true", help="keep the started server's data")
+    parser.add_argument("--smoke", action="store_true", help="one scripted question, to check")
     args = parser.parse_args()
+    if args.smoke:
+        if args.server:
+            parser.error("--smoke starts its own server")
+        args.limit, args.backend, args.agent_type = 1, "scripted", "react"
     if args.server and not args.token:
         parser.error("--server needs --token")
     if args.prompt_log and not args.server:
@@ -359,6 +379,9 @@ def main() -> None:
         calls_source = "records in the prompt log"
         root = Path(tempfile.mkdtemp(prefix="dabench-"))
         server = benchmark_server(root, args.backend, args.threads)
+        if args.smoke:
+            (root / "replies.json").write_text(json.dumps(SMOKE_REPLIES))
+            server.env["SCRIPTED_REPLIES"] = str(root / "replies.json")
         try:
             server.start()
             print(f"backend: {args.backend} (EMBEDDED_THREADS={args.threads})")
@@ -372,6 +395,9 @@ def main() -> None:
     print()
     report(outcomes, calls_source)
     print(f"trace: {trace}")
+    failed = [o for o in outcomes if o.error or not o.answer]
+    if args.smoke and (failed or not outcomes):
+        raise SystemExit(f"--smoke: {len(failed)} question(s) got no answer")
 
 
 if __name__ == "__main__":

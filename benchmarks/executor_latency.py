@@ -5,7 +5,9 @@ bwrap, interpreter, pandas and matplotlib imports); a pandas group-by on 100k ro
 and a run right after a rollback. The baseline, measured in the same run, is what
 the seeds did: a fresh `python -c "import pandas; print(1)"` subprocess per run.
 
-    .venv/bin/python -m benchmarks.executor_latency [--runs 200] [--cold 10]
+    .venv/bin/python -m benchmarks.executor_latency [--runs 200] [--cold 10] [--smoke]
+
+`--smoke`: a few runs of each, to check that it runs (`make test` does).
 
 Goal: warm p50 <= 20 ms inside the full sandbox, and >= 30x faster than the baseline.
 """
@@ -21,9 +23,10 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from backend.storage.sessions import session_key
 from backend.storage.workspaces import Workspaces
 from backend.tools.sandbox.availability import resolve_sandbox
-from backend.tools.sandbox.executor import ExecutorLimits, SandboxedExecutor
+from backend.tools.sandbox.executor import ExecutionResult, ExecutorLimits, SandboxedExecutor
 
 LIMITS = ExecutorLimits(timeout=30, max_memory_mb=1024, max_file_mb=50)
 GROUP_BY = "summary = frame.groupby('key')['value'].agg(['mean', 'sum'])\nprint(len(summary))"
@@ -48,6 +51,14 @@ async def timed(action: Callable[[], Awaitable[object]], times: int) -> list[flo
     return samples
 
 
+async def run(executor: SandboxedExecutor, code: str) -> ExecutionResult:
+    """`code`'s run; a failed one stops the benchmark (it would time the wrong thing)."""
+    result = await executor.run(code)
+    if not result.success:
+        raise RuntimeError(f"{code!r} failed in the sandbox: {result.error}")
+    return result
+
+
 def baseline(times: int) -> list[float]:
     samples = []
     for _ in range(times):
@@ -66,23 +77,27 @@ async def measure(args: argparse.Namespace, root: Path) -> dict[str, list[float]
 
     cold: list[float] = []
     for number in range(args.cold):
-        executor = SandboxedExecutor(workspaces.ensure(f"cold-{number}"), LIMITS, sandbox)
+        executor = SandboxedExecutor(
+            workspaces.ensure(session_key(1, f"cold-{number}")), LIMITS, sandbox
+        )
         started = time.perf_counter()
-        await executor.run("print(1)")
+        await run(executor, "print(1)")
         cold.append(time.perf_counter() - started)
         await executor.close()
     results["cold first run"] = cold
 
-    async with SandboxedExecutor(workspaces.ensure("warm"), LIMITS, sandbox) as executor:
-        await executor.run(SETUP)
-        await timed(lambda: executor.run("print(1)"), 10)  # warm-up
-        results["warm print(1)"] = await timed(lambda: executor.run("print(1)"), args.runs)
-        results["group-by 100k rows"] = await timed(lambda: executor.run(GROUP_BY), args.runs // 4)
+    async with SandboxedExecutor(
+        workspaces.ensure(session_key(1, "warm")), LIMITS, sandbox
+    ) as executor:
+        await run(executor, SETUP)
+        await timed(lambda: run(executor, "print(1)"), args.warmup)
+        results["warm print(1)"] = await timed(lambda: run(executor, "print(1)"), args.runs)
+        results["group-by 100k rows"] = await timed(lambda: run(executor, GROUP_BY), args.runs // 4)
         after_rollback = []
         for _ in range(args.runs // 4):
-            await executor.run("value = 1 / 0")
+            await executor.run("value = 1 / 0")  # fails, so the run is rolled back
             started = time.perf_counter()
-            await executor.run("print(1)")
+            await run(executor, "print(1)")
             after_rollback.append(time.perf_counter() - started)
         results["after a rollback"] = after_rollback
     return results
@@ -93,7 +108,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--cold", type=int, default=10)
     parser.add_argument("--baseline", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=10, help="warm runs not timed")
+    parser.add_argument("--smoke", action="store_true", help="a few runs of each, to check it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.cold, args.baseline, args.warmup = 4, 1, 1, 1
     with tempfile.TemporaryDirectory() as tmp:
         results = asyncio.run(measure(args, Path(tmp)))
     results["baseline: python -c 'import pandas'"] = baseline(args.baseline)

@@ -11,7 +11,9 @@ measured in the same run: what any proxy adds. A fourth path calls langchain-ope
 `ChatOpenAI` in this process: what that client alone costs (the agents use it; plain
 chat streams straight from the upstream, `backend/llm/upstream.py`).
 
-    .venv/bin/python -m benchmarks.gateway_overhead [--requests 200] [--concurrency 64]
+    .venv/bin/python -m benchmarks.gateway_overhead [--requests 200] [--concurrency 64] [--smoke]
+
+`--smoke`: a few short streams on each path, to check that it runs (`make test` does).
 
 Goals: added latency at p50 within 1.3x of the floor's, first token within 2 ms of the
 floor's, and 0 errors with 64 concurrent streams in each of 3 rounds.
@@ -121,6 +123,7 @@ async def sequential(
     gateway_url: str,
     token: str,
     requests: int,
+    warmup: int = 10,
 ) -> None:
     auth = {"Authorization": f"Bearer {token}"}
     direct_url = f"{upstream_url}/chat/completions"
@@ -137,7 +140,7 @@ async def sequential(
         "langchain": lambda: langchain_once(langchain),
     }
     samples: dict[str, list[Sample]] = {name: [] for name in paths}
-    for _ in range(10):  # warm up connections and caches on every path alike
+    for _ in range(warmup):  # warm up connections and caches on every path alike
         for measure_once in paths.values():
             await measure_once()
     for i in range(requests):
@@ -187,7 +190,8 @@ async def concurrent(
 
 async def measure(
     args: argparse.Namespace, upstream_url: str, proxy_url: str, server: LiveServer
-) -> None:
+) -> int:
+    """Prints the figures; the number of failed streams."""
     token = server.token()
     limits = httpx.Limits(max_connections=args.concurrency * 2)
     async with httpx.AsyncClient(timeout=60, limits=limits) as client:
@@ -198,7 +202,9 @@ async def measure(
             f"(ideal {args.tokens * args.delay_ms:g} ms per request)"
         )
         proxied_url = f"{proxy_url}/chat/completions"
-        await sequential(client, upstream_url, proxied_url, gateway_url, token, args.requests)
+        await sequential(
+            client, upstream_url, proxied_url, gateway_url, token, args.requests, args.warmup
+        )
 
         print(f"Concurrent streams: {args.concurrency} at once, {args.rounds} rounds")
         auth = {"Authorization": f"Bearer {token}"}
@@ -214,6 +220,7 @@ async def measure(
         report("request", direct, proxied, via="via floor ")
         added = statistics.median(gateway) - statistics.median(direct)
         print(f"  median added per stream under load: {added * 1000:+.2f} ms")
+    return direct_errors + proxy_errors + errors
 
 
 def main() -> None:
@@ -223,7 +230,12 @@ def main() -> None:
     parser.add_argument("--delay-ms", type=float, default=5.0)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=10, help="untimed requests on each path")
+    parser.add_argument("--smoke", action="store_true", help="a few streams, to check it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.requests, args.tokens, args.delay_ms = 3, 3, 1.0
+        args.concurrency, args.rounds, args.warmup = 4, 1, 1
 
     upstream_port = free_port()
     upstream = subprocess.Popen(
@@ -252,12 +264,14 @@ def main() -> None:
             server.start()
             wait_for_port(upstream_port)
             wait_for_port(proxy_port)
-            asyncio.run(measure(args, upstream_url, proxy_url, server))
+            errors = asyncio.run(measure(args, upstream_url, proxy_url, server))
         finally:
             server.stop()
             for process in (proxy, upstream):
                 process.terminate()
                 process.wait(timeout=10)
+    if args.smoke and errors:
+        sys.exit(f"--smoke: {errors} stream(s) failed")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,9 @@ about a hundred rounds to tell 1% from 2%.
 
     .venv/bin/python -m benchmarks.load --observability [--observability-rounds 100]
         [--observability-turns 200] [--scrape-interval 5]
+
+`--smoke` (with or without `--observability`): a few streams, sessions and turns of each
+part, to check that it runs (`make test` does); it fails when a request does.
 """
 
 from __future__ import annotations
@@ -175,7 +178,8 @@ async def one_round(
 
 async def streams(
     args: argparse.Namespace, upstream_url: str, floor_url: str, server: LiveServer
-) -> None:
+) -> int:
+    """Part 1's figures, printed; the number of failed streams."""
     auth = {"Authorization": f"Bearer {server.token()}"}
     paths = {
         "direct": (f"{upstream_url}/chat/completions", {}),
@@ -205,6 +209,7 @@ async def streams(
     if all(times.values()):
         report("request", times["direct"], times["via server"])
         report("request", times["direct"], times["via floor"], via="via floor ")
+    return sum(errors.values())
 
 
 # Part 2: concurrent sandboxes
@@ -269,7 +274,8 @@ def report_runs(baseline: Runs, loaded: Runs) -> None:
         )
 
 
-async def sandboxes(args: argparse.Namespace, server: LiveServer) -> None:
+async def sandboxes(args: argparse.Namespace, server: LiveServer) -> int:
+    """Part 2's figures, printed; the number of failed runs."""
     assert server.process is not None
     pid = server.process.pid
     headers = {"Authorization": f"Bearer {server.token()}"}
@@ -311,6 +317,7 @@ async def sandboxes(args: argparse.Namespace, server: LiveServer) -> None:
         f"(before the load: {before.processes - 1} descendants, RSS "
         f"{before.tree_rss / MB:.0f} MB)"
     )
+    return len(baseline.errors) + len(loaded.errors)
 
 
 # Part 3: memory over many turns
@@ -361,7 +368,8 @@ async def turns(
     return times
 
 
-async def memory_growth(args: argparse.Namespace, server: LiveServer) -> None:
+async def memory_growth(args: argparse.Namespace, server: LiveServer) -> int:
+    """Part 3's figures, printed; the number of failed turns."""
     assert server.process is not None
     pid = server.process.pid
     headers = {"Authorization": f"Bearer {server.token()}"}
@@ -397,6 +405,7 @@ async def memory_growth(args: argparse.Namespace, server: LiveServer) -> None:
             f"p99 {percentile(times, 99) / percentile(first, 99):.2f}x"
         )
     print(f"  (the first turns: p50 {percentile(first, 50) * 1000:.1f} ms)")
+    return len(errors)
 
 
 # Part 4 (--observability): metrics and traces on against off
@@ -485,7 +494,8 @@ def print_ratio(label: str, off: list[float], on: list[float]) -> None:
 
 async def observability(
     args: argparse.Namespace, servers: dict[str, LiveServer], receiver: Receiver
-) -> None:
+) -> int:
+    """Part 4's figures, printed; the number of failed streams and turns."""
     names = list(servers)  # "off", "on"
     auth = {name: {"Authorization": f"Bearer {s.token()}"} for name, s in servers.items()}
     urls = {name: f"{s.url}/v1/chat/completions" for name, s in servers.items()}
@@ -539,7 +549,7 @@ async def observability(
     for error in (off.errors + on.errors)[:5]:
         print(f"    {error}")
     if off.streams and on.streams:
-        print_ratio("stream (64 at once)", off.streams, on.streams)
+        print_ratio(f"stream ({args.streams} at once)", off.streams, on.streams)
         paired = [
             percentile(b, 50) / percentile(a, 50)
             for a, b in zip(off.rounds, on.rounds, strict=True)
@@ -553,18 +563,20 @@ async def observability(
         )
     if off.turns and on.turns:
         print_ratio("turn (sequential)", off.turns, on.turns)
-    # The servers' CPU time: what the load costs each, whatever the machine's noise.
+    # The servers' CPU time: what the load costs each, whatever the machine's noise (counted
+    # in clock ticks, so a short run can take none).
     for label, a, b, count in (
         ("stream", off.stream_cpu, on.stream_cpu, args.streams * args.observability_rounds),
         ("turn", off.turn_cpu, on.turn_cpu, args.observability_turns),
     ):
         print(
             f"  server CPU per {label:<7}     off {a / count * 1000:8.2f} ms   "
-            f"on {b / count * 1000:8.2f} ms   ratio {b / a:6.4f}"
+            f"on {b / count * 1000:8.2f} ms   ratio {b / a if a else float('nan'):6.4f}"
         )
+    return len(off.errors) + len(on.errors)
 
 
-def observability_main(args: argparse.Namespace, tmp: Path) -> None:
+def observability_main(args: argparse.Namespace, tmp: Path) -> int:
     upstream = ("--tokens", str(args.tokens), "--delay-ms", str(args.delay_ms))
     model = {"LLM_BACKEND": "openai", "OPENAI_MODEL": "fake-upstream"}
     with (
@@ -587,7 +599,7 @@ def observability_main(args: argparse.Namespace, tmp: Path) -> None:
             OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="",
         ) as on,
     ):
-        asyncio.run(observability(args, {"off": off, "on": on}, receiver))
+        return asyncio.run(observability(args, {"off": off, "on": on}, receiver))
 
 
 # Servers
@@ -640,12 +652,28 @@ def main() -> None:
     parser.add_argument("--observability-rounds", type=int, default=100, help="stream rounds")
     parser.add_argument("--observability-turns", type=int, default=200, help="turns per server")
     parser.add_argument("--scrape-interval", type=float, default=5.0, help="seconds")
+    parser.add_argument("--smoke", action="store_true", help="a little of each, to check it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.streams, args.rounds, args.tokens, args.delay_ms = 4, 1, 3, 1.0
+        args.sessions, args.runs, args.baseline_runs, args.baseline_cold = 2, 1, 1, 1
+        args.turns, args.warmup, args.steps, args.session_turns = 4, 2, 2, 2
+        args.observability_rounds, args.observability_turns = 2, 2
+        args.scrape_interval = 0.5
 
+    errors = 0
     if args.observability:
         with tempfile.TemporaryDirectory() as tmp:
-            observability_main(args, Path(tmp))
-        return
+            errors = observability_main(args, Path(tmp))
+    else:
+        errors = parts(args)
+    if args.smoke and errors:
+        sys.exit(f"--smoke: {errors} request(s) failed")
+
+
+def parts(args: argparse.Namespace) -> int:
+    """Parts 1 to 3 but those skipped; the number of failed requests."""
+    errors = 0
     with tempfile.TemporaryDirectory() as tmp:
         if not {"streams", "sandboxes"} <= set(args.skip):
             upstream = ("--tokens", str(args.tokens), "--delay-ms", str(args.delay_ms))
@@ -660,16 +688,17 @@ def main() -> None:
                 ) as server,
             ):
                 if "streams" not in args.skip:
-                    asyncio.run(streams(args, upstream_url, floor_url, server))
+                    errors += asyncio.run(streams(args, upstream_url, floor_url, server))
                 if "sandboxes" not in args.skip:
-                    asyncio.run(sandboxes(args, server))
+                    errors += asyncio.run(sandboxes(args, server))
         if "memory" not in args.skip:
             replies = Path(tmp) / "replies.json"
             replies.write_text(json.dumps([{"content": SCRIPTED_ANSWER, "repeat": True}]))
             with live(
                 Path(tmp) / "scripted", LLM_BACKEND="scripted", SCRIPTED_REPLIES=str(replies)
             ) as server:
-                asyncio.run(memory_growth(args, server))
+                errors += asyncio.run(memory_growth(args, server))
+    return errors
 
 
 if __name__ == "__main__":

@@ -37,7 +37,11 @@ Goals, checked on each tree:
   at least 40% fewer than before (needs both trees).
 
     .venv/bin/python -m benchmarks.local_llm_cost [--before REV] [--only after]
-        [--slots 1] [--timeout 300] [--keep] [--trace PATH]
+        [--slots 1] [--timeout 300] [--keep] [--trace PATH] [--smoke]
+
+`--smoke`: the working tree only, the first question with each agent, to check that it
+runs (`make test` does); the goals are printed but not judged, and a turn that fails
+fails the run.
 """
 
 from __future__ import annotations
@@ -93,6 +97,7 @@ class TreeServer(LiveServer):
     def __init__(self, tree: Path, data_dir: Path, **env: str) -> None:
         super().__init__(data_dir, PYTHONPATH=str(tree), **env)
         self.tree = tree
+        self.cwd = tree  # where LiveServer starts it (and ROOT, patched below, for older ones)
 
     def start(self, timeout: float = 120) -> LiveServer:
         with mock.patch.object(live_server, "ROOT", self.tree):  # its cwd: run_backend.py
@@ -156,7 +161,7 @@ def run_tree(run: TreeRun, tree: Path, upstream: SimulatedServer, args: argparse
             for agent in AGENTS:
                 upstream.sim.reset()
                 sessions: dict[str, str] = {}
-                for scenario in SCENARIOS:
+                for scenario in args.scenarios:
                     turn = Turn(scenario, agent)
                     run.turns[(agent, scenario.key)] = turn
                     started = time.perf_counter()
@@ -273,9 +278,13 @@ def main() -> None:
     parser.add_argument("--tables", type=Path, default=SAMPLE / "tables", help="the CSV folder")
     parser.add_argument("--keep", action="store_true", help="keep the servers' data folders")
     parser.add_argument("--trace", type=Path, help="every call as JSON (default: a temp file)")
+    parser.add_argument("--smoke", action="store_true", help="one question, to check it runs")
     args = parser.parse_args()
     args.trace = args.trace or default_trace("local_llm_cost")
-    missing = [s.file for s in SCENARIOS if not (args.tables / s.file).is_file()]
+    args.scenarios = SCENARIOS[:1] if args.smoke else SCENARIOS
+    if args.smoke:
+        args.only = "after"
+    missing = [s.file for s in args.scenarios if not (args.tables / s.file).is_file()]
     if missing:
         parser.error(f"missing tables in {args.tables}: {', '.join(sorted(set(missing)))}")
     started = time.perf_counter()
@@ -303,6 +312,11 @@ def main() -> None:
     print_report(runs, floor, args.slots)
     write_trace(args.trace, runs, floor)
     print(f"\ntrace: {args.trace}\nwall time: {time.perf_counter() - started:.0f} s")
+    if args.smoke:
+        print("(--smoke: one question, so the goals are not judged)")
+        failed = [turn for run in runs for turn in run.turns.values() if turn.error]
+        if failed or any(run.error for run in runs):
+            raise SystemExit(f"--smoke: {len(failed)} turn(s) failed")
 
 
 if __name__ == "__main__":

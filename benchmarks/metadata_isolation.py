@@ -8,11 +8,13 @@ helper's start and imports) and the median of warm calls on a small CSV, a
 Parquet file and a PNG, as the catalog makes them on a cache miss. Prints the
 ratios after/before.
 
-Run from the repository root: `.venv/bin/python -m benchmarks.metadata_isolation`.
+Run from the repository root: `.venv/bin/python -m benchmarks.metadata_isolation`;
+`--smoke` makes one warm call of each, to check that it runs (`make test` does).
 """
 
 from __future__ import annotations
 
+import argparse
 import concurrent.futures
 import functools
 import io
@@ -79,15 +81,18 @@ def timed(call: Callable[[], Any]) -> float:
     return time.perf_counter() - started
 
 
-def measure(name: str, calls: Sequence[Callable[[], Any]]) -> tuple[float, float]:
+def measure(name: str, calls: Sequence[Callable[[], Any]], rounds: int) -> tuple[float, float]:
     first = timed(calls[0])
-    warm = [timed(call) for _ in range(CALLS) for call in calls]
+    warm = [timed(call) for _ in range(rounds) for call in calls]
     median = statistics.median(warm)
     print(f"{name:28} first call {first * 1000:8.1f} ms   warm median {median * 1000:6.2f} ms")
     return first, median
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="one warm call each, to check it runs")
+    rounds = 1 if parser.parse_args().smoke else CALLS
     with tempfile.TemporaryDirectory() as folder:
         data_dir = Path(folder)
         workspaces = Workspaces(data_dir)
@@ -102,6 +107,7 @@ def main() -> None:
             before = measure(
                 "before: rlimited pool",
                 [functools.partial(old_call, pool, str(data_dir), p, s) for p, s in found],
+                rounds,
             )
         finally:
             pool.shutdown()
@@ -113,7 +119,7 @@ def main() -> None:
         ):
             try:
                 calls = [functools.partial(new_call, runner, workspaces, p, s) for p, s in found]
-                results[label] = measure(label, calls)
+                results[label] = measure(label, calls, rounds)
             finally:
                 runner.close()
         for label, (first, median) in results.items():

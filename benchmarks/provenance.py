@@ -4,11 +4,14 @@
 added to every turn. Baseline, measured in the same run: one regex pass over the
 output (`numbers_in`), the least any tracing must do.
 
-    .venv/bin/python -m benchmarks.provenance
+    .venv/bin/python -m benchmarks.provenance [--smoke]
+
+`--smoke`: one small case, one round, to check that it runs (`make test` does).
 """
 
 from __future__ import annotations
 
+import argparse
 import functools
 import random
 import statistics
@@ -19,6 +22,8 @@ from backend.tools.provenance import RunOutput, cite
 from backend.tools.provenance.numbers import claims, numbers_in
 
 ROUNDS = 7
+CASES = ((1_000, 20), (25_000, 100), (25_000, 400))  # output lines, numbers in the answer
+SMOKE_CASES = ((200, 10),)
 
 
 def _output(lines: int, seed: int) -> str:
@@ -42,9 +47,9 @@ def _scan(outputs: list[str]) -> None:
         numbers_in(text)
 
 
-def _best(function: Callable[[], object]) -> float:
+def _best(function: Callable[[], object], rounds: int) -> float:
     times = []
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         started = time.perf_counter()
         function()
         times.append(time.perf_counter() - started)
@@ -52,13 +57,17 @@ def _best(function: Callable[[], object]) -> float:
 
 
 def main() -> None:
-    for lines, numbers in ((1_000, 20), (25_000, 100), (25_000, 400)):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="one small case, to check it runs")
+    args = parser.parse_args()
+    rounds = 1 if args.smoke else ROUNDS
+    for lines, numbers in SMOKE_CASES if args.smoke else CASES:
         outputs = [_output(lines // 2, seed) for seed in (1, 2)]  # two runs
         runs = [RunOutput(f"run_{i}", "...", text) for i, text in enumerate(outputs)]
         answer = _answer(outputs[1], numbers, 3)
         size = sum(len(text) for text in outputs)
-        baseline = _best(functools.partial(_scan, outputs))
-        traced = _best(functools.partial(cite, answer, runs))
+        baseline = _best(functools.partial(_scan, outputs), rounds)
+        traced = _best(functools.partial(cite, answer, runs), rounds)
         cited = cite(answer, runs)
         values = [c for c in cited if "." in c["text"]]  # "sold 1234.5": its row's line?
         right = sum(

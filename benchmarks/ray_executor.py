@@ -17,6 +17,11 @@ Everything runs on this machine, against baselines measured in the same run:
    node costs or gains here, not what a second machine adds.
 
     .venv/bin/python -m benchmarks.ray_executor [--runs 300] [--sessions 32] [--rounds 10]
+        [--smoke]
+
+`--smoke`: a few runs and sessions, one cluster of a head and 1 sandbox node for every
+part (no 2-node figures), to check that it runs (`make test` does); it fails when a run
+does.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from typing import Protocol
 
 from backend.config import load_settings
 from backend.storage.mirror import WorkspaceMirror
+from backend.storage.sessions import session_key
 from backend.storage.workspaces import Workspaces
 from backend.tools.sandbox.availability import resolve_sandbox
 from backend.tools.sandbox.executor import BasePythonExecutor, ExecutionResult
@@ -46,7 +52,6 @@ from tests.support.ray_cluster import LoopbackCluster, ray_cluster, ray_settings
 from tests.support.seaweedfs import S3Server, seaweedfs, weed_binary
 
 WORKLOADS = {"print(1)": "print(1)", "loop ~20 ms": "print(sum(i * i for i in range(300_000)))"}
-COLD_SESSIONS = 5
 LATENCY_ROWS = ("local pool", "Ray, no WORKSPACE_BUCKET", "Ray + WORKSPACE_BUCKET (SeaweedFS)")
 
 
@@ -55,19 +60,20 @@ class Pool(Protocol):
 
 
 def new_session(tag: str) -> str:
-    return f"bench-{tag}-{uuid.uuid4().hex[:8]}"
+    """A new session's key (pools and workspaces take keys: backend/storage/sessions.py)."""
+    return session_key(1, f"bench-{tag}-{uuid.uuid4().hex[:8]}")
 
 
-async def warm_latency(pool: Pool, runs: int, failures: list[str]) -> list[float]:
+async def warm_latency(pool: Pool, args: argparse.Namespace, failures: list[str]) -> list[float]:
     executor = pool.get_python_executor(new_session("warm"))
-    for _ in range(20):  # the first run starts the sandbox; the rest warm the path
+    for _ in range(args.warmup):  # the first run starts the sandbox; the rest warm the path
         await executor.run("print(1)")
-    return await timed(partial(executor.run, "print(1)"), runs, failures)
+    return await timed(partial(executor.run, "print(1)"), args.runs, failures)
 
 
-async def cold_latency(pool: Pool, failures: list[str]) -> list[float]:
+async def cold_latency(pool: Pool, args: argparse.Namespace, failures: list[str]) -> list[float]:
     samples: list[float] = []
-    for _ in range(COLD_SESSIONS):
+    for _ in range(args.cold):
         executor = pool.get_python_executor(new_session("cold"))
         samples += await timed(partial(executor.run, "print(1)"), 1, failures)
     return samples
@@ -126,7 +132,11 @@ def ray_pool(cluster: LoopbackCluster, root: Path, s3: S3Server | None = None) -
 
 
 @contextlib.contextmanager
-def maybe_s3(root: Path) -> Iterator[S3Server | None]:
+def maybe_s3(root: Path, smoke: bool) -> Iterator[S3Server | None]:
+    if smoke:
+        print("  (--smoke: the WORKSPACE_BUCKET row is left out)")
+        yield None
+        return
     if weed_binary() is None:
         print("  (no SeaweedFS `weed` binary: the WORKSPACE_BUCKET row is left out)")
         yield None
@@ -160,7 +170,7 @@ async def local_part(
     settings = load_settings(DATA_DIR=root / "local", SANDBOX="bwrap")
     pool = ExecutorPool(settings, resolve_sandbox("bwrap"), Workspaces(settings.DATA_DIR))
     try:
-        return await warm_latency(pool, args.runs, failures), await cold_latency(pool, failures)
+        return await warm_latency(pool, args, failures), await cold_latency(pool, args, failures)
     finally:
         await pool.close_all()
 
@@ -177,12 +187,33 @@ async def local_throughput(args: argparse.Namespace, root: Path) -> dict[str, tu
         await pool.close_all()
 
 
+def ray_throughput(
+    args: argparse.Namespace, cluster: LoopbackCluster, root: Path
+) -> dict[str, tuple[float, int]]:
+    nodes = len(cluster.nodes)
+    with sampled(os.getpid()) as peaks:
+        found = asyncio.run(throughput(ray_pool(cluster, root), args.sessions, args.rounds))
+    report_memory(f"Ray, {nodes} node(s), head included", peaks)
+    return found
+
+
+def ray_name(nodes: int) -> str:
+    return f"Ray, {nodes} node{'s' if nodes > 1 else ''}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--sessions", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--cold", type=int, default=5, help="new sessions' first runs")
+    parser.add_argument("--warmup", type=int, default=20, help="untimed runs before the warm ones")
+    parser.add_argument("--smoke", action="store_true", help="a little of each, to check it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.sessions, args.rounds, args.cold, args.warmup = 3, 2, 1, 1, 2
+    latency_nodes = 1 if args.smoke else 2
+    rates: dict[str, dict[str, tuple[float, int]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         print(f"1. Latency: one session's warm print(1), {args.runs} runs each")
@@ -190,33 +221,31 @@ def main() -> None:
         warm, cold = asyncio.run(local_part(args, root, failures["local pool"]))
         latency = {"local pool": warm}
         colds = {"local pool": cold}
-        with maybe_s3(root) as s3:
+        with maybe_s3(root, args.smoke) as s3:
             started = time.perf_counter()
-            with ray_cluster(nodes=2) as cluster:
+            with ray_cluster(nodes=latency_nodes) as cluster:
                 took = time.perf_counter() - started
-                print(f"  (a head and 2 sandbox nodes started in {took:.1f} s)")
+                print(f"  (a head and {latency_nodes} sandbox node(s) started in {took:.1f} s)")
                 pools = {LATENCY_ROWS[1]: ray_pool(cluster, root)}
                 if s3 is not None:
                     pools[LATENCY_ROWS[2]] = ray_pool(cluster, root, s3)
                 for name, pool in pools.items():
-                    latency[name] = asyncio.run(warm_latency(pool, args.runs, failures[name]))
-                    colds[name] = asyncio.run(cold_latency(pool, failures[name]))
+                    latency[name] = asyncio.run(warm_latency(pool, args, failures[name]))
+                    colds[name] = asyncio.run(cold_latency(pool, args, failures[name]))
+                if args.smoke:  # part 2 on the same cluster: one start less
+                    rates[ray_name(latency_nodes)] = ray_throughput(args, cluster, root)
         report_latency(latency, "local pool")
-        print(f"  a new session's first run (cold), {COLD_SESSIONS} sessions:")
+        print(f"  a new session's first run (cold), {args.cold} sessions:")
         report_latency(colds, "local pool")
         for name, errors in failures.items():
             if errors:
                 print(f"  {name}: {len(errors)} failed run(s) left out (goal 0), e.g. {errors[0]}")
 
         print(f"\n2. Throughput: {args.sessions} sessions at once, {args.rounds} runs each")
-        rates = {"local pool": asyncio.run(local_throughput(args, root))}
-        for nodes in (1, 2):
-            with ray_cluster(nodes=nodes) as cluster, sampled(os.getpid()) as peaks:
-                pool = ray_pool(cluster, root)
-                rates[f"Ray, {nodes} node{'s' if nodes > 1 else ''}"] = asyncio.run(
-                    throughput(pool, args.sessions, args.rounds)
-                )
-            report_memory(f"Ray, {nodes} node(s), head included", peaks)
+        rates = {"local pool": asyncio.run(local_throughput(args, root)), **rates}
+        for nodes in () if args.smoke else (1, 2):
+            with ray_cluster(nodes=nodes) as cluster:
+                rates[ray_name(nodes)] = ray_throughput(args, cluster, root)
         print(f"  {'':20}" + "".join(f" {name:>22}" for name in WORKLOADS))
         for name, found in rates.items():
             cells = "".join(
@@ -224,12 +253,18 @@ def main() -> None:
                 for rate, failures in found.values()
             )
             print(f"  {name:20}{cells}")
-        two, one = rates["Ray, 2 nodes"], rates["Ray, 1 node"]
-        print(
-            "  2 nodes / 1 node:   "
-            + "".join(f" {two[name][0] / one[name][0]:21.2f}x" for name in WORKLOADS)
-        )
-        print(f"  os.cpu_count() = {os.cpu_count()}: both nodes share these cores")
+        if len(rates) > 2:
+            two, one = rates[ray_name(2)], rates[ray_name(1)]
+            print(
+                "  2 nodes / 1 node:   "
+                + "".join(f" {two[name][0] / one[name][0]:21.2f}x" for name in WORKLOADS)
+            )
+            print(f"  os.cpu_count() = {os.cpu_count()}: both nodes share these cores")
+    failed = sum(map(len, failures.values())) + sum(
+        n for r in rates.values() for _, n in r.values()
+    )
+    if args.smoke and failed:
+        raise SystemExit(f"--smoke: {failed} run(s) failed")
 
 
 if __name__ == "__main__":

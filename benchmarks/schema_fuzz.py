@@ -8,10 +8,12 @@ schemathesis infers (a started run into its events, a listed conversation into i
 deletion, ...). Prints the cases by phase, the responses by status class, each
 check's verdicts and failures, and every distinct failure with a curl command.
 
-    .venv/bin/python -m benchmarks.schema_fuzz [--examples 200] [--seed 12]
+    .venv/bin/python -m benchmarks.schema_fuzz [--examples 200] [--seed 12] [--smoke]
 
 Goal: 0 responses of 500 or above (`not_a_server_error`) and 0 schema violations (the
-other checks). `make test` runs the same with few examples (tests/api/test_schema_fuzz.py).
+other checks). `make test` runs the same with few examples (tests/api/test_schema_fuzz.py),
+and this script with `--smoke`: one fuzzed request per operation and the stateful
+sequences, without the coverage cases (thousands), to check that it runs.
 """
 
 from __future__ import annotations
@@ -100,7 +102,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--examples", type=int, default=200, help="fuzzed per operation")
     parser.add_argument("--seed", type=int, default=12, help="seeds the generated requests")
+    parser.add_argument("--smoke", action="store_true", help="a few cases, to check it runs")
     args = parser.parse_args()
+    phases: dict[str, object] = {}
+    if args.smoke:
+        args.examples, phases = 1, {"coverage": {"enabled": False}}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "replies.json").write_text(json.dumps(REPLIES))
@@ -113,7 +119,9 @@ def main() -> int:
         )
         try:
             server.start()
-            schema = load_schema(server, seed=args.seed, generation={"max-examples": args.examples})
+            schema = load_schema(
+                server, seed=args.seed, generation={"max-examples": args.examples}, phases=phases
+            )
             tally = fuzz(schema)
         finally:
             server.stop()

@@ -14,7 +14,10 @@ event names the table. Then, in the same run:
 Goals: within 1.5x of in-process DuckDB, the first page under 300 ms, and the server's
 memory grows by less than 50 MB while a user pages.
 
-    .venv/bin/python -m benchmarks.table_paging [--rows 10000000] [--seconds 20]
+    .venv/bin/python -m benchmarks.table_paging [--rows 10000000] [--seconds 20] [--smoke]
+
+`--smoke`: 10,000 rows, each request once, half a second of paging, to check that it
+runs (`make test` does).
 """
 
 from __future__ import annotations
@@ -68,9 +71,9 @@ def show_table(server: LiveServer) -> dict[str, Any]:
     raise RuntimeError(f"the turn showed no table; see {server.log_path}")
 
 
-def median_seconds(run: Callable[[], object]) -> float:
+def median_seconds(run: Callable[[], object], repeats: int) -> float:
     times = []
-    for _ in range(REPEATS):
+    for _ in range(repeats):
         started = time.perf_counter()
         run()
         times.append(time.perf_counter() - started)
@@ -126,7 +129,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--smoke", action="store_true", help="a small table, to check it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.rows, args.seconds = 10_000, 0.5
     with tempfile.TemporaryDirectory() as folder:
         env = {"PYTHON_CODE_TIMEOUT": "900", "PYTHON_CODE_MAX_MEMORY": "4096",
                "PYTHON_CODE_MAX_FILE_SIZE": "2048"}  # fmt: skip
@@ -139,11 +145,11 @@ def main() -> None:
             print(f"table file: {parquet.stat().st_size / 1e6:.0f} MB of Parquet")
             assert server.process is not None
             with server.client(timeout=120) as http:
-                report(http, table["url"], parquet)
+                report(http, table["url"], parquet, 1 if args.smoke else REPEATS)
                 print(page_through(http, table["url"], args.rows, args.seconds, server.process.pid))
 
 
-def report(http: httpx.Client, url: str, parquet: Path) -> None:
+def report(http: httpx.Client, url: str, parquet: Path, repeats: int) -> None:
     def get(**params: Any) -> Callable[[], object]:
         return lambda: http.get(f"{url}/rows", params=params).raise_for_status()
 
@@ -167,12 +173,12 @@ def report(http: httpx.Client, url: str, parquet: Path) -> None:
         ),
     ]
     for name, server, local in cases:
-        api, baseline = median_seconds(server), median_seconds(local)
+        api, baseline = median_seconds(server, repeats), median_seconds(local, repeats)
         print(f"{name}: API {api * 1000:.0f} ms, in-process DuckDB {baseline * 1000:.0f} ms, "
               f"ratio {api / baseline:.2f}x (goal <= 1.5x)")  # fmt: skip
-    floor = median_seconds(lambda: http.get("/api/users/me").raise_for_status())
+    floor = median_seconds(lambda: http.get("/api/users/me").raise_for_status(), repeats)
     print(f"(an API request that reads no table, GET /api/users/me: {floor * 1000:.1f} ms)")
-    unstable = median_seconds(lambda: database.execute(plain_sort, [path]).fetchall())
+    unstable = median_seconds(lambda: database.execute(plain_sort, [path]).fetchall(), repeats)
     print(f"(in-process DuckDB's sort without the stable tie-break: {unstable * 1000:.0f} ms)")
     summary = time.perf_counter()
     http.get(url).raise_for_status()

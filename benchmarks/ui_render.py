@@ -26,7 +26,10 @@ Playwright. Two measurements, each against a baseline from the same run:
    of 50 ms or more. The server streams on the same machine, so a busy machine
    lengthens tasks too; compare runs on the same, quiet machine.
 
-    .venv/bin/python -m benchmarks.ui_render [--runs 5] [--keep] [--trace PATH]
+    .venv/bin/python -m benchmarks.ui_render [--runs 5] [--keep] [--trace PATH] [--smoke]
+
+`--smoke`: one run, a conversation of 40 messages (2 tables, 4 charts) and a 200-word
+stream without pauses, to check that it runs (`make test` does).
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ from tests.support.live_server import LiveServer
 from tests.ui.browser import CHROMIUM, CHROMIUM_ARGS
 
 STREAM_TAG, STREAM_WORDS, TOKEN_DELAY = "Q-BENCH-STREAM", 2000, 0.005
+BIG_TURNS = 100  # of the long conversation
+SMOKE = {"turns": 20, "words": 200, "sections": 1, "token_delay": 0.0}
 OPEN_GOAL_MS, TASK_GOAL_MS = 1000.0, 50.0
 ANSWER = '[data-testid="message-assistant"]'
 META = {"agent_type": "chat", "route_reason": "benchmark", "finish_reason": "stop", "steps": []}
@@ -173,11 +178,11 @@ def table_and_chart_steps(i: int, workspace: Path, folder: str) -> list[dict[str
     return [step.payload() for step in ran + steps]
 
 
-def stream_reply() -> str:
-    """Exactly STREAM_WORDS words (= scripted tokens), ending with END-OF-STREAM."""
+def stream_reply(length: int = STREAM_WORDS, sections: int = 12) -> str:
+    """Exactly `length` words (= scripted tokens), ending with END-OF-STREAM."""
     rng = random.Random(2)
     parts: list[str] = []
-    for section in range(12):
+    for section in range(sections):
         parts.append(f"## Section {section}\n\nSome **bold** text and `inline code` here.")
         parts.append("- an item with *emphasis*\n- another item\n- a [link](https://example.org)")
         if section in (3, 8):
@@ -187,15 +192,23 @@ def stream_reply() -> str:
         words = " ".join(rng.choice(["data", "mean", "value", "column", "rows"]) for _ in range(90))
         parts.append(words.capitalize() + ".")
     text = "\n\n".join(parts)
-    missing = STREAM_WORDS - len(text.split()) - 1
-    assert missing >= 0, "the stream reply is longer than STREAM_WORDS"
+    missing = length - len(text.split()) - 1
+    assert missing >= 0, f"the stream reply is longer than {length} words"
     return text + " filler" * missing + " END-OF-STREAM"
 
 
-def setup(root: Path) -> tuple[LiveServer, dict[str, Seeded]]:
-    """Start the server and store the conversations: name -> (id, title, answers, marker)."""
+def setup(
+    root: Path,
+    turns: int = BIG_TURNS,
+    words: int = STREAM_WORDS,
+    sections: int = 12,
+    token_delay: float = TOKEN_DELAY,
+) -> tuple[LiveServer, dict[str, Seeded]]:
+    """Start the server and store the conversations: name -> (id, title, answers, marker);
+    the long one has `turns` turns, the streamed answer `words` words."""
+    streamed = stream_reply(words, sections)
     replies = [
-        {"when": STREAM_TAG, "content": stream_reply(), "token_delay": TOKEN_DELAY, "repeat": True},
+        {"when": STREAM_TAG, "content": streamed, "token_delay": token_delay, "repeat": True},
         {"content": "OK.", "repeat": True},
     ]
     root.mkdir(parents=True, exist_ok=True)
@@ -208,19 +221,19 @@ def setup(root: Path) -> tuple[LiveServer, dict[str, Seeded]]:
     if user is None:
         raise RuntimeError("the server did not create the admin user")
     rng, seeded = random.Random(1), {}
-    for name, turns in (("big", 100), ("small", 1), ("spacer", 1)):
-        title = f"Benchmark {name} conversation ({2 * turns} messages)"
+    for name, count in (("big", turns), ("small", 1), ("spacer", 1)):
+        title = f"Benchmark {name} conversation ({2 * count} messages)"
         session_id = os.urandom(16).hex()
         key = session_key(user.id, session_id)  # the store keeps sessions by key
         conversation = store.conversation_for_session(user.id, key, title)
         workspace = Workspaces(server.data_dir).path(key)
         folder = f"/api/sessions/{session_id}/files/"
-        for i in range(turns):
+        for i in range(count):
             steps = table_and_chart_steps(i, workspace, folder) if name == "big" else []
             store.add_message(conversation.id, "user", f"Question {i}: what about `col_{i}`?")
             answer = answer_markdown(i, rng, name)
             store.add_message(conversation.id, "assistant", answer, {**META, "steps": steps})
-        seeded[name] = (conversation.id, title, turns, f"END-{name}-{turns - 1}")
+        seeded[name] = (conversation.id, title, count, f"END-{name}-{count - 1}")
     store.close()
     return server, seeded
 
@@ -317,9 +330,12 @@ def report(results: dict[str, Any]) -> None:
     def phase(key: str, how: Any = median) -> tuple[float, float]:
         return how(s[key] for s in opened["big"]), how(s[key] for s in opened["small"])
 
+    messages = results["messages"]
+
     rows: list[tuple[str, float, float, str]] = [
-        ("open 200 messages, median", median(big), median(small), goal(median(big), OPEN_GOAL_MS)),
-        ("open 200 messages, max", max(big), max(small), goal(max(big), OPEN_GOAL_MS)),
+        (f"open {messages} messages, median", median(big), median(small),
+         goal(median(big), OPEN_GOAL_MS)),
+        (f"open {messages} messages, max", max(big), max(small), goal(max(big), OPEN_GOAL_MS)),
         ("  its end painted (median)", *phase("first"), ""),
         ("  fetch (median)", *phase("fetch"), ""),
         ("  render (median)", *phase("render"), ""),
@@ -331,7 +347,7 @@ def report(results: dict[str, Any]) -> None:
          goal(phase("longest_task", max)[0], TASK_GOAL_MS)),
     ]  # fmt: skip
     rows += [
-        (f"stream {STREAM_WORDS} tokens: longest task", stream["longest_task"],
+        (f"stream {results['words']} tokens: longest task", stream["longest_task"],
          idle["longest_task"], goal(stream["longest_task"], TASK_GOAL_MS)),
         ("  longest gap between frames", stream["max_gap"], idle["max_gap"], ""),
     ]  # fmt: skip
@@ -359,7 +375,7 @@ def report(results: dict[str, Any]) -> None:
     print(f"  the stream took {stream['seconds']:.1f} s; long tasks began at {at or '-'}")
     scripts = [s["longest_script"] for s in opened["big"] if s["longest_script"]]
     if scripts:
-        print("opening 200 messages, each run's longest script in a long animation frame:")
+        print(f"opening {messages} messages, each run's longest script in a long animation frame:")
         print("".join(f"  {script}\n" for script in scripts), end="")
     charts = [c for c in opened["charts"] if c]
     if charts:  # the first time loads the libraries; later ones only draw
@@ -421,12 +437,17 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5, help="times each conversation is opened")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data dir")
     parser.add_argument("--trace", type=Path, default=default_trace("ui-render"))
+    parser.add_argument("--smoke", action="store_true", help="one short run, to check it runs")
     args = parser.parse_args()
+    sizes: dict[str, Any] = SMOKE if args.smoke else {}
+    if args.smoke:
+        args.runs = 1
     root = Path(tempfile.mkdtemp(prefix="ui-render-"))
     errors: list[str] = []
-    server, seeded = setup(root)
+    server, seeded = setup(root, **sizes)
     try:
         results = drive(server, seeded, args.runs, errors)
+        results.update(messages=2 * seeded["big"][2], words=sizes.get("words", STREAM_WORDS))
     except (PlaywrightError, RuntimeError) as exc:
         print(f"could not drive the UI: {exc}")
         results = None
@@ -439,7 +460,7 @@ def main() -> int:
     if errors:
         print("errors in the page:", *errors, sep="\n  ")
     clean_up(root, server, args.keep)
-    return 0 if results else 1
+    return 0 if results and not (args.smoke and errors) else 1
 
 
 if __name__ == "__main__":
