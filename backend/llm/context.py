@@ -226,6 +226,30 @@ def _text(message: BaseMessage) -> str:
     return content if isinstance(content, str) else str(message.text)
 
 
+def trimmed_notice(stage: str, window: int, fit: Fit, tokens: int) -> ContextFitted:
+    """The turn's note of a fitted prompt (`tokens`: as sent, tool schemas included)."""
+    return ContextFitted(
+        stage=stage,
+        window=window,
+        prompt_tokens=tokens,
+        dropped_messages=fit.dropped_messages,
+        dropped_parts=fit.dropped_parts,
+        message=trimmed_message(window, fit),
+    )
+
+
+def cut_notice(stage: str, window: int, sent: int, reported: int) -> ContextFitted:
+    """The turn's note of a prompt the upstream read less of than it was sent."""
+    return ContextFitted(
+        stage=stage,
+        window=window,
+        prompt_tokens=sent,
+        cut_upstream=True,
+        reported_tokens=reported,
+        message=cut_message(window, sent, reported),
+    )
+
+
 def trimmed_message(window: int, fit: Fit) -> str:
     """What the user is told when a prompt was fitted."""
     left: list[str] = []

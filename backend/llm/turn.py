@@ -36,10 +36,10 @@ from backend.llm.context import (
     ContextFitted,
     ContextOverflow,
     answer_reserve,
-    cut_message,
+    cut_notice,
     estimate_tokens,
     fit_messages,
-    trimmed_message,
+    trimmed_notice,
     upstream_cut,
 )
 from backend.llm.errors import LLMError
@@ -357,37 +357,18 @@ class TurnLLM:
             ) from None
         measured = Measured(fit.tokens + schemas, window - reserve, window, exact)
         if fit.trimmed:
-            self._notice(
-                ContextFitted(
-                    stage=stage,
-                    window=window,
-                    prompt_tokens=measured.tokens,
-                    dropped_messages=fit.dropped_messages,
-                    dropped_parts=fit.dropped_parts,
-                    message=trimmed_message(window, fit),
-                )
-            )
+            notice = trimmed_notice(stage, window, fit, measured.tokens)
+            logger.info("%s (stage %s, session %s)", notice.message, stage, self.session_id)
+            if self.report is not None:
+                self.report(notice)
         return fit.messages, measured
-
-    def _notice(self, event: ContextFitted) -> None:
-        logger.info("%s (stage %s, session %s)", event.message, event.stage, self.session_id)
-        if self.report is not None:
-            self.report(event)
 
     def _check_read(self, stage: Stage, measured: Measured, reported: int) -> None:
         """Says so when the server read less of the prompt than was sent."""
         if not upstream_cut(measured.tokens, reported, measured.budget, measured.exact):
             return
-        message = cut_message(measured.window, measured.tokens, reported)
-        logger.warning("%s (stage %s, model %s)", message, stage, self.model_name)
-        event = ContextFitted(
-            stage=stage,
-            window=measured.window,
-            prompt_tokens=measured.tokens,
-            cut_upstream=True,
-            reported_tokens=reported,
-            message=message,
-        )
+        event = cut_notice(stage, measured.window, measured.tokens, reported)
+        logger.warning("%s (stage %s, model %s)", event.message, stage, self.model_name)
         if self.report is not None:
             self.report(event)
 

@@ -24,10 +24,10 @@ from backend.llm import LLMBackend, LLMError
 from backend.llm.context import (
     ContextOverflow,
     answer_reserve,
-    cut_message,
+    cut_notice,
     estimate_tokens,
     fit_messages,
-    trimmed_message,
+    trimmed_notice,
     upstream_cut,
 )
 
@@ -65,17 +65,10 @@ async def fit_chat(
         fit = fit_messages(messages, window, reserve, count, extra=schemas)
     except ContextOverflow as exc:
         raise _too_long(window, exc.needed, wanted) from None
-    notice = None
-    if fit.trimmed:
-        notice = ContextFitted(
-            stage="chat",
-            window=window,
-            prompt_tokens=fit.tokens + schemas,
-            dropped_messages=fit.dropped_messages,
-            message=trimmed_message(window, fit),
-        )
-        logger.info("%s (plain chat, model %s)", notice.message, model)
     tokens = fit.tokens + schemas
+    notice = trimmed_notice("chat", window, fit, tokens) if fit.trimmed else None
+    if notice is not None:
+        logger.info("%s (plain chat, model %s)", notice.message, model)
     return ChatPrompt(
         fit.messages, tokens, window, window - reserve, exact, notice, llm.may_cut_prompts
     )
@@ -94,16 +87,9 @@ async def with_context_notes(
             if not prompt.checked or not isinstance(event, Usage):
                 continue
             if upstream_cut(prompt.tokens, event.prompt_tokens, prompt.budget, prompt.exact):
-                message = cut_message(prompt.window, prompt.tokens, event.prompt_tokens)
-                logger.warning("%s (plain chat)", message)
-                yield ContextFitted(
-                    stage="chat",
-                    window=prompt.window,
-                    prompt_tokens=prompt.tokens,
-                    cut_upstream=True,
-                    reported_tokens=event.prompt_tokens,
-                    message=message,
-                )
+                notice = cut_notice("chat", prompt.window, prompt.tokens, event.prompt_tokens)
+                logger.warning("%s (plain chat)", notice.message)
+                yield notice
 
 
 def _too_long(window: int, tokens: int, wanted: int | None) -> LLMError:
