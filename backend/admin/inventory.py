@@ -20,6 +20,7 @@ from backend.storage.workspaces import SNAPSHOTS_FOLDER
 SQLITE_DATABASE = "app.db"  # DATA_DIR's own database, when DATABASE_URL is empty
 SECRET_KEY = "secret_key"  # backend/core/security.py
 INITIAL_PASSWORD = "initial_admin_password"  # backend/core/accounts.py
+SANDBOX_CHECK = "sandbox-check"  # backend/tools/sandbox/self_check.py's CHECK_FOLDER
 RAG = "rag"  # per-user search indexes (backend/tools/rag/store.py)
 LOGS = "logs"  # the audit logs (backend/storage/audit.py)
 SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
@@ -45,6 +46,7 @@ LEFT_OUT: dict[str, str] = {
     STAGING_FOLDER: "the server's drafts and its records of files moved in during runs: "
     "they matter only to turns in progress",
     "tus": "resumable uploads in progress: clients start them again",
+    SANDBOX_CHECK: "the start-up self-check's scratch workspace: made again at each start",
     "tdd_cache": "solved TDD tasks: a cache, filled again as tasks are solved",
     "s3cache": "which S3 object each workspace copy came from: a copy is fetched again "
     "when next used",

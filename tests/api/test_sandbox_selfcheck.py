@@ -139,3 +139,11 @@ def test_without_isolation_the_check_runs_and_says_not_isolated(
         assert run_code(server, "print(6*7)")["data"]["stdout"] == "42\n"
     finally:
         server.stop()
+
+
+def test_backups_know_the_self_checks_folder() -> None:
+    """A backup names why it leaves the check's scratch folder out (it is remade at start)."""
+    from backend.admin.inventory import LEFT_OUT, SANDBOX_CHECK
+    from backend.tools.sandbox.self_check import CHECK_FOLDER
+
+    assert SANDBOX_CHECK == CHECK_FOLDER and SANDBOX_CHECK in LEFT_OUT
