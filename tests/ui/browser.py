@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from playwright.sync_api import ConsoleMessage, Locator, Page, expect
 
-from tests.support.live_server import ROOT
+from backend.storage import open_store
+from backend.storage.sessions import session_key
+from tests.support.live_server import ROOT, LiveServer
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # Without the background-networking flags Chromium keeps dialling Google's hosts.
@@ -115,3 +118,23 @@ def ask(page: Page, text: str, agent: str | None = None) -> Locator:
         page.get_by_test_id("agent-select").select_option(agent)
     send(page, text)
     return last_answer(page)
+
+
+def store_conversation(
+    server: LiveServer, person: Person, title: str, turns: list[tuple[str, str, dict[str, Any]]]
+) -> None:
+    """Store a conversation of `person`'s straight into the server's database: each turn is
+    (question, answer, the answer's metadata), as a finished turn leaves them."""
+    store = open_store(
+        server.env.get("DATABASE_URL", os.environ.get("DATABASE_URL", "")), server.data_dir
+    )
+    try:
+        user = store.get_user(person.username)
+        assert user is not None
+        key = session_key(user.id, os.urandom(8).hex())
+        conversation = store.conversation_for_session(user.id, key, title)
+        for question, answer, metadata in turns:
+            store.add_message(conversation.id, "user", question)
+            store.add_message(conversation.id, "assistant", answer, metadata)
+    finally:
+        store.close()

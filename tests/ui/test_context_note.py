@@ -3,14 +3,10 @@ words, live or stored (the `context` step of backend/llm/context.py)."""
 
 from __future__ import annotations
 
-import os
-
 from playwright.sync_api import expect
 
-from backend.storage import open_store
-from backend.storage.sessions import session_key
 from tests.support.live_server import LiveServer
-from tests.ui.browser import Person, login
+from tests.ui.browser import Person, login, store_conversation
 from tests.ui.conftest import OpenPage
 
 TRIMMED = (
@@ -21,25 +17,20 @@ CUT = "The model's server read 4,096 prompt tokens where about 6,900 were sent"
 
 
 def _seed(server: LiveServer, person: Person, title: str) -> None:
-    store = open_store(
-        server.env.get("DATABASE_URL", os.environ.get("DATABASE_URL", "")), server.data_dir
+    trimmed = {"type": "context", "stage": "chat", "window": 8192, "prompt_tokens": 6000,
+               "dropped_messages": 12, "dropped_parts": 0, "message": TRIMMED}  # fmt: skip
+    cut = {"type": "context", "stage": "chat", "window": 8192, "prompt_tokens": 6900,
+           "cut_upstream": True, "reported_tokens": 4096, "message": CUT + "."}  # fmt: skip
+    meta = {"agent_type": "chat", "route_reason": "test", "finish_reason": "stop"}
+    store_conversation(
+        server,
+        person,
+        title,
+        [
+            ("Q-CONTEXT tell me more", "Fitted.", {**meta, "steps": [trimmed]}),
+            ("Q-CUT and more", "Cut.", {**meta, "steps": [cut]}),
+        ],
     )
-    try:
-        user = store.get_user(person.username)
-        assert user is not None
-        key = session_key(user.id, os.urandom(8).hex())
-        conversation = store.conversation_for_session(user.id, key, title)
-        trimmed = {"type": "context", "stage": "chat", "window": 8192, "prompt_tokens": 6000,
-                   "dropped_messages": 12, "dropped_parts": 0, "message": TRIMMED}  # fmt: skip
-        cut = {"type": "context", "stage": "chat", "window": 8192, "prompt_tokens": 6900,
-               "cut_upstream": True, "reported_tokens": 4096, "message": CUT + "."}  # fmt: skip
-        store.add_message(conversation.id, "user", "Q-CONTEXT tell me more")
-        meta = {"agent_type": "chat", "route_reason": "test", "finish_reason": "stop"}
-        store.add_message(conversation.id, "assistant", "Fitted.", {**meta, "steps": [trimmed]})
-        store.add_message(conversation.id, "user", "Q-CUT and more")
-        store.add_message(conversation.id, "assistant", "Cut.", {**meta, "steps": [cut]})
-    finally:
-        store.close()
 
 
 def test_a_fitted_prompt_and_a_cut_one_are_shown_above_the_steps(

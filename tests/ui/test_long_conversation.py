@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import os
-
 from playwright.sync_api import Page, expect
 
-from backend.storage import open_store
-from backend.storage.sessions import session_key
 from tests.support.live_server import LiveServer
-from tests.ui.browser import Person, login
+from tests.ui.browser import Person, login, store_conversation
 from tests.ui.conftest import OpenPage
 
 TURNS = 150
@@ -19,33 +15,24 @@ CODE = "import pandas as pd\n" + "".join(f"x{k} = pd.Series(range({k}))\n" for k
 
 def seed_conversation(server: LiveServer, person: Person, title: str) -> None:
     """Store `TURNS` turns for `person`: answers with code, some with a step's code and output."""
-    store = open_store(
-        server.env.get("DATABASE_URL", os.environ.get("DATABASE_URL", "")), server.data_dir
-    )
-    try:
-        user = store.get_user(person.username)
-        assert user is not None
-        key = session_key(user.id, os.urandom(8).hex())
-        conversation = store.conversation_for_session(user.id, key, title)
-        for i in range(TURNS):
-            steps = []
-            if i % 5 == 0:
-                steps = [
-                    {"type": "tool_call", "tool": "python_coder", "input": f"step {i}"},
-                    {"type": "code", "code": CODE, "attempt": 1},
-                    {"type": "execution", "ok": True, "stdout": f"out {i}\n", "attempt": 1},
-                ]
-            meta = {
-                "agent_type": "react",
-                "route_reason": "test",
-                "finish_reason": "stop",
-                "steps": steps,
-            }
-            answer = f"Answer **{i}**:\n\n```python\n{CODE}```\n\n- one\n- two\n\nEND-{i}"
-            store.add_message(conversation.id, "user", f"Question {i}")
-            store.add_message(conversation.id, "assistant", answer, meta)
-    finally:
-        store.close()
+    turns = []
+    for i in range(TURNS):
+        steps = []
+        if i % 5 == 0:
+            steps = [
+                {"type": "tool_call", "tool": "python_coder", "input": f"step {i}"},
+                {"type": "code", "code": CODE, "attempt": 1},
+                {"type": "execution", "ok": True, "stdout": f"out {i}\n", "attempt": 1},
+            ]
+        meta = {
+            "agent_type": "react",
+            "route_reason": "test",
+            "finish_reason": "stop",
+            "steps": steps,
+        }
+        answer = f"Answer **{i}**:\n\n```python\n{CODE}```\n\n- one\n- two\n\nEND-{i}"
+        turns.append((f"Question {i}", answer, meta))
+    store_conversation(server, person, title, turns)
 
 
 def open_seeded(page: Page, person: Person, server: LiveServer) -> None:
