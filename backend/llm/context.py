@@ -21,11 +21,12 @@ refused with `ContextOverflow` rather than sent to be cut.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
@@ -110,6 +111,44 @@ def answer_reserve(window: int, wanted: int | None) -> int:
     """The tokens kept free for the answer: the call's cap, at most a quarter of the window."""
     share = int(window * ANSWER_SHARE)
     return min(wanted, share) if wanted else share
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A prompt as it is sent: its tokens (tool schemas included), and what the window
+    left for it once the answer had its room."""
+
+    tokens: int
+    budget: int
+    window: int
+    exact: bool  # counted with the model's own tokenizer
+
+    def cut_by(self, reported: int) -> bool:
+        """Whether a server that says it read `reported` prompt tokens cut this prompt."""
+        return upstream_cut(self.tokens, reported, self.budget, self.exact)
+
+
+def schema_tokens(tools: list[Any] | None) -> int:
+    """The estimated tokens of native tool schemas, which the server adds to the prompt."""
+    return estimate_tokens(json.dumps(tools)) if tools else 0
+
+
+def fit_prompt(
+    messages: list[BaseMessage],
+    window: int,
+    count: Counter,
+    exact: bool,
+    *,
+    wanted: int | None,
+    tools: list[Any] | None = None,
+    question: str = "",
+) -> tuple[Fit, Measured]:
+    """`messages` fitted with room for an answer of `wanted` tokens (see `answer_reserve`),
+    and the prompt as measured; raises `ContextOverflow` like `fit_messages`."""
+    reserve = answer_reserve(window, wanted)
+    schemas = schema_tokens(tools)
+    fit = fit_messages(messages, window, reserve, count, question=question, extra=schemas)
+    return fit, Measured(fit.tokens + schemas, window - reserve, window, exact)
 
 
 def fit_messages(

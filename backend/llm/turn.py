@@ -35,12 +35,10 @@ from backend.llm import GenerationOptions, LLMBackend
 from backend.llm.context import (
     ContextFitted,
     ContextOverflow,
-    answer_reserve,
+    Measured,
     cut_notice,
-    estimate_tokens,
-    fit_messages,
+    fit_prompt,
     trimmed_notice,
-    upstream_cut,
 )
 from backend.llm.errors import LLMError
 from backend.llm.profile import ModelProfile
@@ -109,16 +107,6 @@ class LLMCallLimit(Exception):
     def __init__(self, limit: int) -> None:
         super().__init__(f"this turn has used its {limit} LLM calls (AGENT_MAX_LLM_CALLS)")
         self.limit = limit
-
-
-@dataclass(frozen=True)
-class Measured:
-    """A prompt as it was sent: its tokens, and what the window left for it."""
-
-    tokens: int
-    budget: int
-    window: int
-    exact: bool  # counted with the model's own tokenizer
 
 
 class Reply:
@@ -340,12 +328,16 @@ class TurnLLM:
         (`backend/llm/context.py`); a prompt whose fixed parts do not fit is a 400."""
         window = await self.backend.context_window(self.model_name)
         count, exact = self.backend.token_counter
-        reserve = answer_reserve(window, _answer_cap(extra))
         tools = extra.get("tools") or self.call_kwargs.get("tools")
-        schemas = estimate_tokens(json.dumps(tools)) if tools else 0
         try:
-            fit = fit_messages(
-                messages, window, reserve, count, question=self.question, extra=schemas
+            fit, measured = fit_prompt(
+                messages,
+                window,
+                count,
+                exact,
+                wanted=_answer_cap(extra),
+                tools=tools,
+                question=self.question,
             )
         except ContextOverflow as exc:
             raise LLMError(
@@ -355,7 +347,6 @@ class TurnLLM:
                 status_code=400,
                 code="context_length_exceeded",
             ) from None
-        measured = Measured(fit.tokens + schemas, window - reserve, window, exact)
         if fit.trimmed:
             notice = trimmed_notice(stage, window, fit, measured.tokens)
             logger.info("%s (stage %s, session %s)", notice.message, stage, self.session_id)
@@ -365,7 +356,7 @@ class TurnLLM:
 
     def _check_read(self, stage: Stage, measured: Measured, reported: int) -> None:
         """Says so when the server read less of the prompt than was sent."""
-        if not upstream_cut(measured.tokens, reported, measured.budget, measured.exact):
+        if not measured.cut_by(reported):
             return
         event = cut_notice(stage, measured.window, measured.tokens, reported)
         logger.warning("%s (stage %s, model %s)", event.message, stage, self.model_name)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import pytest
 from tests.conftest import ADMIN_PASSWORD
 from tests.support.broken_bwrap import MISSING, broken_bwrap_path
 from tests.support.live_server import LiveServer
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="needs bubblewrap (make test installs it)"
@@ -28,14 +28,15 @@ pytestmark = pytest.mark.skipif(
 
 def settled_sandbox(server: LiveServer, timeout: float = 120) -> dict[str, Any]:
     """/api/status's sandbox once the start-up check has ended (it says "checking" till then)."""
-    deadline = time.monotonic() + timeout
+    seen: dict[str, Any] = {}
     with server.client() as http:
-        while True:
-            sandbox: dict[str, Any] = http.get("/api/status").json()["sandbox"]
-            if sandbox["state"] != "checking":
-                return sandbox
-            assert time.monotonic() < deadline, f"still checking after {timeout:g} s"
-            time.sleep(0.1)
+
+        def settled() -> bool:
+            seen.update(http.get("/api/status").json()["sandbox"])
+            return seen["state"] != "checking"
+
+        wait_for(settled, timeout=timeout)
+    return seen
 
 
 def run_code(server: LiveServer, code: str) -> dict[str, Any]:

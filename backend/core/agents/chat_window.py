@@ -10,7 +10,6 @@ says that too.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
@@ -23,12 +22,11 @@ from backend.core.turn import TurnRequest
 from backend.llm import LLMBackend, LLMError
 from backend.llm.context import (
     ContextOverflow,
-    answer_reserve,
+    Measured,
     cut_notice,
-    estimate_tokens,
-    fit_messages,
+    fit_prompt,
+    schema_tokens,
     trimmed_notice,
-    upstream_cut,
 )
 
 logger = logging.getLogger(__name__)
@@ -37,10 +35,7 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class ChatPrompt:
     messages: list[BaseMessage]
-    tokens: int
-    window: int
-    budget: int
-    exact: bool
+    measured: Measured
     notice: ContextFitted | None = None  # the stored history was fitted
     checked: bool = True  # whether the upstream's reported prompt size is checked
 
@@ -52,26 +47,21 @@ async def fit_chat(
     window = await llm.context_window(model)
     count, exact = llm.token_counter
     tools = request.tools.tools if request.tools is not None else None
-    schemas = estimate_tokens(json.dumps(tools)) if tools else 0
     wanted = request.options.max_tokens
     if not ours:
-        tokens = count(messages) + schemas
+        tokens = count(messages) + schema_tokens(tools)
         if tokens + (wanted or 0) > window:
             raise _too_long(window, tokens, wanted)
-        budget = window - (wanted or 0)
-        return ChatPrompt(messages, tokens, window, budget, exact, checked=llm.may_cut_prompts)
-    reserve = answer_reserve(window, wanted)
+        measured = Measured(tokens, window - (wanted or 0), window, exact)
+        return ChatPrompt(messages, measured, checked=llm.may_cut_prompts)
     try:
-        fit = fit_messages(messages, window, reserve, count, extra=schemas)
+        fit, measured = fit_prompt(messages, window, count, exact, wanted=wanted, tools=tools)
     except ContextOverflow as exc:
         raise _too_long(window, exc.needed, wanted) from None
-    tokens = fit.tokens + schemas
-    notice = trimmed_notice("chat", window, fit, tokens) if fit.trimmed else None
+    notice = trimmed_notice("chat", window, fit, measured.tokens) if fit.trimmed else None
     if notice is not None:
         logger.info("%s (plain chat, model %s)", notice.message, model)
-    return ChatPrompt(
-        fit.messages, tokens, window, window - reserve, exact, notice, llm.may_cut_prompts
-    )
+    return ChatPrompt(fit.messages, measured, notice, llm.may_cut_prompts)
 
 
 async def with_context_notes(
@@ -81,13 +71,12 @@ async def with_context_notes(
     usage says it read less than it was sent."""
     if prompt.notice is not None:
         yield prompt.notice
+    measured = prompt.measured
     async with aclosing(events):
         async for event in events:
             yield event
-            if not prompt.checked or not isinstance(event, Usage):
-                continue
-            if upstream_cut(prompt.tokens, event.prompt_tokens, prompt.budget, prompt.exact):
-                notice = cut_notice("chat", prompt.window, prompt.tokens, event.prompt_tokens)
+            if prompt.checked and isinstance(event, Usage) and measured.cut_by(event.prompt_tokens):
+                notice = cut_notice("chat", measured.window, measured.tokens, event.prompt_tokens)
                 logger.warning("%s (plain chat)", notice.message)
                 yield notice
 
