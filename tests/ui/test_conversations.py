@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from playwright.sync_api import Dialog, Page, expect
+from playwright.sync_api import Dialog, Page, Route, expect
 
 from tests.ui.browser import Person, last_answer, login, screenshot, send
 from tests.ui.conftest import OpenPage
@@ -58,6 +58,38 @@ def test_conversations_are_listed_newest_first_opened_and_deleted_after_confirmi
     assert len(answers) == 2 and "Delete" in answers[0]
 
     page.reload()
+    expect(page.get_by_test_id("conversation-item")).to_have_count(1)
+
+
+def test_a_message_sent_while_the_conversations_load_waits_and_is_not_lost(
+    open_page: OpenPage, person: Person
+) -> None:
+    """On a busy server the composer shows before the list of conversations has come: a
+    message sent then used to be wiped from view when the list arrived (CI saw it twice)."""
+    page = open_page()
+    held: list[Route] = []
+
+    def hold(route: Route) -> None:  # the list waits until released below
+        held.append(route)
+
+    page.route("**/api/conversations", hold)
+    login(page, person)
+    send(page, "Q-UI-HELLO typed at once")
+    hint = page.get_by_test_id("composer-hint")
+    expect(hint).to_have_text("Sends once the conversation has loaded…")
+    expect(page.get_by_test_id("composer")).to_have_value("Q-UI-HELLO typed at once")
+    expect(page.get_by_test_id("message-user")).to_have_count(0)
+
+    assert len(held) == 1
+    held[0].continue_()
+    page.unroute("**/api/conversations", hold)
+    answer = last_answer(page)
+    expect(answer).to_contain_text("Hello! Ask me about your data.")
+    expect(answer).to_have_attribute("data-run-state", "done")
+    expect(page.get_by_test_id("message-user")).to_contain_text("Q-UI-HELLO typed at once")
+    expect(page.get_by_test_id("message-user")).to_have_count(1)
+    expect(page.get_by_test_id("composer")).to_have_value("")
+    expect(hint).to_have_text("Enter to send · Shift+Enter for a new line")
     expect(page.get_by_test_id("conversation-item")).to_have_count(1)
 
 

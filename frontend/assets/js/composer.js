@@ -1,7 +1,8 @@
 /**
  * The composer: a growing textarea (Enter sends, Shift+Enter breaks the line,
  * nothing is sent mid-IME composition), the agent picker, and Send, which
- * becomes Stop while a run is going.
+ * becomes Stop while a run is going. A message sent while the conversation is
+ * still loading waits in the box, said so, and goes once it is shown.
  */
 
 import { byId } from "./dom.js";
@@ -15,16 +16,29 @@ let textarea;
 let select;
 let sendButton;
 let stopButton;
+let hint;
+let waiting = false; // Enter was pressed while the view loaded
+const HINT = "Enter to send · Shift+Enter for a new line";
 
 function autosize() {
   textarea.style.height = "auto";
   textarea.style.height = `${Math.min(textarea.scrollHeight, MAX_HEIGHT)}px`;
 }
 
+function wait(yes) {
+  waiting = yes;
+  hint.textContent = yes ? "Sends once the conversation has loaded…" : HINT;
+}
+
 function submit() {
-  if (state.running || state.loading) return;
+  if (state.running) return;
   const text = textarea.value;
   if (!text.trim()) return;
+  if (state.loading) {
+    wait(true);
+    return;
+  }
+  wait(false);
   textarea.value = "";
   autosize();
   send(text, select.value);
@@ -42,6 +56,7 @@ export function mountComposer() {
   select = byId("agent-select");
   sendButton = byId("send");
   stopButton = byId("stop");
+  hint = byId("composer-hint");
 
   const saved = storage.get(STORAGE.agent);
   if (AGENTS.includes(saved)) select.value = saved;
@@ -62,5 +77,11 @@ export function mountComposer() {
     textarea.focus();
   });
   on("run", renderRun);
+  on("loaded", () => {
+    if (!waiting) return;
+    wait(false);
+    submit();
+  });
+  on("auth", () => wait(false));
   renderRun();
 }

@@ -27,16 +27,22 @@ function remember(id) {
   storage.set(STORAGE.conversation, id);
 }
 
+/** The view is shown (or could not be): the composer may send again ("loaded"). */
+function loaded() {
+  state.loading = false;
+  emit("loaded");
+}
+
 export function newChat() {
   detachAll();
   state.viewId += 1;
-  state.loading = false;
   remember(null);
   state.sessionId = newSessionId();
   state.items = [];
   state.leafId = null;
   emit("conversation");
   emit("conversations");
+  loaded();
 }
 
 /** The view's items: stored messages, a live turn, and this page's uploads in place. */
@@ -93,23 +99,23 @@ export async function openConversation(id, leaf = null) {
     detail = await request(`/api/conversations/${encodeURIComponent(id)}${branch}`);
   } catch (error) {
     if (state.viewId !== viewId) return;
-    state.loading = false;
     if (error.status === 404) {
       state.conversations = state.conversations.filter((c) => c.id !== id);
       newChat();
-    } else if (error.status !== 401) {
-      notify(`Could not open the conversation: ${error.message}`);
+      return;
     }
+    if (error.status !== 401) notify(`Could not open the conversation: ${error.message}`);
+    loaded();
     return;
   }
   if (state.viewId !== viewId) return;
-  state.loading = false;
   state.sessionId = detail.session_id;
   const { items, live } = itemsOf(detail);
   state.items = items;
   state.leafId = live ? null : detail.leaf_id || null;
   emit("conversation");
   if (live) attach(live, detail.active_run_id);
+  loaded();
 }
 
 export async function deleteConversation(id) {
@@ -129,9 +135,15 @@ export async function deleteConversation(id) {
   else emit("conversations");
 }
 
-/** On sign-in: the list, then the conversation open last time (or a new one). */
+/**
+ * On sign-in: the list, then the conversation open last time (or a new one). Until one
+ * is shown nothing is sent: a message sent into the view this replaces would vanish.
+ */
 export async function restoreConversations() {
+  state.loading = true;
+  const viewId = state.viewId;
   await loadConversations();
+  if (state.viewId !== viewId) return; // a conversation was opened (or a new chat begun) meanwhile
   const last = storage.get(STORAGE.conversation);
   if (last && state.conversations.some((c) => c.id === last)) await openConversation(last);
   else newChat();

@@ -6,7 +6,8 @@
  *
  * Topics: "auth", "health", "conversations", "conversation" (a whole view to
  * draw), "item" (one appended to the open view), "turn" (an assistant turn
- * changed), "run" (a run started or ended in the open view), "upload",
+ * changed), "run" (a run started or ended in the open view), "loaded" (the view being fetched
+ * is shown, or could not be), "upload",
  * "uploaded", "files", "run-ended", "conversation-created", "item-meta" (stored ids
  * reached the view's items), "edit-message", "regenerate", "switch-branch".
  */
@@ -27,7 +28,7 @@ export const state = {
   sessionId: null,
   /** Bumped whenever another conversation is opened; stale async results check it. */
   viewId: 0,
-  /** True while a conversation is being fetched: nothing is sent until it is shown. */
+  /** True while a conversation (or, on sign-in, the list) is being fetched: nothing is sent until it is shown. */
   loading: false,
   /** The open view's items: {kind: "user", text} | {kind: "assistant", turn} | {kind: "upload", upload}. */
   items: [],
