@@ -6,7 +6,8 @@ import re
 
 from playwright.sync_api import Dialog, Page, Route, expect
 
-from tests.ui.browser import Person, last_answer, login, screenshot, send
+from tests.support.agent_script import SALES
+from tests.ui.browser import Person, drop_file, last_answer, login, screenshot, send
 from tests.ui.conftest import OpenPage
 
 
@@ -61,18 +62,32 @@ def test_conversations_are_listed_newest_first_opened_and_deleted_after_confirmi
     expect(page.get_by_test_id("conversation-item")).to_have_count(1)
 
 
+class HeldList:
+    """The sign-in's GET /api/conversations, held until `release`: a busy server's slow answer."""
+
+    PATTERN = "**/api/conversations"
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.held: list[Route] = []
+        page.route(self.PATTERN, self.hold)
+
+    def hold(self, route: Route) -> None:
+        self.held.append(route)
+
+    def release(self) -> None:
+        assert len(self.held) == 1
+        self.held[0].continue_()
+        self.page.unroute(self.PATTERN, self.hold)
+
+
 def test_a_message_sent_while_the_conversations_load_waits_and_is_not_lost(
     open_page: OpenPage, person: Person
 ) -> None:
     """On a busy server the composer shows before the list of conversations has come: a
     message sent then used to be wiped from view when the list arrived (CI saw it twice)."""
     page = open_page()
-    held: list[Route] = []
-
-    def hold(route: Route) -> None:  # the list waits until released below
-        held.append(route)
-
-    page.route("**/api/conversations", hold)
+    conversations = HeldList(page)
     login(page, person)
     send(page, "Q-UI-HELLO typed at once")
     hint = page.get_by_test_id("composer-hint")
@@ -80,9 +95,7 @@ def test_a_message_sent_while_the_conversations_load_waits_and_is_not_lost(
     expect(page.get_by_test_id("composer")).to_have_value("Q-UI-HELLO typed at once")
     expect(page.get_by_test_id("message-user")).to_have_count(0)
 
-    assert len(held) == 1
-    held[0].continue_()
-    page.unroute("**/api/conversations", hold)
+    conversations.release()
     answer = last_answer(page)
     expect(answer).to_contain_text("Hello! Ask me about your data.")
     expect(answer).to_have_attribute("data-run-state", "done")
@@ -90,6 +103,23 @@ def test_a_message_sent_while_the_conversations_load_waits_and_is_not_lost(
     expect(page.get_by_test_id("message-user")).to_have_count(1)
     expect(page.get_by_test_id("composer")).to_have_value("")
     expect(hint).to_have_text("Enter to send · Shift+Enter for a new line")
+    expect(page.get_by_test_id("conversation-item")).to_have_count(1)
+
+
+def test_a_file_dropped_while_the_conversations_load_is_uploaded_once_they_are_shown(
+    open_page: OpenPage, person: Person
+) -> None:
+    page = open_page()
+    conversations = HeldList(page)
+    login(page, person)
+    drop_file(page, "sales.csv", SALES)
+    expect(page.get_by_test_id("file-card")).to_have_count(0)
+
+    conversations.release()
+    card = page.get_by_test_id("file-card")
+    expect(card).to_contain_text("sales.csv")
+    expect(card).to_contain_text("2 rows")
+    expect(page.get_by_test_id("files-panel").get_by_role("link", name="sales.csv")).to_be_visible()
     expect(page.get_by_test_id("conversation-item")).to_have_count(1)
 
 

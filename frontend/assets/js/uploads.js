@@ -7,11 +7,12 @@
 
 import { fileInfo, uploadFile } from "./api.js";
 import { byId, formatBytes, h } from "./dom.js";
-import { emit, state } from "./state.js";
+import { emit, on, state } from "./state.js";
 
 const MAX_COLUMNS_SHOWN = 50;
 const CONVERSION_POLL_MS = 1000;
 let uploadKeys = 0;
+let waiting = []; // files given while the view loaded: they go to the conversation shown next
 
 function extensionOf(name) {
   const dot = name.lastIndexOf(".");
@@ -36,7 +37,8 @@ function problemWith(file) {
 }
 
 export function uploadFiles(files) {
-  for (const file of files) startUpload(file);
+  if (state.loading) waiting.push(...files);
+  else for (const file of files) startUpload(file);
 }
 
 function startUpload(file) {
@@ -212,6 +214,10 @@ function sheetsList(details) {
 // ---- picking and dropping ----------------------------------------------------
 
 export function mountUploads() {
+  on("loaded", () => uploadFiles(waiting.splice(0)));
+  on("auth", () => {
+    waiting = [];
+  });
   const input = byId("upload-input");
   byId("upload-button").addEventListener("click", () => input.click());
   input.addEventListener("change", () => {
