@@ -4,6 +4,10 @@ Off unless METRICS_ENABLED. It needs no token; instead only the addresses in
 METRICS_ALLOWED (loopback by default) may read it: another gets a 403. Served on the
 API's own port, or with METRICS_PORT on a port of its own (its own small server in the
 same process), so that the API's port need not be reachable by the scraper.
+
+On its own port the address checked is the socket's peer, never a forwarded one. On the
+API's port it is the client's address as every route sees it: the peer's, or the one a
+proxy in TRUSTED_PROXIES forwarded.
 """
 
 from __future__ import annotations
@@ -80,6 +84,16 @@ class _MetricsServer(uvicorn.Server):
 
 
 def metrics_server(app: MetricsApp, host: str, port: int) -> uvicorn.Server:
-    """The metrics on a port of their own (run it with `serve()` in the app's loop)."""
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
+    """The metrics on a port of their own (run it with `serve()` in the app's loop).
+    The client is the socket's peer: no forwarded header is read, whoever sends it."""
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="off",
+        # Left on, uvicorn believes X-Forwarded-For from FORWARDED_ALLOW_IPS, or else
+        # from 127.0.0.1: any local process could claim an allowed address.
+        proxy_headers=False,
+    )
     return _MetricsServer(config)

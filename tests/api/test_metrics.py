@@ -238,6 +238,28 @@ def test_an_address_outside_metrics_allowed_gets_403(tmp_path: Path) -> None:
     assert "METRICS_ALLOWED" in response.text
 
 
+@pytest.mark.parametrize("trusted_proxies", ["", "127.0.0.1"])
+def test_a_forwarded_address_is_not_believed_on_the_metrics_port(
+    tmp_path: Path, trusted_proxies: str
+) -> None:
+    """A local process claims an allowed address in X-Forwarded-For: the metrics port judges
+    the socket's peer (127.0.0.1), which METRICS_ALLOWED leaves out, whatever the API's port
+    trusts (TRUSTED_PROXIES)."""
+    port = free_port()
+    allowed = "10.1.2.3"
+    with scripted_server(
+        tmp_path,
+        [REVIEW],
+        METRICS_ENABLED="true",
+        METRICS_PORT=str(port),
+        METRICS_ALLOWED=allowed,
+        TRUSTED_PROXIES=trusted_proxies,
+    ):
+        forged = httpx.get(f"http://127.0.0.1:{port}/metrics", headers={"X-Forwarded-For": allowed})
+    assert forged.status_code == 403
+    assert "pda_" not in forged.text
+
+
 def test_metrics_are_off_by_default(tmp_path: Path) -> None:
     with scripted_app(tmp_path, [REVIEW]) as app:
         assert app.request("GET", "/metrics").status_code == 404
