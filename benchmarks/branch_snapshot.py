@@ -46,7 +46,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from backend.storage.snapshots import FICLONE, TurnSnapshots
+from backend.storage.snapshots import TurnSnapshots
+from backend.storage.sparse_copy import FICLONE
 from backend.storage.workspaces import Workspaces
 
 KEY = "u1-branch-snapshot-bench"

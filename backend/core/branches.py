@@ -8,6 +8,11 @@ if the workspace holds another branch's state, the state after the branch's
 last agent turn is put back and the session's sandbox restarts from it. The
 graph's side forks the same way: an agent turn continues from the LangGraph
 checkpoint that the branch's last turn of that agent left (`fork_from`).
+
+Snapshots and restores are disk written on the user's behalf: each is counted
+before it is written and must fit in what the user's quota leaves (`quota_left`)
+and the disk's room. A snapshot that does not fit is skipped, and the answer says
+so (its `data_state`); a restore that does not fit is a 507 before anything changes.
 """
 
 from __future__ import annotations
@@ -16,15 +21,16 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from starlette.concurrency import run_in_threadpool
 
+from backend.core.limits import MEGABYTE, LimitReached
 from backend.storage import ROOT, Message
 from backend.storage.message_tree import MessageTree
 from backend.storage.shared import SharedWorkspaces
-from backend.storage.snapshots import TooManyFiles, TurnSnapshots
+from backend.storage.snapshots import NoRoom, TooManyFiles, TurnSnapshots
 from backend.tools.sandbox.pool import SessionExecutors
 
 logger = logging.getLogger(__name__)
@@ -96,11 +102,16 @@ class BranchStates:
     """Each session's data state, per branch: snapshots after turns, restores before."""
 
     def __init__(
-        self, snapshots: TurnSnapshots, executors: SessionExecutors, shared: SharedWorkspaces
+        self,
+        snapshots: TurnSnapshots,
+        executors: SessionExecutors,
+        shared: SharedWorkspaces,
+        quota_left: Callable[[str], int | None] = lambda key: None,
     ) -> None:
         self.snapshots = snapshots
         self.executors = executors
         self.shared = shared  # with EXECUTOR_BACKEND=ray, S3 holds what the sandbox sees
+        self.quota_left = quota_left  # bytes a session key's owner may still write
         self._open: dict[str, asyncio.Event] = {}  # set when the session's last turn closed
 
     async def begin(self, key: str, turn: object) -> asyncio.Event:
@@ -138,22 +149,52 @@ class BranchStates:
         if await run_in_threadpool(self.snapshots.head, key) == target:
             return False
         await self.executors.discard(key)  # its variables are the other branch's
-        await run_in_threadpool(self.snapshots.restore, key, target)
+        try:
+            budget = await run_in_threadpool(self.quota_left, key)
+            await run_in_threadpool(self.snapshots.restore, key, target, budget)
+        except NoRoom as exc:
+            raise LimitReached(507, no_room_note(exc, "restored"), _code(exc)) from None
         await self.shared.push(key)
         logger.info("session %s: data state of turn %s restored", key, target)
         return True
 
-    async def keep(self, key: str, message_id: int) -> None:
+    async def keep(self, key: str, message_id: int) -> str | None:
         """Snapshot the workspace as the state after the turn answered as `message_id`. A
-        snapshot that cannot be taken costs that turn's branch its data, never the answer."""
+        snapshot that cannot be taken costs that turn's branch its data, never the answer;
+        returns why, for a snapshot refused for room (None: taken, or failed otherwise)."""
         try:
             await self.shared.pull(key)  # what the session's actor wrote, with Ray
-            cost = await run_in_threadpool(self.snapshots.take, key, message_id)
+            budget = await run_in_threadpool(self.quota_left, key)
+            cost = await run_in_threadpool(self.snapshots.take, key, message_id, budget)
+        except NoRoom as exc:
+            logger.warning("session %s: turn %s not snapshot: %s", key, message_id, exc)
+            return no_room_note(exc, "kept")
         except Exception as exc:  # a full disk, too many files, S3 unreachable
             level = logging.WARNING if isinstance(exc, OSError | TooManyFiles) else logging.ERROR
             logger.log(level, "session %s: turn %s not snapshot: %r", key, message_id, exc)
-            return
+            return None
         logger.debug("session %s: snapshot of turn %s: %s", key, message_id, cost)
+        return None
 
     def _target(self, key: str, path: Sequence[Message]) -> int | None:
         return next((m.id for m in reversed(path) if self.snapshots.has(key, m.id)), None)
+
+
+def no_room_note(exc: NoRoom, done: str) -> str:
+    """Why a branch's data state was not `done` ("kept", "restored"), for the user."""
+    needed, left = exc.needed / MEGABYTE, exc.left / MEGABYTE
+    if exc.bound == "quota":
+        return (
+            f"This branch's data state was not {done}: it needs {needed:.1f} MB and your "
+            f"disk quota (USER_MAX_DISK_MB) has {left:.1f} MB left. Delete files or sessions "
+            "you no longer need, or ask an admin to raise your quota."
+        )
+    return (
+        f"This branch's data state was not {done}: it needs {needed:.1f} MB and the "
+        f"server's disk has {left:.1f} MB left above the space it keeps free. Try again "
+        "later, or ask an admin to free space on the server."
+    )
+
+
+def _code(exc: NoRoom) -> str:
+    return "disk_quota_exceeded" if exc.bound == "quota" else "server_disk_full"

@@ -323,9 +323,15 @@ class ChatService:
             turn.extra["checkpoint"] = await self.agents.checkpoint_after(agent, key)
         except Exception as exc:  # the answer matters more than its branch's memory
             logger.warning("session %s: no checkpoint for the turn: %r", key, exc)
+        # The answer's place is known (`_hold_place`): its snapshot is taken first, so that
+        # a snapshot refused for room is said in the stored answer (`data_state`).
+        if self.branches is not None and turn.placeholder is not None:
+            note = await self.branches.keep(key, turn.placeholder)
+            if note is not None:
+                turn.extra["data_state"] = note
         answer = self._record(turn, finish, error)
         if self.branches is not None:
-            if answer is not None:
+            if answer is not None and turn.placeholder is None:
                 await self.branches.keep(key, answer)
             if turn.closed is not None:
                 self.branches.end(key, turn.closed)

@@ -18,6 +18,7 @@ from backend.core.disk_usage import DiskUsage
 from backend.core.run_slots import RunSlot, RunSlots
 from backend.core.usage import UsageMeter, next_midnight
 from backend.storage import Store, User, UserLimits
+from backend.storage.sessions import owner_of
 
 MEGABYTE = 1024 * 1024
 
@@ -102,6 +103,12 @@ class Limits:
         """(bytes the user may still write, their quota in MB); walks when stale."""
         quota_mb = self.of(user).max_disk_mb
         return quota_mb * MEGABYTE - self.disk.used(user.id), quota_mb
+
+    def disk_left_for(self, key: str) -> int:
+        """Bytes the owner of the session `key` may still write (walks when stale)."""
+        user_id = owner_of(key)
+        quota_mb = limits_of(self.settings, self.store.get_user_by_id(user_id)).max_disk_mb
+        return quota_mb * MEGABYTE - self.disk.used(user_id)
 
     async def check_disk_for_run(self, user: User) -> None:
         """A 507 when the user's quota is used up: a run could write nothing."""

@@ -152,7 +152,9 @@ def build_services(settings: Settings) -> Services:
         [p.strip() for p in settings.MCP_STDIO_PROGRAMS.split(",") if p.strip()],
     )
     agents = AgentRunner(settings, shared, catalog, coder, executors, llm.name, mcp)
-    branches = BranchStates(TurnSnapshots(settings.DATA_DIR, workspaces), executors, shared)
+    branches = BranchStates(
+        TurnSnapshots(settings.DATA_DIR, workspaces), executors, shared, limits.disk_left_for
+    )
     files = UserFiles(store, FileBlobs(settings.DATA_DIR), limits.disk)
     containers = Containers(
         store,

@@ -16,12 +16,13 @@ import os
 import re
 import shutil
 import stat
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
-from backend.storage.drafts import Draft, Staging, is_draft, staging_of
+from backend.storage.drafts import DRAFT_PREFIX, Draft, Staging, is_draft, staging_of
 from backend.storage.sessions import check_key, valid_session_id
 from backend.storage.tree_removal import remove_tree
 
@@ -241,6 +242,42 @@ class Workspaces:
             return Draft(folder, parts[-1], self.staging(session_id), "/".join(parts))
         finally:
             os.close(folder)
+
+    def link(self, session_id: str, existing: str, relative: str) -> None:
+        """Make `relative` another name (a hard link) of the workspace's regular file
+        `existing`, moved in as the server's own arrival; no link is followed."""
+        source_parts, parts = safe_relative(existing).parts, safe_relative(relative).parts
+        staging = self.staging(session_id)
+        source = self._parent(session_id, source_parts, create=False)
+        try:
+            folder = self._parent(session_id, parts, create=True)
+            try:
+                drafts = staging.drafts_folder()
+                try:
+                    draft = f"{DRAFT_PREFIX}{uuid.uuid4().hex}"
+                    os.link(
+                        source_parts[-1],
+                        draft,
+                        src_dir_fd=source,
+                        dst_dir_fd=drafts,
+                        follow_symlinks=False,
+                    )
+                    try:
+                        info = os.stat(draft, dir_fd=drafts, follow_symlinks=False)
+                        if not stat.S_ISREG(info.st_mode):
+                            raise NotARegularFile(existing)
+                        staging.announce("/".join(parts), info)
+                        os.replace(draft, parts[-1], src_dir_fd=drafts, dst_dir_fd=folder)
+                    except BaseException:
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(draft, dir_fd=drafts)
+                        raise
+                finally:
+                    os.close(drafts)
+            finally:
+                os.close(folder)
+        finally:
+            os.close(source)
 
     def adopt_upload(self, session_id: str, name: str, folder: int, source: str) -> None:
         """Rename `source` (in the open `folder`, on the same disk) to uploads/<name>."""
