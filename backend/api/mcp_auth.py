@@ -5,6 +5,10 @@ as JSON with a `WWW-Authenticate: Bearer` challenge, before the SDK sees it. The
 (mcp_server.py) resolve the user from the same header on every call, so a key revoked
 mid-session stops working at once.
 
+A session belongs to the user who opened it: a request naming another user's session
+(or one never opened) is answered 404, as for a session that ended, so no user reads or
+ends another's stream.
+
 Each user may hold USER_MAX_MCP_SESSIONS sessions open: the SDK's own cap is one for the
 whole server, which one user could otherwise fill. A session counts from the response
 that names it until the SDK forgets it (closed by the host, or idle for 30 minutes).
@@ -30,6 +34,7 @@ _MISSING = (
     "(Account & API keys in the web UI, or POST /api/keys)."
 )
 _INVALID = "Invalid or expired token: create a new API key."
+_NO_SESSION = "MCP session not found: it ended, or is not yours; start a new one (initialize)."
 MCP_SESSION_ID = "mcp-session-id"
 
 
@@ -61,8 +66,11 @@ class McpAuth:
                 authenticate, self.services.store, self.services.secret_key, token
             )
         if user is not None and not user.disabled:
-            headers = Headers(scope=scope)
-            if scope["method"] != "POST" or MCP_SESSION_ID in headers:
+            session_id = Headers(scope=scope).get(MCP_SESSION_ID)
+            if session_id is not None and session_id not in self.sessions.get(user.id, ()):
+                body = error_body(scope["path"], 404, _NO_SESSION, code="mcp_session_not_found")
+                await JSONResponse(body, status_code=404)(scope, receive, send)
+            elif scope["method"] != "POST" or session_id is not None:
                 await self.app(scope, receive, send)
             else:
                 await self._open(user.id, scope, receive, send)

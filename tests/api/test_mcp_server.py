@@ -318,6 +318,40 @@ def test_a_user_holds_at_most_their_share_of_mcp_sessions(server: LiveServer) ->
     assert initialize(greedy).status_code == 200  # one ended: room for one more
 
 
+def test_a_session_answers_only_the_user_who_opened_it(server: LiveServer) -> None:
+    # Issue 40: the tools act as the caller, but a session's stream and its end are the
+    # opener's; with another user's key, a session id is "not found", as if it ended.
+    owner, intruder = api_key(server, "mcp-olga"), api_key(server, "mcp-ivan")
+    accept = {"Accept": "application/json, text/event-stream"}
+
+    def send(key: str, verb: str, session: str | None = None, **body: Any) -> httpx2.Response:
+        headers = {"Authorization": f"Bearer {key}", "Mcp-Protocol-Version": "2025-11-25"}
+        if session is not None:
+            headers["Mcp-Session-Id"] = session
+        json = {"jsonrpc": "2.0", **body} if body else None
+        return httpx2.request(verb, f"{server.url}/mcp", headers={**headers, **accept},
+                              json=json, timeout=30)  # fmt: skip
+
+    opened = send(owner, "POST", id=1, method="initialize", params={
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}})  # fmt: skip
+    assert opened.status_code == 200, opened.text
+    session = opened.headers["mcp-session-id"]
+    ready = send(owner, "POST", session, method="notifications/initialized")
+    assert ready.status_code == 202, ready.text
+
+    listed = send(intruder, "POST", session, id=2, method="tools/list")
+    assert listed.status_code == 404 and listed.json()["code"] == "mcp_session_not_found"
+    assert "run_python" not in listed.text
+    assert send(intruder, "GET", session).status_code == 404  # its stream of messages
+    assert send(intruder, "DELETE", session).status_code == 404  # its end
+    assert send(intruder, "POST", "no-such-session", id=3, method="tools/list").status_code == 404
+    # The owner's session is still there, and answers.
+    mine = send(owner, "POST", session, id=4, method="tools/list")
+    assert mine.status_code == 200 and "run_python" in mine.text
+    assert send(owner, "DELETE", session).status_code == 200
+
+
 def test_a_limit_is_a_tool_error_with_the_rest_apis_message(server: LiveServer) -> None:
     key = api_key(server, "mcp-mallory")
     with server.client() as admin:
