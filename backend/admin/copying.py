@@ -3,9 +3,11 @@
 Sandboxed code can plant links, FIFOs and devices in its workspace, and swap a
 folder for a link at any moment, so folders are opened one component at a time
 with O_NOFOLLOW and only regular files are read; anything else is counted and
-skipped. Files that share an inode (a turn snapshot's unchanged files) are linked
-in the copy too. Folders are walked with a list, not recursion: a workspace may
-nest folders deeper than Python's stack.
+skipped. Files that share an inode (a turn snapshot's unchanged files, a run's hard
+links) are linked in the copy too, and a file's holes stay holes (`sparse_copy.py`):
+a sparse file costs the backup what it holds, not its apparent size. Folders are
+walked with a list, not recursion: a workspace may nest folders deeper than Python's
+stack.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from backend.admin.manifest import CHUNK, DATA, StoredFile
 from backend.storage.drafts import write_all
+from backend.storage.sparse_copy import copy_hashed
 from backend.storage.workspaces import listable_name, open_folder
 
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
@@ -136,16 +139,18 @@ def _link(existing: Path, destination: Path) -> bool:
 
 
 def _copy(fd: int, destination: Path, whole_lines: bool) -> tuple[int, str]:
-    """Write what `fd` holds to `destination` as it is hashed; with `whole_lines`, up to
-    its last newline (a line being appended is left for the next backup)."""
+    """Write what `fd` holds to `destination` as it is hashed, its holes left holes; with
+    `whole_lines`, up to its last newline (a line being appended is left for the next
+    backup)."""
     digest = hashlib.sha256()
     size = 0
     held = b""
     out = os.open(destination, _WRITE, 0o600)
     try:
-        while chunk := os.read(fd, CHUNK):
-            if whole_lines:
-                chunk, held = _split_at_last_newline(held + chunk)
+        if not whole_lines:
+            size = copy_hashed(fd, out, os.fstat(fd).st_size, digest)
+        while whole_lines and (chunk := os.read(fd, CHUNK)):
+            chunk, held = _split_at_last_newline(held + chunk)
             digest.update(chunk)
             write_all(out, chunk)
             size += len(chunk)

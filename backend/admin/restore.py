@@ -31,10 +31,10 @@ from backend.admin.databases import (
 )
 from backend.admin.errors import AdminError
 from backend.admin.inventory import SQLITE_SIDE_FILES
-from backend.admin.manifest import CHUNK, DATA, Manifest, read_manifest, verify
+from backend.admin.manifest import DATA, Manifest, read_manifest, verify
 from backend.config import Settings
 from backend.storage import is_postgres, open_store
-from backend.storage.drafts import write_all
+from backend.storage.sparse_copy import copy_sparse
 
 STAGING = ".restoring"
 ASIDE = ".before-restore-"
@@ -157,12 +157,12 @@ def _copy_files(backup: Path, manifest: Manifest, staging: Path) -> int:
 
 
 def _copy_file(source: Path, target: Path) -> None:
+    """`source` into the new `target`, its holes left holes (`sparse_copy.py`)."""
     fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
     try:
         out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
-            while chunk := os.read(fd, CHUNK):
-                write_all(out, chunk)
+            copy_sparse(fd, out, os.fstat(fd).st_size)
         finally:
             os.close(out)
     finally:
