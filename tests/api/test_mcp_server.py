@@ -321,7 +321,7 @@ def test_a_user_holds_at_most_their_share_of_mcp_sessions(server: LiveServer) ->
 def test_a_session_answers_only_the_user_who_opened_it(server: LiveServer) -> None:
     # Issue 40: the tools act as the caller, but a session's stream and its end are the
     # opener's; with another user's key, a session id is "not found", as if it ended.
-    owner, intruder = api_key(server, "mcp-olga"), api_key(server, "mcp-ivan")
+    owner, intruder = api_key(server, "mcp-olga"), api_key(server, "mcp-pavel")
     accept = {"Accept": "application/json, text/event-stream"}
 
     def send(key: str, verb: str, session: str | None = None, **body: Any) -> httpx2.Response:
