@@ -47,6 +47,7 @@ LEFT_OUT: dict[str, str] = {
     "they matter only to turns in progress",
     "tus": "resumable uploads in progress: clients start them again",
     SANDBOX_CHECK: "the start-up self-check's scratch workspace: made again at each start",
+    "tmp": "the table engine's spill folder (TABLE_QUERY_SPILL_MB): emptied at each start",
     "tdd_cache": "solved TDD tasks: a cache, filled again as tasks are solved",
     "s3cache": "which S3 object each workspace copy came from: a copy is fetched again "
     "when next used",

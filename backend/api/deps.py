@@ -18,6 +18,7 @@ from backend.config import Settings
 from backend.core.accounts import authenticate
 from backend.core.chat_service import ChatService
 from backend.core.containers import Containers
+from backend.core.governor import Governor
 from backend.core.limits import Limits
 from backend.core.purge import SessionPurge
 from backend.core.python_coder_service import PythonCoderService
@@ -102,6 +103,10 @@ async def get_limits(request: Request) -> Limits:
     return _services(request).limits
 
 
+async def get_governor(request: Request) -> Governor:
+    return _services(request).governor
+
+
 async def get_login_throttle(request: Request) -> LoginThrottle:
     return _services(request).login_throttle
 
@@ -136,6 +141,7 @@ CatalogDep = Annotated[WorkspaceCatalog, Depends(get_catalog)]
 UploadsDep = Annotated[ResumableUploads, Depends(get_uploads)]  # tus uploads in progress
 StepsDep = Annotated[StoreStepLog, Depends(get_steps)]
 LimitsDep = Annotated[Limits, Depends(get_limits)]
+GovernorDep = Annotated[Governor, Depends(get_governor)]  # places for expensive work
 LoginThrottleDep = Annotated[LoginThrottle, Depends(get_login_throttle)]
 PythonCoderDep = Annotated[PythonCoderService, Depends(get_python_coder)]
 PurgeDep = Annotated[SessionPurge, Depends(get_purge)]

@@ -92,7 +92,10 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "AST_PREFILTER",
         ),
     ),
-    ("Interactive tables", ("TABLE_QUERY_MEMORY_MB", "TABLE_QUERY_THREADS")),
+    (
+        "Interactive tables",
+        ("TABLE_QUERY_MEMORY_MB", "TABLE_QUERY_THREADS", "TABLE_QUERY_SPILL_MB"),
+    ),
     (
         "MCP tools for the agents",
         (
@@ -112,6 +115,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "USER_MAX_TOKENS_PER_DAY",
             "USER_MAX_SANDBOX_SECONDS_PER_DAY",
             "HOST_MAX_SANDBOXES",
+            "WORK_LIMITS",
+            "WORK_WAIT_SECONDS",
         ),
     ),
     (

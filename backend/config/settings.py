@@ -12,13 +12,35 @@ import os
 from pathlib import Path
 from typing import Literal, Self
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LLMBackend = Literal["auto", "ollama", "openai", "embedded", "scripted"]
 ExecutorMode = Literal["native", "openinterpreter"]
 SandboxMode = Literal["auto", "bwrap", "none"]
 ExecutorBackend = Literal["local", "ray"]
+
+WorkKind = Literal["table_query", "table_download", "export", "chat_stream"]
+
+
+class WorkShare(BaseModel):
+    """What one kind of server work may hold: places on this server, places per user, and
+    seconds one piece of it may run. In WORK_LIMITS any of the three may be left out."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    total: int = Field(default=1, ge=1, le=1024)
+    per_user: int = Field(default=1, ge=1, le=1024)
+    seconds: float = Field(default=60, gt=0, le=86_400)
+
+
+# Each kind's share unless WORK_LIMITS says otherwise (docs/security.md lists them).
+WORK_DEFAULTS: dict[str, WorkShare] = {
+    "table_query": WorkShare(total=4, per_user=2, seconds=30),
+    "table_download": WorkShare(total=8, per_user=2, seconds=600),
+    "export": WorkShare(total=2, per_user=1, seconds=300),
+    "chat_stream": WorkShare(total=32, per_user=4, seconds=3600),
+}
 
 # Values people paste from examples; accepting them would make tokens forgeable.
 _PLACEHOLDER_SECRETS = {"changethis", "changeme", "secret", "password", "admin"}
@@ -321,6 +343,13 @@ class Settings(BaseSettings):
     TABLE_QUERY_THREADS: int = Field(
         default=2, ge=1, le=64, description="Threads the server's DuckDB uses for table queries."
     )
+    TABLE_QUERY_SPILL_MB: int = Field(
+        default=2048,
+        ge=0,
+        description="Disk the server's DuckDB may spill to (a sort bigger than its memory), in "
+        "`DATA_DIR/tmp/duckdb`, emptied at start-up; a query that needs more gets a 503. "
+        "0: no spilling.",
+    )
     PARQUET_CONVERSION_MB: float = Field(
         default=100,
         ge=0,
@@ -400,6 +429,26 @@ class Settings(BaseSettings):
         "by `PYTHON_CODE_MAX_MEMORY`, at least 4); past it the least recently used idle one "
         "stops, or a 429.",
     )
+    WORK_LIMITS: dict[WorkKind, dict[str, float]] = Field(
+        default_factory=dict,
+        description="Bounds on the expensive work the server does for users, by kind, as JSON "
+        'over the defaults, e.g. `{"table_query": {"total": 8, "seconds": 60}}`: '
+        "`total` at once on this server, `per_user` at once per user (one more: a 429), "
+        "`seconds` one may run (past it: a 503). Kinds and defaults: "
+        + "; ".join(
+            f"`{kind}` {share.total}/{share.per_user}/{share.seconds:g} s"
+            for kind, share in WORK_DEFAULTS.items()
+        )
+        + ". A request waits up to WORK_WAIT_SECONDS for a place on the server, then gets a "
+        "503 with Retry-After.",
+    )
+    WORK_WAIT_SECONDS: float = Field(
+        default=10,
+        ge=0,
+        le=300,
+        description="How long a request for server work (WORK_LIMITS) waits for a place "
+        "taken by others before a 503 with Retry-After.",
+    )
     AST_PREFILTER: bool = Field(
         default=True,
         description="Check code for blocked imports and calls before running it: a helpful "
@@ -471,6 +520,18 @@ class Settings(BaseSettings):
         if self.DATABASE_URL.startswith(sqlite) and database != ":memory:":
             self.DATABASE_URL = sqlite + _absolute(database)
         return self
+
+    @field_validator("WORK_LIMITS")
+    @classmethod
+    def _known_shares(cls, value: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        for kind, given in value.items():
+            WorkShare(**{**WORK_DEFAULTS[kind].model_dump(), **given})  # ValueError if bad
+        return value
+
+    def work_share(self, kind: str) -> WorkShare:
+        """`kind`'s bounds: WORK_LIMITS over the defaults."""
+        given = self.WORK_LIMITS.get(kind, {})  # type: ignore[call-overload]
+        return WorkShare(**{**WORK_DEFAULTS[kind].model_dump(), **given})
 
     @property
     def max_request_bytes(self) -> int:

@@ -17,6 +17,7 @@ from backend.core.branches import BranchStates
 from backend.core.chat_service import ChatService
 from backend.core.containers import Containers
 from backend.core.disk_usage import DiskUsage
+from backend.core.governor import Governor
 from backend.core.instance import server_id
 from backend.core.limits import Limits
 from backend.core.mcp_registry import McpRegistry
@@ -78,6 +79,7 @@ class Services:
     runs: RunRegistry
     login_throttle: LoginThrottle
     limits: Limits  # per user: agent runs, disk, warm sandboxes, daily usage (its meter)
+    governor: Governor  # places for expensive server work: per user, in all, for how long
     mcp: McpRegistry  # the MCP servers an admin registered for the agents
     files: UserFiles  # OpenAI's Files API
     containers: Containers  # OpenAI's containers: sessions by another name
@@ -196,6 +198,7 @@ def build_services(settings: Settings) -> Services:
         steps=steps,
         runs=RunRegistry(),
         limits=limits,
+        governor=Governor(settings),
         mcp=mcp,
         files=files,
         containers=containers,

@@ -2,8 +2,10 @@
 
 Each is an iterator of bytes for a streamed response, read from DuckDB a batch at a
 time, so the server holds one batch, not the table. An XLSX sheet holds at most
-1,048,576 rows, its header included: a larger table (after its filters) is refused
-with `TooManyRowsForXlsx` before anything is sent.
+1,048,576 rows, its header included, and the server builds at most XLSX_MAX_CELLS cells:
+a larger table (after its filters) is refused with `TooManyRowsForXlsx` before anything
+is sent. The workbook is built in a spool file in the engine's spill folder, and stops
+between batches once `stop` is set (its time is up).
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ import contextlib
 import datetime
 import io
 import tempfile
+import threading
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -26,10 +30,9 @@ from openpyxl.cell.cell import (  # type: ignore[import-untyped]
 )
 
 from backend.files.tables import (
-    BadTableQuery,
-    TableEngine,
     TableQuery,
     columns_of,
+    duckdb_errors,
     opened_table,
     row_count,
     scan,
@@ -39,20 +42,33 @@ from backend.files.tables import (
 from backend.storage.workspaces import Workspaces
 
 XLSX_MAX_ROWS = 1_048_576  # Excel's sheet, header included
+XLSX_MAX_CELLS = 20_000_000  # openpyxl writes a cell at a time: about a minute, a GB of spool
 BATCH_ROWS = 65_536
 CHUNK = 1024 * 1024
 
 
 class TooManyRowsForXlsx(ValueError):
-    def __init__(self, rows: int) -> None:
+    def __init__(self, rows: int, columns: int) -> None:
+        if rows + 1 > XLSX_MAX_ROWS:
+            limit = f"An XLSX sheet holds at most {XLSX_MAX_ROWS:,} rows, its header included"
+        else:
+            limit = f"The server builds XLSX files of at most {XLSX_MAX_CELLS:,} cells"
         super().__init__(
-            f"An XLSX sheet holds at most {XLSX_MAX_ROWS:,} rows, its header included; "
-            f"this table has {rows:,}. Download it as CSV or Parquet, or filter it first."
+            f"{limit}; this table has {rows:,} rows of {columns:,} columns. Download it as "
+            "CSV or Parquet, or filter it first."
         )
 
 
+class XlsxStopped(Exception):
+    """The workbook was stopped before it was finished (its time was up)."""
+
+
 def csv_chunks(
-    tables: TableEngine, workspaces: Workspaces, session_key: str, table_id: str, query: TableQuery
+    cursor: duckdb.DuckDBPyConnection,
+    workspaces: Workspaces,
+    session_key: str,
+    table_id: str,
+    query: TableQuery,
 ) -> Iterator[bytes]:
     """The table's rows as CSV (a header, then the rows `query` selects, in its order).
 
@@ -61,7 +77,6 @@ def csv_chunks(
     stack = contextlib.ExitStack()
     try:
         handle = stack.enter_context(opened_table(workspaces, session_key, table_id))
-        cursor = stack.enter_context(tables.cursor(queued=False))  # a slow reader holds no slot
         batches = _batches(cursor, source(handle), query)
     except BaseException:
         stack.close()
@@ -81,26 +96,36 @@ def _csv(stack: contextlib.ExitStack, batches: Iterator[Any]) -> Iterator[bytes]
 
 
 def xlsx_file(
-    tables: TableEngine, workspaces: Workspaces, session_key: str, table_id: str, query: TableQuery
+    cursor: duckdb.DuckDBPyConnection,
+    workspaces: Workspaces,
+    session_key: str,
+    table_id: str,
+    query: TableQuery,
+    spool_dir: Path | None = None,
+    stop: threading.Event | None = None,
 ) -> Iterator[bytes]:
-    """The table as one XLSX sheet. Checks the row count first (`TooManyRowsForXlsx`); the
-    workbook is written to a temporary file, which is then sent and deleted."""
-    with opened_table(workspaces, session_key, table_id) as handle, tables.cursor() as cursor:
+    """The table as one XLSX sheet. Checks its size first (`TooManyRowsForXlsx`); the
+    workbook is written to a temporary file in `spool_dir`, which is then sent and deleted."""
+    with opened_table(workspaces, session_key, table_id) as handle:
         path = source(handle)
-        chosen = selection(query, columns_of(cursor, path))
-        if chosen.where:
-            counted = f"SELECT count(*) FROM read_parquet(?){chosen.where}"
-            rows = int(cursor.execute(counted, [path, *chosen.parameters]).fetchall()[0][0])
-        else:
-            rows = row_count(cursor, path)
-        if rows + 1 > XLSX_MAX_ROWS:
-            raise TooManyRowsForXlsx(rows)
-        spool = tempfile.TemporaryFile()  # noqa: SIM115 (the response's iterator closes it)
+        with duckdb_errors():
+            columns = columns_of(cursor, path)
+            chosen = selection(query, columns)
+            if chosen.where:
+                counted = f"SELECT count(*) FROM read_parquet(?){chosen.where}"
+                rows = int(cursor.execute(counted, [path, *chosen.parameters]).fetchall()[0][0])
+            else:
+                rows = row_count(cursor, path)
+        if rows + 1 > XLSX_MAX_ROWS or (rows + 1) * max(1, len(columns)) > XLSX_MAX_CELLS:
+            raise TooManyRowsForXlsx(rows, len(columns))
+        spool = tempfile.TemporaryFile(dir=spool_dir)  # noqa: SIM115 (the response's iterator closes it)
         try:
             workbook = Workbook(write_only=True)
             sheet = workbook.create_sheet(table_id)
             header = True
             for batch in _batches(cursor, path, query):
+                if stop is not None and stop.is_set():
+                    raise XlsxStopped()
                 if header:
                     sheet.append([_xlsx_cell(sheet, name) for name in batch.schema.names])
                     header = False
@@ -131,15 +156,12 @@ def parquet_chunks(workspaces: Workspaces, session_key: str, table_id: str) -> I
 
 def _batches(cursor: Any, path: str, query: TableQuery) -> Iterator[Any]:
     """The rows `query` selects, a batch at a time; the query runs (and fails) here."""
-    chosen = selection(query, columns_of(cursor, path))
-    sql = f"{scan(chosen.row_numbers)}{chosen.where}{chosen.order}"
-    try:
-        result = cursor.execute(sql, [path, *chosen.parameters])
-    except (duckdb.ConversionException, duckdb.BinderException) as exc:
-        raise BadTableQuery(str(exc).splitlines()[0][:300]) from None
-    with warnings.catch_warnings():  # the copy it warns of is a batch at a time
+    with duckdb_errors(), warnings.catch_warnings():  # the copy it warns of is a batch at a time
         warnings.filterwarnings("ignore", "Arrow output on a DB-API result", UserWarning)
-        return _read(result.to_arrow_reader(BATCH_ROWS))
+        chosen = selection(query, columns_of(cursor, path))
+        sql = f"{scan(chosen.row_numbers)}{chosen.where}{chosen.order}"
+        result = cursor.execute(sql, [path, *chosen.parameters])
+        return _read(result.to_arrow_reader(BATCH_ROWS))  # a sort runs whole here
 
 
 def _read(reader: Any) -> Iterator[Any]:

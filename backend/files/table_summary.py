@@ -11,9 +11,11 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+import duckdb
+
 from backend.files.tables import (
-    TableEngine,
     columns_of,
+    duckdb_errors,
     file_identity,
     json_safe,
     opened_table,
@@ -50,7 +52,7 @@ _kept_lock = threading.Lock()
 
 
 def summarize(
-    tables: TableEngine, workspaces: Workspaces, session_key: str, table_id: str
+    cursor: duckdb.DuckDBPyConnection, workspaces: Workspaces, session_key: str, table_id: str
 ) -> TableSummary:
     with opened_table(workspaces, session_key, table_id) as handle:
         key = (session_key, table_id, file_identity(handle))
@@ -58,7 +60,7 @@ def summarize(
             if key in _kept:
                 _kept.move_to_end(key)
                 return _kept[key]
-        with tables.cursor() as cursor:
+        with duckdb_errors():
             path = source(handle)
             columns = columns_of(cursor, path)
             rows = row_count(cursor, path)

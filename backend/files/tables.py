@@ -6,9 +6,11 @@ safe open (no link followed, regular files only) and gives DuckDB the open descr
 (`/proc/self/fd/N`), so sandboxed code cannot swap in another file. Sorting, filtering
 and paging run in DuckDB over the Parquet, so a 10M-row table pages like a small one:
 only the page's rows are read into Python. One DuckDB database per process bounds
-memory and threads for all queries (TABLE_QUERY_MEMORY_MB, TABLE_QUERY_THREADS), and
-at most MAX_CONCURRENT queries run at once. Everything here blocks: call it off the
-event loop.
+memory, threads and spill for all queries (TABLE_QUERY_MEMORY_MB, TABLE_QUERY_THREADS,
+TABLE_QUERY_SPILL_MB, in DATA_DIR/tmp/duckdb); how many run at once, per user and in all,
+and for how long, is the caller's (the API's governor), which stops one with the cursor's
+`interrupt`. DuckDB's own errors become `TableUnreadable` (not a table it can read) or
+`TableBusy` (out of memory or spill room). Everything here blocks: call it off the event loop.
 """
 
 from __future__ import annotations
@@ -16,12 +18,15 @@ from __future__ import annotations
 import contextlib
 import datetime
 import decimal
+import logging
 import math
 import os
+import shutil
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 import duckdb
@@ -33,7 +38,7 @@ from backend.storage.workspaces import NotARegularFile, UnsafePath, Workspaces
 
 TABLES_FOLDER = "outputs/.tables"  # the sandbox's shown_tables.TABLES_FOLDER
 MAX_PAGE = 500
-MAX_CONCURRENT = 4
+SPILL_FOLDER = Path("tmp") / "duckdb"  # under DATA_DIR: where the engine may spill
 MAX_CELL_CHARS = 1_000
 _TIE = "file_row_number"  # DuckDB's row number in the file: a stable order under any sort
 
@@ -47,6 +52,34 @@ class TableNotFound(Exception):
 
 class BadTableQuery(ValueError):
     """A sort or filter the table cannot take (an unknown column, a value of the wrong type)."""
+
+
+class TableUnreadable(Exception):
+    """The table's file is not a table DuckDB can read (not Parquet, or damaged)."""
+
+
+class TableBusy(Exception):
+    """DuckDB ran out of memory or spill room: other queries hold it, or this one is too big."""
+
+
+logger = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def duckdb_errors() -> Iterator[None]:
+    """DuckDB's errors as this module's: a bad query, a file it cannot read, no room."""
+    try:
+        yield
+    except (duckdb.ConversionException, duckdb.BinderException) as exc:
+        raise BadTableQuery(_first_line(exc)) from None
+    except duckdb.InterruptException:
+        raise  # the caller stopped it (its time was up)
+    except duckdb.OutOfMemoryException as exc:
+        logger.warning("A table query ran out of memory or spill room: %s", _first_line(exc))
+        raise TableBusy() from None
+    except duckdb.Error as exc:
+        logger.info("A table file DuckDB cannot read: %s", _first_line(exc))
+        raise TableUnreadable() from None
 
 
 class ColumnFilter(BaseModel):
@@ -82,9 +115,9 @@ class TablePage:
 
 
 class TableEngine:
-    """The process's DuckDB for table queries, bounded in memory and threads."""
+    """The process's DuckDB for table queries, bounded in memory, threads and spill."""
 
-    def __init__(self, memory_mb: int, threads: int) -> None:
+    def __init__(self, memory_mb: int, threads: int, spill: Path | None, spill_mb: int) -> None:
         config: dict[str, str | bool | int | float | list[str]] = {
             "memory_limit": f"{memory_mb}MB",
             "threads": threads,
@@ -95,31 +128,58 @@ class TableEngine:
             "enable_external_file_cache": False,
             "allocator_flush_threshold": "16MB",
             "allocator_bulk_deallocation_flush_threshold": "16MB",
+            # Left alone, DuckDB spills to `.tmp` in the server's current folder, up to 90%
+            # of that disk's free space, and leaves it there.
+            "temp_directory": str(_fresh(spill)) if spill is not None and spill_mb else "",
+            "max_temp_directory_size": f"{spill_mb}MB",
         }
         self.database = duckdb.connect(config=config)
         self.database.execute("SET lock_configuration = true")
-        self.slots = threading.BoundedSemaphore(MAX_CONCURRENT)
 
     @contextlib.contextmanager
-    def cursor(self, *, queued: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A connection to the database; `queued` waits for one of MAX_CONCURRENT slots."""
-        with self.slots if queued else contextlib.nullcontext():
-            cursor = self.database.cursor()
-            try:
-                yield cursor
-            finally:
-                cursor.close()
+    def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection of its own (its `interrupt` stops only its query); closed after."""
+        cursor = self.database.cursor()
+        try:
+            yield cursor
+        finally:
+            cursor.close()
 
 
-_engines: dict[tuple[int, int], TableEngine] = {}
+def _fresh(spill: Path) -> Path:
+    """This process's spill folder, under `spill`, emptied of earlier processes' leftovers."""
+    spill.mkdir(parents=True, exist_ok=True)
+    for old in spill.iterdir():
+        if old.name.isdigit() and not _alive(int(old.name)):
+            shutil.rmtree(old, ignore_errors=True)
+    mine = spill / str(os.getpid())
+    shutil.rmtree(mine, ignore_errors=True)
+    mine.mkdir(mode=0o700)
+    return mine
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+_engines: dict[tuple[int, int, Path | None, int], TableEngine] = {}
 _engines_lock = threading.Lock()
 
 
-def engine(memory_mb: int, threads: int) -> TableEngine:
+def engine(
+    memory_mb: int, threads: int, spill: Path | None = None, spill_mb: int = 0
+) -> TableEngine:
+    """The process's engine for these bounds; `spill` (a folder) is where it may spill."""
     with _engines_lock:
-        key = (memory_mb, threads)
+        key = (memory_mb, threads, spill, spill_mb)
         if key not in _engines:
-            _engines[key] = TableEngine(memory_mb, threads)
+            _engines[key] = TableEngine(memory_mb, threads, spill, spill_mb)
         return _engines[key]
 
 
@@ -240,7 +300,7 @@ def scan(row_numbers: bool) -> str:
 
 
 def read_page(
-    tables: TableEngine,
+    cursor: duckdb.DuckDBPyConnection,
     workspaces: Workspaces,
     session_key: str,
     table_id: str,
@@ -249,20 +309,17 @@ def read_page(
     limit: int,
 ) -> TablePage:
     """Rows offset..offset+limit of the table, filtered and sorted as `query` says."""
-    with opened_table(workspaces, session_key, table_id) as handle, tables.cursor() as cursor:
+    with opened_table(workspaces, session_key, table_id) as handle, duckdb_errors():
         path = source(handle)
         columns = columns_of(cursor, path)
         chosen = selection(query, columns)
         sql = f"{scan(chosen.row_numbers)}{chosen.where}{chosen.order} LIMIT ? OFFSET ?"
-        try:
-            rows = cursor.execute(sql, [path, *chosen.parameters, limit, offset]).fetchall()
-            if chosen.where:
-                counted = f"SELECT count(*) FROM read_parquet(?){chosen.where}"
-                total = int(cursor.execute(counted, [path, *chosen.parameters]).fetchall()[0][0])
-            else:
-                total = row_count(cursor, path)
-        except (duckdb.ConversionException, duckdb.BinderException) as exc:
-            raise BadTableQuery(_first_line(exc)) from None
+        rows = cursor.execute(sql, [path, *chosen.parameters, limit, offset]).fetchall()
+        if chosen.where:
+            counted = f"SELECT count(*) FROM read_parquet(?){chosen.where}"
+            total = int(cursor.execute(counted, [path, *chosen.parameters]).fetchall()[0][0])
+        else:
+            total = row_count(cursor, path)
     return TablePage(total, offset, columns, [[json_safe(v) for v in row] for row in rows])
 
 

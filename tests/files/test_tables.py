@@ -14,6 +14,7 @@ from backend.files.table_downloads import TooManyRowsForXlsx, xlsx_file
 from backend.files.tables import TableNotFound, TableQuery, engine, read_page, table_path
 from backend.storage.workspaces import Workspaces
 
+CURSOR = engine(64, 1).database.cursor()
 KEY = "u1-session"
 TABLE = "0123456789ab_1"
 
@@ -33,11 +34,11 @@ def test_xlsx_refuses_more_rows_than_a_sheet_holds(
 ) -> None:
     monkeypatch.setattr(table_downloads, "XLSX_MAX_ROWS", 3)  # the header and 2 rows
     with pytest.raises(TooManyRowsForXlsx, match="at most 3 rows, its header included"):
-        xlsx_file(engine(64, 1), workspaces, KEY, TABLE, TableQuery())
+        xlsx_file(CURSOR, workspaces, KEY, TABLE, TableQuery())
 
 
 def test_xlsx_text_is_never_a_formula(workspaces: Workspaces) -> None:
-    data = b"".join(xlsx_file(engine(64, 1), workspaces, KEY, TABLE, TableQuery()))
+    data = b"".join(xlsx_file(CURSOR, workspaces, KEY, TABLE, TableQuery()))
     sheet = load_workbook(io.BytesIO(data)).active
     assert [c.value for c in sheet["A"]] == ["cell", "=1+1", "plainbell", None]
     assert sheet["A2"].data_type == "s"
@@ -50,6 +51,6 @@ def test_links_and_other_ids_are_not_tables(workspaces: Workspaces, tmp_path: Pa
     (folder / "0123456789ab_2.parquet").symlink_to(secret)
     for table_id in ("0123456789ab_2", "../secret", "0123456789ab_0", "0123456789AB_1"):
         with pytest.raises(TableNotFound):
-            read_page(engine(64, 1), workspaces, KEY, table_id, TableQuery(), 0, 10)
+            read_page(CURSOR, workspaces, KEY, table_id, TableQuery(), 0, 10)
     with pytest.raises(TableNotFound):
         table_path("x/../../y")

@@ -2,12 +2,18 @@
 
 A table's id comes from its `table` event (`url`). Another user's session, a deleted
 one and anything that is not a table id are all 404; a sort or filter the table
-cannot take is a 400 (a malformed one, 422).
+cannot take is a 400 (a malformed one, 422); a file that is not a table DuckDB can read,
+a 422. Every query and download takes a place from the governor first (`table_query`,
+`table_download`: per user, in all, and a time limit, past which DuckDB is interrupted):
+a 429 or 503 with Retry-After when there is none, or when DuckDB has no memory left.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
@@ -15,10 +21,19 @@ from fastapi.responses import StreamingResponse
 from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from backend.api.deps import FileReader, SettingsDep, SharedDep, StoreDep, WorkspacesDep
+from backend.api.deps import (
+    FileReader,
+    GovernorDep,
+    SettingsDep,
+    SharedDep,
+    StoreDep,
+    WorkspacesDep,
+)
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.api.routes.files import current_session
 from backend.config import Settings
+from backend.core.governor import Held
+from backend.core.limits import LimitReached
 from backend.files.table_downloads import (
     TooManyRowsForXlsx,
     csv_chunks,
@@ -28,11 +43,14 @@ from backend.files.table_downloads import (
 from backend.files.table_summary import summarize
 from backend.files.tables import (
     MAX_PAGE,
+    SPILL_FOLDER,
     BadTableQuery,
     ColumnFilter,
+    TableBusy,
     TableEngine,
     TableNotFound,
     TableQuery,
+    TableUnreadable,
     engine,
     read_page,
     table_path,
@@ -41,6 +59,7 @@ from backend.models.common import SessionId
 from backend.models.tables import TablePagePublic, TableSummaryPublic
 
 router = APIRouter(prefix="/api/sessions", tags=["tables"], responses=CLIENT_ERRORS)
+logger = logging.getLogger(__name__)
 
 _FILTERS = TypeAdapter(list[ColumnFilter])
 _NOT_FOUND = "Table not found."
@@ -63,7 +82,37 @@ Filters = Annotated[
 
 
 def _engine(settings: Settings) -> TableEngine:
-    return engine(settings.TABLE_QUERY_MEMORY_MB, settings.TABLE_QUERY_THREADS)
+    spill = settings.DATA_DIR / SPILL_FOLDER
+    return engine(
+        settings.TABLE_QUERY_MEMORY_MB,
+        settings.TABLE_QUERY_THREADS,
+        spill,
+        settings.TABLE_QUERY_SPILL_MB,
+    )
+
+
+@contextlib.contextmanager
+def _answers() -> Iterator[None]:
+    """The table modules' refusals as the API's."""
+    try:
+        yield
+    except TableNotFound:
+        raise ApiError(404, _NOT_FOUND, code="table_not_found") from None
+    except BadTableQuery as exc:
+        raise ApiError(400, str(exc), code="bad_table_query") from None
+    except TooManyRowsForXlsx as exc:
+        raise ApiError(400, str(exc), code="too_many_rows_for_xlsx") from None
+    except TableUnreadable:
+        message = "This table's file is not a table the server can read (not Parquet, or damaged)."
+        raise ApiError(422, message, code="table_unreadable") from None
+    except TableBusy:
+        raise LimitReached(
+            503,
+            "The server's table engine has no memory left for this query now: other queries "
+            "hold it, or this one sorts more than fits. Try again shortly, or filter first.",
+            "server_busy",
+            retry_after=5,
+        ) from None
 
 
 def _query(sort: str | None, order: str, filters: str | None) -> TableQuery:
@@ -99,13 +148,15 @@ async def read_table(
     shared: SharedDep,
     workspaces: WorkspacesDep,
     settings: SettingsDep,
+    governor: GovernorDep,
 ) -> TableSummaryPublic:
     """A table's row count, and per column its type, nulls, distinct values, range and mean."""
     key = await _table(store, shared, user, session_id, table_id)
-    try:
-        summary = await run_in_threadpool(summarize, _engine(settings), workspaces, key, table_id)
-    except TableNotFound:
-        raise ApiError(404, _NOT_FOUND, code="table_not_found") from None
+    async with governor.hold("table_query", user.id) as held:
+        with _engine(settings).cursor() as cursor, _answers():
+            summary = await held.run(
+                summarize, cursor, workspaces, key, table_id, interrupt=cursor.interrupt
+            )
     return TableSummaryPublic.of(table_id, summary)
 
 
@@ -118,6 +169,7 @@ async def read_table_rows(
     shared: SharedDep,
     workspaces: WorkspacesDep,
     settings: SettingsDep,
+    governor: GovernorDep,
     offset: Annotated[int, Query(ge=0, le=10**12)] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     sort: Sort = None,
@@ -127,14 +179,13 @@ async def read_table_rows(
     """A page of the table's rows, sorted by a column and filtered, as DuckDB reads them."""
     key = await _table(store, shared, user, session_id, table_id)
     query = _query(sort, order, filters)
-    try:
-        page = await run_in_threadpool(
-            read_page, _engine(settings), workspaces, key, table_id, query, offset, limit
-        )
-    except TableNotFound:
-        raise ApiError(404, _NOT_FOUND, code="table_not_found") from None
-    except BadTableQuery as exc:
-        raise ApiError(400, str(exc), code="bad_table_query") from None
+    async with governor.hold("table_query", user.id) as held:
+        with _engine(settings).cursor() as cursor, _answers():
+            page = await held.run(
+                read_page,
+                *(cursor, workspaces, key, table_id, query, offset, limit),
+                interrupt=cursor.interrupt,
+            )
     return TablePagePublic.of(page)
 
 
@@ -159,6 +210,7 @@ async def download_table(
     shared: SharedDep,
     workspaces: WorkspacesDep,
     settings: SettingsDep,
+    governor: GovernorDep,
     format: Annotated[Literal["csv", "parquet", "xlsx"], Query()] = "csv",
     sort: Sort = None,
     order: Order = "asc",
@@ -168,23 +220,63 @@ async def download_table(
     one is a 400), filtered and sorted as asked, or as its whole Parquet file."""
     key = await _table(store, shared, user, session_id, table_id)
     query = _query(sort, order, filters)
-    tables = _engine(settings)
-    chunks: Iterator[bytes]
+    work = contextlib.AsyncExitStack()  # the place and the cursor, until the stream ends
     try:
-        if format == "parquet":
-            chunks = await run_in_threadpool(parquet_chunks, workspaces, key, table_id)
-        elif format == "xlsx":
-            chunks = await run_in_threadpool(xlsx_file, tables, workspaces, key, table_id, query)
-        else:
-            chunks = await run_in_threadpool(csv_chunks, tables, workspaces, key, table_id, query)
-    except TableNotFound:
-        raise ApiError(404, _NOT_FOUND, code="table_not_found") from None
-    except BadTableQuery as exc:
-        raise ApiError(400, str(exc), code="bad_table_query") from None
-    except TooManyRowsForXlsx as exc:
-        raise ApiError(400, str(exc), code="too_many_rows_for_xlsx") from None
+        held = await work.enter_async_context(governor.hold("table_download", user.id))
+        cursor = work.enter_context(_engine(settings).cursor())
+        stop = threading.Event()
+
+        def interrupt() -> None:
+            stop.set()
+            cursor.interrupt()
+
+        with _answers():
+            chunks: Iterator[bytes]
+            if format == "parquet":
+                chunks = await held.run(parquet_chunks, workspaces, key, table_id)
+            elif format == "xlsx":
+                spill = settings.DATA_DIR / SPILL_FOLDER
+                chunks = await held.run(
+                    xlsx_file,
+                    *(cursor, workspaces, key, table_id, query, spill, stop),
+                    interrupt=interrupt,
+                )
+            else:
+                chunks = await held.run(
+                    csv_chunks, cursor, workspaces, key, table_id, query, interrupt=interrupt
+                )
+    except BaseException:
+        await work.aclose()
+        raise
     headers = {
         "Content-Disposition": f'attachment; filename="table_{table_id}.{format}"',
         "X-Content-Type-Options": "nosniff",
     }
-    return StreamingResponse(chunks, media_type=_MEDIA[format], headers=headers)
+    body = _sent(work, held, chunks, interrupt)
+    return StreamingResponse(body, media_type=_MEDIA[format], headers=headers)
+
+
+async def _sent(
+    work: contextlib.AsyncExitStack,
+    held: Held,
+    chunks: Iterator[bytes],
+    interrupt: Callable[[], None],
+) -> AsyncIterator[bytes]:
+    """`chunks`, read in a thread a chunk at a time within the download's time; the place
+    and the cursor are given back when it ends, is cut off, or the client goes."""
+    async with work:
+        try:
+            while (chunk := await held.run(next, chunks, None, interrupt=interrupt)) is not None:
+                yield chunk
+        except (LimitReached, OSError) as exc:  # its time, or DuckDB's error through Arrow
+            # The answer has begun: ending it early (no last chunk) is how a client hears.
+            logger.warning("A table download was cut off: %s", str(exc).splitlines()[0][:200])
+            raise
+        finally:
+            await run_in_threadpool(_close, chunks)
+
+
+def _close(chunks: Iterator[bytes]) -> None:
+    close = getattr(chunks, "close", None)
+    if close is not None:
+        close()

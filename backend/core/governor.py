@@ -1,0 +1,150 @@
+"""One bound for the expensive work the server does on a user's behalf.
+
+Each kind of work (WORK_LIMITS: table queries, table downloads, exports, plain chat
+streams) has a share: places on this server (`total`), places per user (`per_user`) and
+seconds one piece may run. `Governor.hold(kind, user_id)` takes a place:
+
+- a user who already holds (or waits for) `per_user` places of that kind gets a 429 at
+  once: their own work must end first, and one user can never queue the server full;
+- with every place on the server taken, the request waits its turn on the event loop
+  (never in a thread-pool thread) up to WORK_WAIT_SECONDS, then gets a 503;
+- the place is given back however the work ends: done, failed, cancelled, disconnected.
+
+`Held.run` runs blocking work in a thread once the place is held, within the kind's
+seconds: past them (or when the request is cancelled) it calls the work's `interrupt`
+and keeps the place until the thread has ended, so a place always means a thread at work.
+Both refusals are `LimitReached` with a Retry-After, which every API answers in its shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import anyio
+from starlette.concurrency import run_in_threadpool
+
+from backend.config import Settings
+from backend.config.settings import WorkShare
+from backend.core.limits import LimitReached
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_WHAT = {
+    "table_query": "table queries",
+    "table_download": "table downloads",
+    "export": "exports",
+    "chat_stream": "chat replies",
+}
+
+
+class WorkTimedOut(LimitReached):
+    """The work ran past its kind's seconds and was stopped (a 503)."""
+
+
+@dataclass
+class _Pool:
+    share: WorkShare
+    places: asyncio.Semaphore
+    users: Counter[int] = field(default_factory=Counter)  # holding or waiting, per user
+
+
+@dataclass(frozen=True)
+class Held:
+    """A place taken for one piece of work of `kind`, which must end by `deadline`."""
+
+    kind: str
+    seconds: float
+    deadline: float  # the event loop's clock
+
+    async def run(
+        self, work: Callable[..., T], *args: object, interrupt: Callable[[], None] | None = None
+    ) -> T:
+        """`work(*args)` in a thread, stopped through `interrupt` at the deadline (a 503)
+        or when the request is cancelled; the place is kept until the thread has ended."""
+        task = asyncio.ensure_future(run_in_threadpool(functools.partial(work, *args)))
+        left = self.deadline - asyncio.get_running_loop().time()
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), max(0.0, left))
+        except (TimeoutError, asyncio.CancelledError) as exc:
+            if interrupt is not None:
+                interrupt()
+            # Cancelled again while the thread ends (anyio cancels at every await) would
+            # free the place early: the wait is shielded, and the thread's error dropped.
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await task
+            if isinstance(exc, TimeoutError):
+                raise timed_out(self.kind, self.seconds) from None
+            raise
+
+
+def timed_out(kind: str, seconds: float) -> WorkTimedOut:
+    return WorkTimedOut(
+        503,
+        f"This took longer than the {seconds:g} s the server gives one of its "
+        f"{_WHAT.get(kind, kind)}, and was stopped. Ask for less (filter first), or try later.",
+        "work_timed_out",
+        retry_after=5,
+    )
+
+
+class Governor:
+    """The server's places for each kind of expensive work (one per API server)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.wait = settings.WORK_WAIT_SECONDS
+        self._pools: dict[str, _Pool] = {}
+
+    def _pool(self, kind: str) -> _Pool:
+        if kind not in self._pools:
+            share = self.settings.work_share(kind)
+            self._pools[kind] = _Pool(share, asyncio.Semaphore(share.total))
+        return self._pools[kind]
+
+    def held(self, kind: str, user_id: int) -> int:
+        """`user_id`'s places of `kind`, taken or waited for."""
+        return self._pool(kind).users[user_id]
+
+    @contextlib.asynccontextmanager
+    async def hold(self, kind: str, user_id: int) -> AsyncIterator[Held]:
+        pool = self._pool(kind)
+        what = _WHAT.get(kind, kind)
+        if pool.users[user_id] >= pool.share.per_user:
+            raise LimitReached(
+                429,
+                f"You already have {pool.share.per_user} {what} in progress, the most one "
+                "person may have at once. Wait for one to finish.",
+                "too_many_requests",
+                retry_after=2,
+            )
+        pool.users[user_id] += 1
+        try:
+            try:
+                async with asyncio.timeout(self.wait):
+                    await pool.places.acquire()
+            except TimeoutError:
+                logger.warning("Server work %s: every place busy for %.0f s", kind, self.wait)
+                raise LimitReached(
+                    503,
+                    f"The server is busy with other people's {what}; try again shortly.",
+                    "server_busy",
+                    retry_after=max(1.0, self.wait),
+                ) from None
+            seconds = pool.share.seconds
+            try:
+                yield Held(kind, seconds, asyncio.get_running_loop().time() + seconds)
+            finally:
+                pool.places.release()
+        finally:
+            pool.users[user_id] -= 1
+            if not pool.users[user_id]:
+                del pool.users[user_id]

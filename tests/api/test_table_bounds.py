@@ -1,0 +1,170 @@
+"""Issue 40, findings 3 and 8: table queries and downloads, tried as a hostile user.
+
+Each takes a place from the server's governor: a user past their share gets a 429, a
+server with every place taken a 503 after WORK_WAIT_SECONDS, and work past its seconds is
+interrupted (a 503). DuckDB spills only into DATA_DIR (emptied at start), and its errors
+(a file that is not Parquet, no memory left) are a 422 and a 503, never a 500.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack, closing
+from pathlib import Path
+
+import httpx
+import pandas as pd
+import pytest
+
+from tests.conftest import ADMIN_PASSWORD, write_replies
+from tests.support.live_server import LiveServer
+
+TABLE = "0123456789ab_1"
+MEMORY_MB = "64"  # DuckDB's: a sort of ROWS spills (or, with no spill room, fails)
+ROWS = 2_000_000  # about 50 MB as CSV: more than a socket holds, so a stream stays open
+
+
+def _person(server: LiveServer, name: str) -> tuple[int, httpx.Client]:
+    password = f"{name}-password-1"
+    with server.client() as admin:
+        made = admin.post("/api/users", json={"username": name, "password": password})
+    assert made.status_code == 201, made.text
+    return int(made.json()["id"]), server.client(server.token(name, password), timeout=120)
+
+
+def _table(server: LiveServer, user_id: int, http: httpx.Client, session: str) -> Path:
+    """A session of the user's, and where its table goes (as the user's code would write it)."""
+    made = http.post(
+        "/api/upload", data={"session_id": session}, files={"file": ("a.csv", b"a\n1\n")}
+    )
+    assert made.status_code == 201, made.text
+    folder = server.data_dir / "scratch" / f"u{user_id}-{session}" / "outputs" / ".tables"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{TABLE}.parquet"
+
+
+def _big(path: Path) -> None:
+    ids = pd.RangeIndex(ROWS)
+    frame = pd.DataFrame({"id": ids, "city": "city-" + (ids % 997).astype(str), "k": ids % 1000})
+    frame.to_parquet(path)
+
+
+def _start(root: Path, **env: str) -> LiveServer:
+    replies = write_replies(root / "replies.json", [])  # no turn is run here
+    live = LiveServer(
+        root / "data",
+        LLM_BACKEND="scripted",
+        SCRIPTED_REPLIES=replies,
+        ADMIN_PASSWORD=ADMIN_PASSWORD,
+        **env,
+    )
+    live.cwd = root  # where DuckDB, left alone, spilled (`.tmp`)
+    return live
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    root = tmp_path_factory.mktemp("table-bounds")
+    leftover = root / "data" / "tmp" / "duckdb" / "999999"  # a crashed server's spill
+    leftover.mkdir(parents=True)
+    (leftover / "duckdb_temp_block-1.block").write_bytes(b"x" * 4096)
+    live = _start(
+        root,
+        WORK_LIMITS='{"table_download": {"total": 3, "per_user": 2}}',
+        WORK_WAIT_SECONDS="1",
+        TABLE_QUERY_MEMORY_MB=MEMORY_MB,
+    )
+    live.start()
+    try:
+        yield live
+    finally:
+        live.stop()
+
+
+def test_downloads_take_places_per_user_and_in_all(shared: LiveServer) -> None:
+    a_id, a = _person(shared, "hoarder")
+    b_id, b = _person(shared, "neighbour")
+    _big(_table(shared, a_id, a, "big"))
+    _big(_table(shared, b_id, b, "mine"))
+    a_url, b_url = (f"/api/sessions/{s}/tables/{TABLE}/download" for s in ("big", "mine"))
+    with closing(a), closing(b), ExitStack() as open_streams:
+        for _ in range(2):  # A's share: two downloads, neither read (a slow client)
+            held = open_streams.enter_context(a.stream("GET", a_url))
+            assert held.status_code == 200
+        third = a.get(a_url, params={"format": "xlsx"})
+        assert third.status_code == 429, third.text
+        assert third.json()["code"] == "too_many_requests"
+        assert int(third.headers["Retry-After"]) >= 1
+
+        with b.stream("GET", b_url) as last_place:  # the third place on the server
+            assert last_place.status_code == 200
+            busy = b.get(b_url, params={"format": "parquet"})
+            assert busy.status_code == 503, busy.text
+            assert busy.json()["code"] == "server_busy"
+            assert int(busy.headers["Retry-After"]) >= 1
+            assert b.get("/api/users/me/usage").status_code == 200  # ordinary work goes on
+
+        open_streams.close()  # A's clients go: their places come back
+        page = a.get(a_url.removesuffix("/download") + "/rows", params={"limit": 2})
+        assert page.status_code == 200 and page.json()["total"] == ROWS
+        whole = b.get(b_url)
+        assert whole.status_code == 200, whole.text
+        assert whole.text.count("\n") == ROWS + 1
+
+
+def test_duckdb_spills_under_data_dir_and_earlier_spill_is_removed(shared: LiveServer) -> None:
+    user_id, http = _person(shared, "sorter")
+    _big(_table(shared, user_id, http, "sorts"))
+    with closing(http):
+        url = f"/api/sessions/sorts/tables/{TABLE}/download"
+        sorted_csv = http.get(url, params={"sort": "city", "order": "desc"})
+    assert sorted_csv.status_code == 200, sorted_csv.text
+    assert not (shared.cwd / ".tmp").exists()  # not the server's current folder
+    spill = shared.data_dir / "tmp" / "duckdb"
+    assert not (spill / "999999").exists()  # a dead server's spill is gone
+    assert shared.process is not None
+    assert [p.name for p in spill.iterdir()] == [str(shared.process.pid)]
+
+
+def test_a_table_file_that_is_not_parquet_is_a_422(shared: LiveServer) -> None:
+    user_id, http = _person(shared, "garbler")
+    _table(shared, user_id, http, "junk").write_bytes(b"PAR1 this is not a parquet file" * 100)
+    url = f"/api/sessions/junk/tables/{TABLE}"
+    with closing(http):
+        answers = [
+            http.get(url),
+            http.get(f"{url}/rows", params={"sort": "a"}),
+            http.get(f"{url}/download"),
+            http.get(f"{url}/download", params={"format": "xlsx"}),
+        ]
+    for answer in answers:
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["code"] == "table_unreadable"
+        assert "Traceback" not in answer.text and "duckdb" not in answer.text.lower()
+
+
+def test_work_past_its_time_is_stopped_and_no_memory_is_a_503(tmp_path: Path) -> None:
+    live = _start(
+        tmp_path,
+        WORK_LIMITS='{"table_query": {"seconds": 0.001}}',
+        TABLE_QUERY_MEMORY_MB=MEMORY_MB,
+        TABLE_QUERY_SPILL_MB="0",
+    )
+    live.start()
+    try:
+        user_id, http = _person(live, "deep")
+        _big(_table(live, user_id, http, "deep"))
+        url = f"/api/sessions/deep/tables/{TABLE}"
+        with closing(http):
+            slow = http.get(f"{url}/rows", params={"sort": "city", "offset": ROWS - 10})
+            assert slow.status_code == 503, slow.text
+            assert slow.json()["code"] == "work_timed_out"
+            assert "Retry-After" in slow.headers
+
+            too_big = http.get(f"{url}/download", params={"sort": "city"})  # no spill room
+            assert too_big.status_code == 503, too_big.text
+            assert too_big.json()["code"] == "server_busy"
+            assert http.get("/api/users/me/usage").status_code == 200
+    finally:
+        live.stop()
+    assert "Traceback" not in live.log()
