@@ -31,7 +31,6 @@ TREES: dict[str, str] = {
     SNAPSHOTS_FOLDER: "each agent turn's workspace state, for branches (hard links kept)",
     FILES_FOLDER: "the files users gave the OpenAI Files API",
     LOGS: "the audit logs of tool runs and prompts (whole lines)",
-    "mcp-servers": "the working folders of stdio MCP servers",
 }
 FILES: dict[str, str] = {
     SECRET_KEY: "the generated JWT signing key (mode 0600): tokens, and the MCP servers' "
@@ -46,6 +45,8 @@ LEFT_OUT: dict[str, str] = {
     STAGING_FOLDER: "the server's drafts and its records of files moved in during runs: "
     "they matter only to turns in progress",
     "tus": "resumable uploads in progress: clients start them again",
+    "mcp-servers": "stdio MCP servers' working folders from before issue 40: they now run "
+    "in scratch folders outside DATA_DIR, removed when they stop",
     SANDBOX_CHECK: "the start-up self-check's scratch workspace: made again at each start",
     "tmp": "the table engine's spill folder (TABLE_QUERY_SPILL_MB): emptied at each start",
     "tdd_cache": "solved TDD tasks: a cache, filled again as tasks are solved",

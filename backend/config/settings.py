@@ -15,6 +15,8 @@ from typing import Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from backend.config.mcp_programs import PinnedPrograms, pinned_programs
+
 LLMBackend = Literal["auto", "ollama", "openai", "embedded", "scripted"]
 ExecutorMode = Literal["native", "openinterpreter"]
 SandboxMode = Literal["auto", "bwrap", "none"]
@@ -211,9 +213,15 @@ class Settings(BaseSettings):
     # Every agent turn is bounded: past either limit it stops and answers with what it has.
     MCP_STDIO_PROGRAMS: str = Field(
         default="",
-        description="Comma-separated absolute paths of the programs an admin may register as "
-        "stdio MCP servers; empty: stdio servers are refused (an admin's token alone must "
-        "not run any program on the host). Streamable HTTP servers need no entry.",
+        description="The programs an admin may register as stdio MCP servers, each with the "
+        "arguments it runs with, pinned here: a JSON object of absolute paths to argument "
+        'lists, e.g. `{"/opt/mcp/bin/mcp-server-sqlite": ["--db-path", "/srv/shop.db"]}`, '
+        "or comma-separated absolute paths of programs that take no arguments. An admin's "
+        "command must be the program alone or with exactly these arguments. Empty: stdio "
+        "servers are refused (an admin's token alone must not run any program on the "
+        "host). Each runs with a fixed environment, in a scratch folder outside `DATA_DIR`, "
+        "and in bubblewrap without `DATA_DIR` when the sandbox is (docs/security.md). "
+        "Streamable HTTP servers need no entry.",
     )
     MCP_TOOL_TIMEOUT: float = Field(
         default=30,
@@ -485,6 +493,16 @@ class Settings(BaseSettings):
         if value and (value.lower() in _PLACEHOLDER_SECRETS or len(value) < 32):
             raise ValueError("must be at least 32 random characters (or unset to generate one)")
         return value
+
+    @field_validator("MCP_STDIO_PROGRAMS")
+    @classmethod
+    def _programs_with_pinned_arguments(cls, value: str) -> str:
+        pinned_programs(value)  # ValueError if it cannot be read
+        return value
+
+    def mcp_stdio_programs(self) -> PinnedPrograms:
+        """Each program an admin may run as a stdio MCP server, with its pinned arguments."""
+        return pinned_programs(self.MCP_STDIO_PROGRAMS)
 
     @field_validator("TRUSTED_PROXIES")
     @classmethod

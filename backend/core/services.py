@@ -44,7 +44,7 @@ from backend.storage.s3_objects import S3Config
 from backend.storage.shared import SharedWorkspaces
 from backend.storage.snapshots import TurnSnapshots
 from backend.storage.workspaces import Workspaces
-from backend.tools.mcp_client import McpLinks
+from backend.tools.mcp_client import McpLinks, ProgramBounds, hidden_paths
 from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.sandbox import SandboxStatus, resolve_sandbox
 from backend.tools.sandbox.command import helper_command
@@ -146,12 +146,14 @@ def build_services(settings: Settings) -> Services:
         store,
         secret_key,
         McpLinks(
-            settings.DATA_DIR / "mcp-servers",
+            ProgramBounds(
+                hidden_paths(settings.DATA_DIR, settings.DATABASE_URL), confine=sandbox.isolated
+            ),
             connect_timeout=settings.MCP_CONNECT_TIMEOUT,
             call_timeout=settings.MCP_TOOL_TIMEOUT,
             max_chars=settings.MCP_TOOL_MAX_CHARS,
         ),
-        [p.strip() for p in settings.MCP_STDIO_PROGRAMS.split(",") if p.strip()],
+        settings.mcp_stdio_programs(),
     )
     agents = AgentRunner(settings, shared, catalog, coder, executors, llm.name, mcp)
     branches = BranchStates(

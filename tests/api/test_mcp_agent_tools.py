@@ -4,6 +4,7 @@ called by a scripted ReAct turn on a live server."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -107,10 +108,17 @@ REPLIES: list[dict[str, Any]] = [
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     folder = tmp_path_factory.mktemp("mcp-agents")
-    programs = ",".join([time_server_command()[0], sqlite_server_command(folder)[0]])
+    # Each program with the arguments the operator pins for it.
+    pinned = [time_server_command(), sqlite_server_command(shop_database(folder))]
+    programs = json.dumps({program: arguments for program, *arguments in pinned})
     env = {"MCP_TOOL_TIMEOUT": "4", "MCP_STDIO_PROGRAMS": programs}
     with scripted_server(folder, REPLIES, **env) as live:
         yield live
+
+
+def shop_database(folder: Path) -> Path:
+    """The database the operator pinned mcp-server-sqlite to (outside DATA_DIR)."""
+    return folder / "shop.db"
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +162,8 @@ def gone(pid: int) -> bool:
 
 
 def children(server: LiveServer, program: str = "mcp-server-time") -> list[int]:
-    """The pids of the live server's `program` processes (at any depth) still running."""
+    """The pids of the live server's `program` processes (at any depth) still running; the
+    bubblewrap processes around one are not counted."""
     assert server.process is not None
     found = []
     for pid in descendants(server.process.pid):
@@ -162,7 +171,8 @@ def children(server: LiveServer, program: str = "mcp-server-time") -> list[int]:
             command = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        if program.encode() in command and not gone(pid):
+        confining = Path(command.split(b"\0")[0].decode(errors="replace")).name == "bwrap"
+        if program.encode() in command and not confining and not gone(pid):
             found.append(pid)
     return found
 
@@ -268,10 +278,10 @@ def test_a_hanging_server_is_cut_off_and_the_turn_goes_on(
 
 
 def test_the_agent_lists_a_databases_tables_over_mcp_then_analyses_a_query_in_python(
-    server: LiveServer, tmp_path: Path
+    server: LiveServer,
 ) -> None:
     """Deleting the server then stops its process."""
-    database = tmp_path / "shop.db"
+    database = shop_database(server.data_dir.parent)
     with sqlite3.connect(database) as db:
         db.execute("CREATE TABLE sales (region TEXT, amount INTEGER)")
         db.executemany(
@@ -281,7 +291,7 @@ def test_the_agent_lists_a_databases_tables_over_mcp_then_analyses_a_query_in_py
         server,
         name="sqlite",
         transport="stdio",
-        command=sqlite_server_command(database),
+        command=sqlite_server_command(database)[:1],  # the operator's pinned arguments
         allowed_tools=["list_tables", "read_query"],
     )
     _, http = user_client(server, "sqlite-user")

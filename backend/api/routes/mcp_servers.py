@@ -55,6 +55,12 @@ def _taken(name: str) -> ApiError:
     return ApiError(409, f"An MCP server named '{name}' already exists.", code="name_taken")
 
 
+def _refused(exc: McpRefused) -> ApiError:
+    if exc.param == "secrets":  # a stdio server's environment variable
+        return ApiError(400, f"{exc}.", code="secret_not_allowed", param="secrets")
+    return ApiError(422, f"{exc}.", code="program_not_allowed", param="command")
+
+
 def _known_users(store: Store, user_ids: list[int] | None) -> None:
     unknown = [u for u in user_ids or () if store.get_user_by_id(u) is None]
     if unknown:
@@ -81,7 +87,7 @@ def create_mcp_server(
     except McpServerNameTaken:
         raise _taken(body.name) from None
     except McpRefused as exc:
-        raise ApiError(422, f"{exc}.", code="program_not_allowed", param="command") from None
+        raise _refused(exc) from None
 
 
 @router.patch("/{server_id}")
@@ -98,7 +104,7 @@ async def update_mcp_server(
     try:
         server = await registry.change(server_id, fields, everyone=bool(body.everyone))
     except McpRefused as exc:
-        raise ApiError(422, f"{exc}.", code="program_not_allowed", param="command") from None
+        raise _refused(exc) from None
     if server is None:
         raise _not_found()
     return _public(server)

@@ -13,20 +13,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import shutil
 import tempfile
-from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
 import httpx2
 import mcp_types as types
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from backend.tools.mcp_client.endpoint import Endpoint, ToolInfo, ToolOutcome
+from backend.tools.mcp_client.environment import RefusedSecret
+from backend.tools.mcp_client.failures import described, refusal
+from backend.tools.mcp_client.program import ProgramBounds
 
 _PING_SECONDS = 5.0  # a live server answers a ping at once; past this it is taken as dead
 _LOG_TAIL = 600  # characters of a stdio server's stderr shown when it fails
@@ -41,14 +43,16 @@ class ServerLink:
         self,
         endpoint: Endpoint,
         *,
-        workdir: Path,
+        label: str,
+        bounds: ProgramBounds,
         connect_timeout: float,
         call_timeout: float,
         max_chars: int,
     ) -> None:
         self.endpoint = endpoint
         self.fingerprint = endpoint.fingerprint()
-        self.workdir = workdir
+        self.label = label  # names its scratch folders
+        self.bounds = bounds
         self.connect_timeout = connect_timeout
         self.call_timeout = call_timeout
         self.max_chars = max_chars
@@ -61,6 +65,7 @@ class ServerLink:
         self.listed: list[ToolInfo] = []  # the last listing, kept across restarts
         self._relist = True  # this connection has not listed the tools yet
         self._log: TextIO | None = None
+        self._http_status: int | None = None  # the last HTTP error status it answered
 
     @property
     def name(self) -> str:
@@ -99,7 +104,8 @@ class ServerLink:
                 f"Error: {self._late(f'answer {tool}')}; the call was cut off.", False
             )
         except MCPError as exc:
-            return ToolOutcome(f"Error: {self.name} refused {tool}: {exc.error.message}", False)
+            why = refusal(exc, self._http_status)
+            return ToolOutcome(f"Error: {self.name} refused {tool}: {why}", False)
         except Exception as exc:  # the connection broke: the next use starts it again
             self._stop.set()
             return ToolOutcome(f"Error: MCP server '{self.name}' failed: {self._why(exc)}", False)
@@ -135,7 +141,7 @@ class ServerLink:
 
     async def _start(self) -> Client:
         self._ready, self._stop = asyncio.Event(), asyncio.Event()
-        self._failure, self._relist = "", True
+        self._failure, self._relist, self._http_status = "", True, None
         task = asyncio.create_task(self._own(), name=f"mcp-server:{self.name}")
         self._task = task
         ready = asyncio.create_task(self._ready.wait())
@@ -163,6 +169,8 @@ class ServerLink:
                 self._client = client
                 self._ready.set()
                 await self._stop.wait()
+        except McpUnavailable as exc:  # ours: it says why in our words
+            self._failure = str(exc)
         except Exception as exc:
             self._failure = self._why(exc)
         finally:
@@ -171,23 +179,30 @@ class ServerLink:
     def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
         endpoint = self.endpoint
         if endpoint.transport == "http":
-            http = create_mcp_http_client(
+            http = httpx2.AsyncClient(
                 headers=dict(endpoint.secrets),
                 timeout=httpx2.Timeout(self.connect_timeout, read=self.call_timeout + 5),
+                event_hooks={"response": [self._saw]},
             )
             stack.push_async_callback(http.aclose)
             return streamable_http_client(endpoint.url, http_client=http)
-        self.workdir.mkdir(mode=0o700, parents=True, exist_ok=True)
         if self._log is None:
             # Kept for the link's life, closed by `close`: each start rewrites it.
             self._log = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
         self._log.seek(0)
         self._log.truncate()
-        command, *args = endpoint.command
-        params = StdioServerParameters(
-            command=command, args=args, env=dict(endpoint.secrets), cwd=self.workdir
-        )
+        scratch = self.bounds.scratch(self.label)
+        stack.callback(shutil.rmtree, scratch, ignore_errors=True)
+        try:
+            params = self.bounds.parameters(endpoint.command, endpoint.secrets, scratch)
+        except RefusedSecret as exc:
+            raise McpUnavailable(str(exc)) from None
         return stdio_client(params, errlog=self._log)
+
+    async def _saw(self, response: httpx2.Response) -> None:
+        """Keep an HTTP error's status: the SDK's error says less, or quotes the body."""
+        if response.status_code >= 400:
+            self._http_status = response.status_code
 
     async def _shutdown(self) -> None:
         task, self._task = self._task, None
@@ -206,21 +221,13 @@ class ServerLink:
         return f"MCP server '{self.name}' did not {what} within {limit:g} s ({setting})"
 
     def _why(self, exc: BaseException) -> str:
-        why = _why(exc)
-        if self._log is not None:
+        why = described(exc, self._http_status)
+        if self._log is not None and self.endpoint.transport == "stdio":
             self._log.seek(0)
             tail = self._log.read()[-_LOG_TAIL:].strip()
             if tail:
                 why += f" (its output ends: {tail})"
         return why
-
-
-def _why(exc: BaseException) -> str:
-    """The innermost error of `exc`, in words (task groups wrap them in groups)."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _text_of(result: types.CallToolResult, limit: int) -> tuple[str, bool]:

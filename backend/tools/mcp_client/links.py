@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 from backend.tools.mcp_client.endpoint import Endpoint
 from backend.tools.mcp_client.link import ServerLink
+from backend.tools.mcp_client.program import ProgramBounds
 
 
 class McpLinks:
@@ -14,9 +14,14 @@ class McpLinks:
     link, stopping the old connection; `close` stops them all (the server's shutdown)."""
 
     def __init__(
-        self, folder: Path, *, connect_timeout: float, call_timeout: float, max_chars: int
+        self,
+        bounds: ProgramBounds,
+        *,
+        connect_timeout: float,
+        call_timeout: float,
+        max_chars: int,
     ) -> None:
-        self.folder = folder  # stdio servers' working folders: <folder>/<server id>
+        self.bounds = bounds  # where and how stdio servers' programs run
         self.connect_timeout = connect_timeout
         self.call_timeout = call_timeout
         self.max_chars = max_chars
@@ -32,7 +37,8 @@ class McpLinks:
                 await link.close()
             link = ServerLink(
                 endpoint,
-                workdir=self.folder / str(server_id),
+                label=str(server_id),
+                bounds=self.bounds,
                 connect_timeout=self.connect_timeout,
                 call_timeout=self.call_timeout,
                 max_chars=self.max_chars,
@@ -51,3 +57,4 @@ class McpLinks:
         async with self._lock:
             links, self._links = list(self._links.values()), {}
         await asyncio.gather(*(link.close() for link in links))
+        self.bounds.close()

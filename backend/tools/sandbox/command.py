@@ -143,3 +143,45 @@ def bwrap_command(workspace: Path) -> list[str]:
         *worker_command(),
     ]  # fmt: skip
     return command
+
+
+def program_command(
+    argv: Sequence[str], *, scratch: Path, hidden: Sequence[Path], unset: Sequence[str]
+) -> list[str]:
+    """A program the server starts for an admin (a stdio MCP server) in bubblewrap.
+
+    It sees the host's files read-only (its own installation wherever it lives) with each
+    of `hidden` (DATA_DIR, the database) replaced by nothing, its `scratch` folder as the
+    only writable place and its working folder, and none of the other programs' scratch
+    folders. Its own pid, ipc, uts and user namespaces, no capabilities; the host's
+    network (an MCP server may call an API). Its environment is the one it is started
+    with (secrets never go on a command line, where `ps` shows them), less `unset`."""
+    command = [
+        shutil.which("bwrap") or "bwrap",
+        "--unshare-all",
+        "--share-net",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop", "ALL",
+        "--hostname", "mcp-server",
+    ]  # fmt: skip
+    for name in unset:
+        command += ["--unsetenv", name]
+    command += ["--ro-bind", "/", "/"]
+    for path in hidden:
+        if path.is_dir():
+            command += ["--tmpfs", _host(path), "--remount-ro", _host(path)]
+        elif path.exists():
+            command += ["--ro-bind", "/dev/null", _host(path)]
+    command += [
+        "--tmpfs", _host(scratch.parent),  # the other programs' scratch folders
+        "--bind", _host(scratch), _host(scratch),
+        "--proc", "/proc",
+        "--dev", "/dev",
+        "--chdir", _host(scratch),
+        "--",
+        *argv,
+    ]  # fmt: skip
+    return command
