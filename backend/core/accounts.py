@@ -1,5 +1,11 @@
 """Accounts: the admin that exists from the first start, who a credential belongs
-to, signing out, personal API keys and deleting a user with everything of theirs."""
+to, signing out (one token, or every credential at once), personal API keys and deleting a
+user with everything of theirs.
+
+A user's credentials end together: a token names the user's credentials version (their
+password's hash and credentials epoch), so a new password ends every token; moving the
+epoch on (`Store.end_credentials`) also ends them and deletes every API key. An admin's reset
+and "sign out everywhere" always do that; a user's own password change does by default."""
 
 from __future__ import annotations
 
@@ -14,10 +20,11 @@ from backend.core.purge import SessionPurge
 from backend.core.security import (
     InvalidToken,
     api_key_hash,
+    create_access_token,
+    credentials_version,
     hash_password,
     is_api_key,
     new_api_key,
-    password_version,
     read_access_token,
     verify_password,
 )
@@ -40,10 +47,21 @@ def authenticate(store: Store, secret_key: str, credential: str) -> User | None:
     except InvalidToken:
         return None
     user = store.user_for_token(token.user_id, token.token_id)
-    # A token issued before a password change names the old password's version.
-    if user is None or password_version(user.password_hash) != token.password_version:
+    # A token issued before a password change, or before its user's credentials were
+    # ended, names an older version.
+    if user is None or version_of(user) != token.credentials_version:
         return None
     return user
+
+
+def version_of(user: User) -> str:
+    """What a token of `user`'s names now: their password's hash and credentials epoch."""
+    return credentials_version(user.password_hash, user.credentials_epoch)
+
+
+def access_token(user: User, secret_key: str, hours: float) -> str:
+    """A new access token for `user`, valid until their credentials change or it expires."""
+    return create_access_token(user.id, version_of(user), secret_key, hours)
 
 
 def sign_out(store: Store, secret_key: str, credential: str) -> None:
@@ -53,6 +71,24 @@ def sign_out(store: Store, secret_key: str, credential: str) -> None:
     except InvalidToken:
         return  # expired or not ours: nothing to end
     store.revoke_token(token.token_id, token.expires_at)
+
+
+def sign_out_everywhere(store: Store, user_id: int) -> None:
+    """Every access token and API key of the user ends now."""
+    store.end_credentials(user_id)
+    logger.info("Every credential of user %d was ended", user_id)
+
+
+def set_password(
+    settings: Settings, store: Store, user: User, password: str, *, end_credentials: bool
+) -> User | None:
+    """Give `user` a new password: their tokens end (they name the old one), and with
+    `end_credentials` their API keys too. The user as changed (None if deleted meanwhile)."""
+    changed = store.set_password_hash(
+        user.id, hash_password(password), end_credentials=end_credentials
+    )
+    password_changed(settings, user)
+    return changed
 
 
 def create_api_key(store: Store, user_id: int, name: str) -> tuple[ApiKey, str]:
@@ -93,8 +129,11 @@ def ensure_admin(store: Store, settings: Settings) -> None:
     if settings.ADMIN_PASSWORD and not verify_password(
         settings.ADMIN_PASSWORD, admin.password_hash
     ):
-        store.set_password_hash(admin.id, hash_password(settings.ADMIN_PASSWORD))
-        logger.info("Admin password updated from ADMIN_PASSWORD")
+        # A password set from outside is a reset: the admin's keys end with their tokens.
+        store.set_password_hash(
+            admin.id, hash_password(settings.ADMIN_PASSWORD), end_credentials=True
+        )
+        logger.info("Admin password updated from ADMIN_PASSWORD; its tokens and API keys ended")
 
 
 def password_changed(settings: Settings, user: User) -> None:

@@ -48,9 +48,12 @@ def verify_password(password: str, password_hash: str) -> bool:
 DUMMY_PASSWORD_HASH = hash_password(secrets.token_urlsafe(16))
 
 
-def password_version(password_hash: str) -> str:
-    """A short fingerprint of the hash: changing the password changes it."""
-    return hashlib.sha256(password_hash.encode()).hexdigest()[:16]
+def credentials_version(password_hash: str, epoch: int) -> str:
+    """A short fingerprint of the password's hash and the credentials' epoch: a new password,
+    or the epoch moved on, changes it, and every token naming the old one is refused."""
+    # Epoch 0 (never ended) is the hash alone: tokens issued before epochs existed still work.
+    material = password_hash if epoch == 0 else f"{password_hash}\n{epoch}"
+    return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -58,18 +61,17 @@ class AccessToken:
     """The claims of a verified access token."""
 
     user_id: int
-    password_version: str
+    credentials_version: str  # `credentials_version` when it was issued
     token_id: str  # what signing out revokes
     expires_at: float
 
 
-def create_access_token(
-    user_id: int, password_hash: str, secret_key: str, expires_hours: float
-) -> str:
+def create_access_token(user_id: int, version: str, secret_key: str, expires_hours: float) -> str:
+    """A signed token for the user, naming their `credentials_version` of now."""
     now = int(time.time())
     claims = {
         "sub": str(user_id),
-        "pwv": password_version(password_hash),
+        "pwv": version,
         "jti": secrets.token_urlsafe(16),
         "iat": now,
         "exp": now + int(expires_hours * 3600),

@@ -28,6 +28,11 @@ class Token(BaseModel):
 class PasswordChange(BaseModel):
     current_password: Password = Field(min_length=1, max_length=1024)
     new_password: Password = Field(min_length=8, max_length=1024)
+    sign_out_everywhere: bool = Field(
+        default=True,
+        description="Also end every personal API key of yours. Your other sessions end "
+        "either way (their tokens name the old password); false keeps your API keys.",
+    )
 
 
 class PasswordReset(BaseModel):

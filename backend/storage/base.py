@@ -38,6 +38,8 @@ class User:
     created_at: float
     disabled: bool = False
     limits: UserLimits = UserLimits()
+    # Moved on when all the user's credentials end: tokens of an earlier epoch are refused.
+    credentials_epoch: int = 0
 
 
 @dataclass(frozen=True)
@@ -120,7 +122,17 @@ class Store(Protocol):
 
     def create_user(self, username: str, password_hash: str, *, is_admin: bool = False) -> User: ...
 
-    def set_password_hash(self, user_id: int, password_hash: str) -> None: ...
+    def set_password_hash(
+        self, user_id: int, password_hash: str, *, end_credentials: bool = False
+    ) -> User | None:
+        """Set the user's password hash; with `end_credentials`, also `end_credentials`
+        in the same transaction. The user as changed, or None if there is none."""
+        ...
+
+    def end_credentials(self, user_id: int) -> User | None:
+        """Move the user's credentials epoch on and delete their API keys, so that every
+        token and key issued so far is refused. The user as changed, or None."""
+        ...
 
     def list_users(self) -> list[User]:
         """Every user, oldest first."""

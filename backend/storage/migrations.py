@@ -203,6 +203,12 @@ MIGRATIONS = [
     ALTER TABLE users ADD COLUMN max_tokens_per_day BIGINT;
     ALTER TABLE users ADD COLUMN max_sandbox_seconds_per_day INTEGER
     """,
+    # Ending a user's credentials at once (backend/core/accounts.py): every access token
+    # names the epoch it was issued in, and a password reset or "sign out everywhere"
+    # moves it on (and deletes the user's API keys).
+    """
+    ALTER TABLE users ADD COLUMN credentials_epoch BIGINT NOT NULL DEFAULT 0
+    """,
 ]
 SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
 # In the order to copy; those with ids number on from the copied ones.

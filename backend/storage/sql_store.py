@@ -121,9 +121,19 @@ class SQLStore(McpServerRows, OpenAIObjectRows, UsageRows):
             raise UsernameTaken(username) from None
         return _user(row)
 
-    def set_password_hash(self, user_id: int, password_hash: str) -> None:
+    def set_password_hash(
+        self, user_id: int, password_hash: str, *, end_credentials: bool = False
+    ) -> User | None:
         with self.database.transaction() as db:
             db.execute("UPDATE users SET password_hash = ? WHERE id = ?", (password_hash, user_id))
+            if end_credentials:
+                return _end_credentials(db, user_id)
+            row = db.execute("SELECT * FROM users WHERE id = ?", (user_id,)).fetchone()
+        return _user(row) if row else None
+
+    def end_credentials(self, user_id: int) -> User | None:
+        with self.database.transaction() as db:
+            return _end_credentials(db, user_id)
 
     def list_users(self) -> list[User]:
         with self.database.reading() as db:
@@ -468,6 +478,16 @@ def _messages(db: Connection, conversation_id: str) -> list[Message]:
     ]
 
 
+def _end_credentials(db: Connection, user_id: int) -> User | None:
+    # One transaction: no key outlives the epoch that ends its owner's tokens.
+    db.execute("DELETE FROM api_keys WHERE user_id = ?", (user_id,))
+    row = db.execute(
+        "UPDATE users SET credentials_epoch = credentials_epoch + 1 WHERE id = ? RETURNING *",
+        (user_id,),
+    ).fetchone()
+    return _user(row) if row else None
+
+
 def _user(row: Any) -> User:
     return User(
         int(row["id"]),
@@ -483,11 +503,13 @@ def _user(row: Any) -> User:
             _optional_int(_column(row, "max_tokens_per_day")),
             _column(row, "max_sandbox_seconds_per_day"),
         ),
+        credentials_epoch=int(_column(row, "credentials_epoch") or 0),
     )
 
 
 def _column(row: Any, name: str) -> Any:
-    """A column that a store opened on an older schema (before migration 9) lacks: None."""
+    """A column that a store opened on an older schema (before migration 9 or 10) lacks:
+    None."""
     try:
         return row[name]
     except (IndexError, KeyError):

@@ -11,9 +11,9 @@ from backend.config import ConfigError
 from backend.core.security import (
     InvalidToken,
     create_access_token,
+    credentials_version,
     hash_password,
     load_or_create_secret_key,
-    password_version,
     read_access_token,
     verify_password,
 )
@@ -34,15 +34,26 @@ def test_long_passwords_differ_beyond_bcrypts_72_bytes() -> None:
 
 
 def test_token_round_trip_and_tampering() -> None:
-    token = create_access_token(7, "$2b$hash", KEY, expires_hours=1)
+    version = credentials_version("$2b$hash", 0)
+    token = create_access_token(7, version, KEY, expires_hours=1)
     claims = read_access_token(token, KEY)
-    assert (claims.user_id, claims.password_version) == (7, password_version("$2b$hash"))
-    again = read_access_token(create_access_token(7, "$2b$hash", KEY, expires_hours=1), KEY)
+    assert (claims.user_id, claims.credentials_version) == (7, version)
+    again = read_access_token(create_access_token(7, version, KEY, expires_hours=1), KEY)
     assert len(claims.token_id) >= 16 and again.token_id != claims.token_id  # what logout revokes
     with pytest.raises(InvalidToken):
         read_access_token(token, "x" * 48)
     with pytest.raises(InvalidToken):
         read_access_token(token[:-2] + "xx", KEY)
+
+
+def test_credentials_version_changes_with_the_password_and_the_epoch() -> None:
+    versions = {
+        credentials_version(password_hash, epoch)
+        for password_hash in ("$2b$one", "$2b$two")
+        for epoch in (0, 1, 2)
+    }
+    assert len(versions) == 6
+    assert credentials_version("$2b$one", 1) == credentials_version("$2b$one", 1)
 
 
 def test_expired_token_is_refused() -> None:

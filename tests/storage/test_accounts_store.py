@@ -108,3 +108,30 @@ def test_only_the_hash_of_a_key_is_stored(store: Store) -> None:
         (row,) = db.execute("SELECT * FROM api_keys").fetchall()
     assert "pda-secret-key" not in [str(value) for value in dict(row).values()]
     assert row["key_hash"] == api_key_hash("pda-secret-key")
+
+
+def test_ending_credentials_moves_the_epoch_on_and_deletes_only_that_users_keys(
+    store: Store,
+) -> None:
+    alice, bob = store.create_user("alice", "h"), store.create_user("bob", "h")
+    assert alice.credentials_epoch == 0
+    store.create_api_key(alice.id, "script", api_key_hash("pda-alice"))
+    store.create_api_key(bob.id, "script", api_key_hash("pda-bob"))
+
+    ended = store.end_credentials(alice.id)
+    assert ended is not None and ended.credentials_epoch == 1
+    assert store.get_user_by_id(alice.id) == ended
+    assert store.list_api_keys(alice.id) == []
+    assert store.user_for_api_key(api_key_hash("pda-alice"), time.time()) is None
+    assert store.user_for_api_key(api_key_hash("pda-bob"), time.time()) == bob
+    assert store.end_credentials(999_999) is None
+
+    # A new password, with and without ending the rest, in one transaction.
+    store.create_api_key(alice.id, "kept", api_key_hash("pda-kept"))
+    kept = store.set_password_hash(alice.id, "h2")
+    assert kept is not None and (kept.password_hash, kept.credentials_epoch) == ("h2", 1)
+    assert [k.name for k in store.list_api_keys(alice.id)] == ["kept"]
+    reset = store.set_password_hash(alice.id, "h3", end_credentials=True)
+    assert reset is not None and (reset.password_hash, reset.credentials_epoch) == ("h3", 2)
+    assert store.list_api_keys(alice.id) == []
+    assert store.get_user_by_id(bob.id) == bob

@@ -1,4 +1,5 @@
-"""Signing in and out: username and password in, bearer token out; changing your password."""
+"""Signing in and out: username and password in, bearer token out; signing out everywhere;
+changing your password."""
 
 from __future__ import annotations
 
@@ -16,15 +17,11 @@ from backend.api.deps import (
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.config import Settings
 from backend.core import accounts
-from backend.core.security import (
-    DUMMY_PASSWORD_HASH,
-    create_access_token,
-    hash_password,
-    verify_password,
-)
+from backend.core.security import DUMMY_PASSWORD_HASH, verify_password
 from backend.core.throttle import LoginKeys, LoginThrottle, login_keys
 from backend.models.auth import LoginRequest, PasswordChange, Token
 from backend.models.errors import ErrorBody
+from backend.storage import User
 
 router = APIRouter(prefix="/api/auth", tags=["auth"], responses=CLIENT_ERRORS)
 
@@ -59,7 +56,7 @@ def login(
     throttle.succeeded(*keys)
     if user.disabled:
         raise ApiError(401, "This account is disabled: ask an admin.", code="account_disabled")
-    return _signed_in(settings, secret_key, user.id, user.password_hash, request, response)
+    return _signed_in(settings, secret_key, user, request, response)
 
 
 def _unthrottled_keys(throttle: LoginThrottle, username: str, request: Request) -> LoginKeys:
@@ -77,16 +74,11 @@ def _unthrottled_keys(throttle: LoginThrottle, username: str, request: Request) 
 
 
 def _signed_in(
-    settings: Settings,
-    secret_key: str,
-    user_id: int,
-    password_hash: str,
-    request: Request,
-    response: Response,
+    settings: Settings, secret_key: str, user: User, request: Request, response: Response
 ) -> Token:
     """A new token for the user, also set as the login cookie."""
     hours = settings.JWT_EXPIRATION_HOURS
-    token = create_access_token(user_id, password_hash, secret_key, hours)
+    token = accounts.access_token(user, secret_key, hours)
     response.set_cookie(
         AUTH_COOKIE,
         token,
@@ -99,14 +91,8 @@ def _signed_in(
     return Token(access_token=token)
 
 
-@router.post("/logout", status_code=status.HTTP_204_NO_CONTENT)
-def logout(request: Request, store: StoreDep, secret_key: SecretKeyDep) -> Response:
-    """Sign out: the token presented (bearer or cookie) stops working now, and the cookie
-    is cleared."""
-    scheme, bearer = get_authorization_scheme_param(request.headers.get("Authorization"))
-    presented = {bearer if scheme.lower() == "bearer" else "", request.cookies.get(AUTH_COOKIE)}
-    for credential in presented - {"", None}:
-        accounts.sign_out(store, secret_key, str(credential))
+def _signed_out(request: Request) -> Response:
+    """A 204 that clears the login cookie."""
     response = Response(status_code=status.HTTP_204_NO_CONTENT)
     response.delete_cookie(
         AUTH_COOKIE,
@@ -116,6 +102,25 @@ def logout(request: Request, store: StoreDep, secret_key: SecretKeyDep) -> Respo
         samesite="strict",
     )
     return response
+
+
+@router.post("/logout", status_code=status.HTTP_204_NO_CONTENT)
+def logout(request: Request, store: StoreDep, secret_key: SecretKeyDep) -> Response:
+    """Sign out: the token presented (bearer or cookie) stops working now, and the cookie
+    is cleared."""
+    scheme, bearer = get_authorization_scheme_param(request.headers.get("Authorization"))
+    presented = {bearer if scheme.lower() == "bearer" else "", request.cookies.get(AUTH_COOKIE)}
+    for credential in presented - {"", None}:
+        accounts.sign_out(store, secret_key, str(credential))
+    return _signed_out(request)
+
+
+@router.post("/logout-everywhere", status_code=status.HTTP_204_NO_CONTENT)
+def logout_everywhere(user: CurrentUser, store: StoreDep, request: Request) -> Response:
+    """Sign out everywhere: every access token and every personal API key of yours stops
+    working now (this one too), and the cookie is cleared."""
+    accounts.sign_out_everywhere(store, user.id)
+    return _signed_out(request)
 
 
 @router.post("/password", responses={429: _THROTTLED})
@@ -130,14 +135,17 @@ def change_password(
     response: Response,
 ) -> Token:
     """Change your password (the current one is required; wrong guesses are throttled as
-    failed logins). Every other token of yours ends; the answer holds a new one for this
-    session (also set as the cookie)."""
+    failed logins). Every other token of yours ends; with `sign_out_everywhere` (the
+    default) every API key of yours too. The answer holds a new token for this session
+    (also set as the cookie)."""
     keys = _unthrottled_keys(throttle, user.username, request)
     if not verify_password(body.current_password, user.password_hash):
         throttle.failed(*keys)
         raise ApiError(400, "The current password is not right.", code="wrong_password")
     throttle.succeeded(*keys)
-    password_hash = hash_password(body.new_password)
-    store.set_password_hash(user.id, password_hash)
-    accounts.password_changed(settings, user)
-    return _signed_in(settings, secret_key, user.id, password_hash, request, response)
+    changed = accounts.set_password(
+        settings, store, user, body.new_password, end_credentials=body.sign_out_everywhere
+    )
+    if changed is None:  # deleted meanwhile
+        raise ApiError(401, "Invalid or expired token: log in again.", code="invalid_api_key")
+    return _signed_in(settings, secret_key, changed, request, response)

@@ -98,12 +98,13 @@ def reset_user_password(
     settings: SettingsDep,
     admin: CurrentAdmin,
 ) -> Response:
-    """Set a user's password; their signed-in sessions end (admin only)."""
+    """Set a user's password; every signed-in session and personal API key of theirs ends
+    (admin only)."""
     user = store.get_user_by_id(user_id)
     if user is None:
         raise _not_found()
-    store.set_password_hash(user_id, hash_password(body.password))
-    accounts.password_changed(settings, user)
+    if accounts.set_password(settings, store, user, body.password, end_credentials=True) is None:
+        raise _not_found()  # deleted meanwhile
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
