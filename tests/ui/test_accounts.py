@@ -1,6 +1,6 @@
 """The Account and Users dialogs in Chromium: an admin creates, limits and disables a
-user; a user creates an API key (shown once), uses it, revokes it, and changes their
-password without being signed out."""
+user; a user creates an API key (shown once), uses it, revokes it, changes their
+password without being signed out, and signs out everywhere."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 import secrets
 
 import httpx
-from playwright.sync_api import expect
+from playwright.sync_api import Dialog, expect
 
 from tests.conftest import ADMIN_PASSWORD
 from tests.support.live_server import LiveServer
@@ -153,3 +153,44 @@ def test_a_user_changes_their_password_and_stays_signed_in(
     page.reload()  # this page goes on with its new token
     expect(page.get_by_test_id("composer")).to_be_visible()
     assert ui_server.token(person.username, "a-brand-new-password")
+
+
+def test_sign_out_everywhere_ends_every_session_and_key_and_shows_the_login(
+    open_page: OpenPage, person: Person, ui_server: LiveServer
+) -> None:
+    elsewhere = ui_server.token(person.username, person.password)  # another device
+    with ui_server.client(elsewhere) as http:
+        key = http.post("/api/keys", json={"name": "script"}).json()["key"]
+    other = f"other-{secrets.token_hex(4)}"
+    with ui_server.client() as admin:
+        made = admin.post("/api/users", json={"username": other, "password": "o" * 12})
+        assert made.status_code == 201, made.text
+    with ui_server.client(ui_server.token(other, "o" * 12)) as http:
+        others_key = http.post("/api/keys", json={"name": "theirs"}).json()["key"]
+
+    page = open_page()
+    login(page, person)
+    here = page.evaluate("localStorage.getItem('pda.token')")
+    assert me(ui_server, here).status_code == 200
+    page.get_by_test_id("account-open").click()
+    expect(page.get_by_test_id("account-dialog")).to_contain_text("Sign out everywhere")
+    screenshot(page, "account-sign-out-everywhere")
+    questions: list[str] = []
+
+    def accept(confirm: Dialog) -> None:
+        questions.append(confirm.message)
+        confirm.accept()
+
+    page.once("dialog", accept)
+    page.get_by_test_id("sign-out-everywhere").click()
+    expect(page.get_by_test_id("login-username")).to_be_visible()
+    expect(page.locator("#login-error")).to_contain_text("signed out everywhere")
+    expect(page.get_by_test_id("account-dialog")).to_be_hidden()
+    assert "API key" in questions[0]
+    assert page.evaluate("localStorage.getItem('pda.token')") is None
+
+    for credential in (here, elsewhere, key):
+        assert me(ui_server, credential).status_code == 401
+    assert me(ui_server, others_key).json()["username"] == other  # another user's: untouched
+    login(page, person)  # the password still signs in
+    expect(page.get_by_test_id("composer")).to_be_visible()

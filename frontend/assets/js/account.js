@@ -1,7 +1,7 @@
 /**
- * The Account dialog: change your password, and create and revoke personal API
- * keys. A new key is shown once, in a read-only field; the server keeps only its
- * hash, so it cannot be shown again.
+ * The Account dialog: change your password, sign out everywhere, and create and
+ * revoke personal API keys. A new key is shown once, in a read-only field; the
+ * server keeps only its hash, so it cannot be shown again.
  */
 
 import { request } from "./api.js";
@@ -9,6 +9,7 @@ import { byId, h } from "./dom.js";
 import { on, state, STORAGE, storage } from "./state.js";
 
 let dialog;
+let signedOut; // main.js's signOutLocally: this page forgets its token and shows the login
 
 function show(id, message) {
   const box = byId(id);
@@ -101,17 +102,19 @@ async function changePassword(event) {
     show("password-error", "Enter your current password and a new one of at least 8 characters.");
     return;
   }
+  const everywhere = byId("password-everywhere").checked;
   const submit = event.target.querySelector("button[type=submit]");
   submit.disabled = true;
   try {
     const token = await request("/api/auth/password", {
       method: "POST",
-      body: { current_password: current.value, new_password: fresh.value },
+      body: { current_password: current.value, new_password: fresh.value, sign_out_everywhere: everywhere },
     });
     // The old token ended with the old password; this page goes on with the new one.
     state.token = token.access_token;
     storage.set(STORAGE.token, token.access_token);
-    show("password-done", "Password changed. You are signed out everywhere else.");
+    const keys = everywhere ? "and your API keys were ended" : "your API keys still work";
+    show("password-done", `Password changed. You are signed out everywhere else; ${keys}.`);
   } catch (error) {
     show("password-error", error.message);
   } finally {
@@ -119,15 +122,36 @@ async function changePassword(event) {
     fresh.value = "";
     submit.disabled = false;
   }
+  await loadKeys();
+}
+
+async function signOutEverywhere() {
+  const question = "Sign out everywhere? Every session of yours ends, this one too, and every API key stops working.";
+  if (!window.confirm(question)) return;
+  show("everywhere-error", "");
+  const button = byId("everywhere-submit");
+  button.disabled = true;
+  try {
+    await request("/api/auth/logout-everywhere", { method: "POST" });
+  } catch (error) {
+    show("everywhere-error", error.message);
+    return;
+  } finally {
+    button.disabled = false;
+  }
+  dialog.close();
+  signedOut("You are signed out everywhere: every session and API key of yours has ended.");
 }
 
 function reset() {
-  for (const id of ["password-error", "password-done", "key-error"]) show(id, "");
+  for (const id of ["password-error", "password-done", "everywhere-error", "key-error"]) show(id, "");
   byId("key-secret").value = "";
   byId("key-created").hidden = true;
 }
 
-export function mountAccount() {
+/** `onSignedOut(message)`: forget this page's sign-in and show the login with `message`. */
+export function mountAccount({ onSignedOut }) {
+  signedOut = onSignedOut;
   dialog = byId("account-dialog");
   byId("account-open").addEventListener("click", () => {
     reset();
@@ -140,6 +164,7 @@ export function mountAccount() {
   byId("password-form").addEventListener("submit", changePassword);
   byId("key-form").addEventListener("submit", createKey);
   byId("key-list").addEventListener("click", revokeKey);
+  byId("everywhere-submit").addEventListener("click", signOutEverywhere);
   on("auth", () => {
     if (!state.user && dialog.open) dialog.close();
   });

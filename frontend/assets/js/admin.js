@@ -155,7 +155,7 @@ async function act(tr, action) {
     const input = tr.querySelector("input[data-password]");
     await request(`/api/users/${id}/password`, { method: "PUT", body: { password: input.value } });
     input.value = "";
-    return `Password of ${name} set: they sign in again with it.`;
+    return `Password of ${name} set: their sessions and API keys have ended, and they sign in again with it.`;
   }
   if (action === "delete") {
     if (!window.confirm(`Delete ${name} with all their conversations, files and API keys? This cannot be undone.`)) {

@@ -74,7 +74,7 @@ async function start() {
   mountLightbox();
   mountConversations();
   mountBranches();
-  mountAccount();
+  mountAccount({ onSignedOut: signOutLocally });
   mountUsage();
   mountAdmin();
   mountMcpAdmin();
