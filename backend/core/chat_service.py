@@ -32,11 +32,13 @@ from backend.core.branches import (
 )
 from backend.core.citations import turn_citations
 from backend.core.events import AgentEvent, TurnEvent
+from backend.core.governor import Governor, WorkTimedOut
 from backend.core.limits import Limits
 from backend.core.router import AgentType, RouteDecision, decide_route, model_classifier
 from backend.core.run_slots import RunSlot
 from backend.core.turn import Turn, TurnRequest, observe_turn
 from backend.llm import LLMBackend
+from backend.llm.errors import LLMError
 from backend.llm.turn import TurnLLM
 from backend.observability.tracing import TurnTrace
 from backend.storage import ROOT, Conversation, ConversationNotFound, Message, Store, User
@@ -44,6 +46,16 @@ from backend.storage.audit import AuditLog
 from backend.storage.sessions import session_key
 
 logger = logging.getLogger(__name__)
+
+
+def _within_time(turn: Turn) -> None:
+    """A plain chat reply past its place's seconds ends as a 503 (WORK_LIMITS' chat_stream)."""
+    if turn.stream_place is None:
+        return
+    try:
+        turn.stream_place.held.check()
+    except WorkTimedOut as exc:
+        raise LLMError(exc.message, status_code=503, code=exc.code) from None
 
 
 class ChatService:
@@ -56,7 +68,9 @@ class ChatService:
         server: str = "",
         limits: Limits | None = None,
         branches: BranchStates | None = None,
+        governor: Governor | None = None,
     ) -> None:
+        self.governor = governor  # plain chat replies' places (None: unbounded)
         self.branches = branches  # each branch's data state (None: no workspaces to keep)
         self.server = server  # this server's id, on turns it holds `running`
         self.limits = limits  # per-user agent runs and disk (None: unlimited)
@@ -70,18 +84,27 @@ class ChatService:
         up today's tokens or, if it may run an agent, today's sandbox time, or has
         USER_MAX_RUNS going or no disk quota left."""
         slot = await self._take_run_slot(user, request)
+        place = None
         try:
+            if self.governor is not None and request.agent_type in ("chat", "auto"):
+                # A plain chat reply holds the shared model too (before anything is stored).
+                place = await self.governor.take("chat_stream", user.id)
             turn = await self._open(user, request)
         except BaseException:
-            if slot is not None:
-                slot.release()
+            for each in (slot, place):
+                if each is not None:
+                    each.release()
             raise
-        if slot is not None:
-            if turn.decision.agent_type == "chat":
-                slot.release()  # routed to plain chat: no agent runs
-            else:
-                turn.run_slot = slot
-                slot.release_with(turn)  # a turn whose events are never read
+        agent = turn.decision.agent_type != "chat"
+        for each, keep in ((slot, agent), (place, not agent)):
+            if each is None:
+                continue
+            if not keep:
+                each.release()  # a chat turn runs no agent; an agent turn has its run slot
+                continue
+            each.release_with(turn)  # a turn whose events are never read
+        turn.run_slot = slot if agent else None
+        turn.stream_place = place if not agent else None
         return turn
 
     async def _take_run_slot(self, user: User, request: TurnRequest) -> RunSlot | None:
@@ -275,6 +298,7 @@ class ChatService:
             yield turn.routed()
             async with contextlib.aclosing(events):
                 async for event in events:
+                    _within_time(turn)
                     turn.write_opening()  # the model has the request (see open_turn)
                     self._hold_place(turn)
                     if turn.first_token is None and event.type == "token":
@@ -337,7 +361,11 @@ class ChatService:
                 self.branches.end(key, turn.closed)
 
     def _end_run(self, turn: Turn) -> None:
-        """The agent run's slot back to its user, whose runs may have written anything."""
+        """The agent run's slot back to its user, whose runs may have written anything (or
+        a plain chat reply's place back to the server)."""
+        place, turn.stream_place = turn.stream_place, None
+        if place is not None:
+            place.release()
         slot, turn.run_slot = turn.run_slot, None
         if slot is not None:
             slot.release()

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -64,6 +65,11 @@ class Held:
     kind: str
     seconds: float
     deadline: float  # the event loop's clock
+
+    def check(self) -> None:
+        """Between steps of work that cannot be interrupted: past the deadline, a 503."""
+        if asyncio.get_running_loop().time() > self.deadline:
+            raise timed_out(self.kind, self.seconds)
 
     async def run(
         self, work: Callable[..., T], *args: object, interrupt: Callable[[], None] | None = None
@@ -116,6 +122,15 @@ class Governor:
 
     @contextlib.asynccontextmanager
     async def hold(self, kind: str, user_id: int) -> AsyncIterator[Held]:
+        """A place for work done within this block."""
+        place = await self.take(kind, user_id)
+        try:
+            yield place.held
+        finally:
+            place.release()
+
+    async def take(self, kind: str, user_id: int) -> Place:
+        """A place for work that outlives a block (a streamed reply): `release` it."""
         pool = self._pool(kind)
         what = _WHAT.get(kind, kind)
         if pool.users[user_id] >= pool.share.per_user:
@@ -128,23 +143,44 @@ class Governor:
             )
         pool.users[user_id] += 1
         try:
-            try:
-                async with asyncio.timeout(self.wait):
-                    await pool.places.acquire()
-            except TimeoutError:
-                logger.warning("Server work %s: every place busy for %.0f s", kind, self.wait)
-                raise LimitReached(
-                    503,
-                    f"The server is busy with other people's {what}; try again shortly.",
-                    "server_busy",
-                    retry_after=max(1.0, self.wait),
-                ) from None
-            seconds = pool.share.seconds
-            try:
-                yield Held(kind, seconds, asyncio.get_running_loop().time() + seconds)
-            finally:
-                pool.places.release()
-        finally:
-            pool.users[user_id] -= 1
-            if not pool.users[user_id]:
-                del pool.users[user_id]
+            async with asyncio.timeout(self.wait):
+                await pool.places.acquire()
+        except BaseException as exc:
+            _leave(pool, user_id)
+            if not isinstance(exc, TimeoutError):
+                raise
+            logger.warning("Server work %s: every place busy for %.0f s", kind, self.wait)
+            raise LimitReached(
+                503,
+                f"The server is busy with other people's {what}; try again shortly.",
+                "server_busy",
+                retry_after=max(1.0, self.wait),
+            ) from None
+        seconds = pool.share.seconds
+        held = Held(kind, seconds, asyncio.get_running_loop().time() + seconds)
+        return Place(pool, user_id, held)
+
+
+def _leave(pool: _Pool, user_id: int) -> None:
+    pool.users[user_id] -= 1
+    if not pool.users[user_id]:
+        del pool.users[user_id]
+
+
+class Place:
+    """A taken place; `release` (idempotent) gives it back, as does its collection."""
+
+    def __init__(self, pool: _Pool, user_id: int, held: Held) -> None:
+        self._pool: _Pool | None = pool
+        self.user_id = user_id
+        self.held = held
+
+    def release(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.places.release()
+            _leave(pool, self.user_id)
+
+    def release_with(self, owner: object) -> None:
+        """Release when `owner` is garbage collected, if nothing released it before."""
+        weakref.finalize(owner, self.release)

@@ -181,12 +181,13 @@ def build_services(settings: Settings) -> Services:
         steps=steps,
         limits=limits,
     )
+    governor = Governor(settings)
     return Services(
         settings=settings,
         secret_key=secret_key,
         store=store,
         llm=llm,
-        chat=ChatService(store, llm, audit, agents, server, limits, branches),
+        chat=ChatService(store, llm, audit, agents, server, limits, branches, governor),
         sandbox=sandbox,
         sandbox_check=sandbox_check,
         workspaces=workspaces,
@@ -200,7 +201,7 @@ def build_services(settings: Settings) -> Services:
         steps=steps,
         runs=RunRegistry(),
         limits=limits,
-        governor=Governor(settings),
+        governor=governor,
         mcp=mcp,
         files=files,
         containers=containers,

@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 
@@ -41,6 +41,9 @@ from backend.llm.turn import Reply, TurnLLM, record_llm_call
 from backend.observability.metrics import TURN_SECONDS, TURNS
 from backend.observability.tracing import Span, TurnTrace
 from backend.storage import Conversation
+
+if TYPE_CHECKING:  # governor.py imports limits.py, which imports this module
+    from backend.core.governor import Place
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,7 @@ class Turn:
     question: str = ""  # the user's message this turn answers
     citations: list[Citation] = field(default_factory=list)  # the answer's numbers' sources
     run_slot: RunSlot | None = None  # the user's place among their concurrent agent runs
+    stream_place: Place | None = None  # a plain chat reply's place (the governor's chat_stream)
     reply_to: int | None = None  # the stored user message the answer follows (None: latest)
     extra: dict[str, Any] = field(default_factory=dict)  # kept in the answer's metadata
     closed: asyncio.Event | None = None  # set once an agent turn is recorded (branches.py)

@@ -1,4 +1,8 @@
-"""A session as a notebook or a script that reruns (`core/export`)."""
+"""A session as a notebook or a script that reruns (`core/export`).
+
+Building one reads the session's input files (their SHA-256) and writes the notebook in
+memory: it takes an `export` place from the governor (per user, in all, and a time limit).
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
-from starlette.concurrency import run_in_threadpool
 
 from backend.api.deps import (
     ChatServiceDep,
     FileReader,
+    GovernorDep,
     SharedDep,
     StepsDep,
     StoreDep,
@@ -41,6 +45,7 @@ async def export_session_steps(
     shared: SharedDep,
     steps: StepsDep,
     workspaces: WorkspacesDep,
+    governor: GovernorDep,
     format: Annotated[ExportFormat, Query()] = "ipynb",
     leaf: Annotated[int | None, Query(ge=1, description="Export this message's branch.")] = None,
 ) -> Response:
@@ -58,9 +63,8 @@ async def export_session_steps(
     if leaf is not None or tree.forks():
         runs = branch_runs(tree.path(tree.latest_leaf(leaf) if leaf else tree.latest))
         kept = [step for step in kept if step.run_id in runs]
-    export = await run_in_threadpool(
-        export_session, workspaces, key, conversation.title, kept, format
-    )
+    async with governor.hold("export", user.id) as held:
+        export = await held.run(export_session, workspaces, key, conversation.title, kept, format)
     disposition = f'attachment; filename="{export.filename}"'  # a name of [A-Za-z0-9_-]
     return Response(
         export.body, media_type=export.media_type, headers={"Content-Disposition": disposition}
