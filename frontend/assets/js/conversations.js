@@ -27,7 +27,8 @@ function remember(id) {
   storage.set(STORAGE.conversation, id);
 }
 
-/** The view is shown (or could not be): the composer may send again ("loaded"). */
+/** The view is shown (or could not be): what waited for it may go ("loaded"). Views
+ * draw with `state.loading` already false, or their buttons would stay disabled. */
 function loaded() {
   state.loading = false;
   emit("loaded");
@@ -40,6 +41,7 @@ export function newChat() {
   state.sessionId = newSessionId();
   state.items = [];
   state.leafId = null;
+  state.loading = false;
   emit("conversation");
   emit("conversations");
   loaded();
@@ -113,6 +115,7 @@ export async function openConversation(id, leaf = null) {
   const { items, live } = itemsOf(detail);
   state.items = items;
   state.leafId = live ? null : detail.leaf_id || null;
+  state.loading = false;
   emit("conversation");
   if (live) attach(live, detail.active_run_id);
   loaded();
