@@ -37,6 +37,7 @@ from backend.core.limits import Limits
 from backend.core.router import AgentType, RouteDecision, decide_route, model_classifier
 from backend.core.run_slots import RunSlot
 from backend.core.turn import Turn, TurnRequest, observe_turn
+from backend.core.usage import turn_counts
 from backend.llm import LLMBackend
 from backend.llm.errors import LLMError
 from backend.llm.turn import TurnLLM
@@ -83,7 +84,7 @@ class ChatService:
         """The turn, ready to stream; refused first (`LimitReached`) when the user has used
         up today's tokens or, if it may run an agent, today's sandbox time, or has
         USER_MAX_RUNS going or no disk quota left."""
-        slot = await self._take_run_slot(user, request)
+        slot, tokens_left = await self._take_run_slot(user, request)
         place = None
         try:
             if self.governor is not None and request.agent_type in ("chat", "auto"):
@@ -105,18 +106,24 @@ class ChatService:
             each.release_with(turn)  # a turn whose events are never read
         turn.run_slot = slot if agent else None
         turn.stream_place = place if not agent else None
+        if tokens_left is not None and self.limits is not None:
+            turn.tokens_left = tokens_left
+            turn.tokens_limit = self.limits.of(user).max_tokens_per_day
         return turn
 
-    async def _take_run_slot(self, user: User, request: TurnRequest) -> RunSlot | None:
-        """Before anything is stored, so a refused turn leaves no trace."""
+    async def _take_run_slot(
+        self, user: User, request: TurnRequest
+    ) -> tuple[RunSlot | None, int | None]:
+        """Before anything is stored, so a refused turn leaves no trace; with the tokens
+        the user has left today (None: no daily limit)."""
         if self.limits is None:
-            return None
+            return None, None
         agent = self._may_run_agent(request)
-        await self.limits.check_daily(user, sandbox=agent)
+        tokens_left = await self.limits.check_daily(user, sandbox=agent)
         if not agent:
-            return None
+            return None, tokens_left
         await self.limits.check_disk_for_run(user)
-        return self.limits.take_run(user)
+        return self.limits.take_run(user), tokens_left
 
     def _may_run_agent(self, request: TurnRequest) -> bool:
         if self.agents is None or request.agent_type == "chat":
@@ -299,6 +306,7 @@ class ChatService:
             async with contextlib.aclosing(events):
                 async for event in events:
                     _within_time(turn)
+                    self._within_tokens(turn)
                     turn.write_opening()  # the model has the request (see open_turn)
                     self._hold_place(turn)
                     if turn.first_token is None and event.type == "token":
@@ -359,6 +367,18 @@ class ChatService:
                 await self.branches.keep(key, answer)
             if turn.closed is not None:
                 self.branches.end(key, turn.closed)
+
+    def _within_tokens(self, turn: Turn) -> None:
+        """A turn that reaches the user's daily tokens stops there (at most one model call
+        past them), as a 429: the limit is not only checked before a turn starts."""
+        if turn.tokens_left is None or self.limits is None:
+            return
+        used = turn_counts(turn).tokens  # a chat stream's: estimated until it reports them
+        if used >= turn.tokens_left:
+            past = self.limits.tokens_past(
+                turn.tokens_limit - turn.tokens_left + used, turn.tokens_limit
+            )
+            raise LLMError(past.message, status_code=429, code=past.code)
 
     def _end_run(self, turn: Turn) -> None:
         """The agent run's slot back to its user, whose runs may have written anything (or

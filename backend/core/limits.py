@@ -59,6 +59,13 @@ def limits_of(settings: Settings, user: User | None) -> EffectiveLimits:
     )
 
 
+def _resets(reset: float, now: float) -> str:
+    return (
+        f"It resets at 00:00 UTC ({datetime.fromtimestamp(reset, UTC):%Y-%m-%dT%H:%MZ}), "
+        f"in {_duration(reset - now)}; an admin may raise your limit."
+    )
+
+
 def _pick(override: int | None, default: int) -> int:
     return default if override is None else override
 
@@ -124,38 +131,45 @@ class Limits:
             )
         self.disk.changed(user.id)  # the run writes an amount nobody knows: walk again next time
 
-    async def check_daily(self, user: User, *, tokens: bool = True, sandbox: bool = True) -> None:
+    async def check_daily(
+        self, user: User, *, tokens: bool = True, sandbox: bool = True
+    ) -> int | None:
         """A 429 when the user has used up today's tokens (`tokens`: the request may call
         the model) or today's sandbox seconds (`sandbox`: it may run code); it names the
-        limit and when it resets."""
+        limit and when it resets. Returns the tokens left today (None: no limit), which a
+        turn checks as it goes (`tokens_past`)."""
         limits = self.of(user)
         max_tokens = limits.max_tokens_per_day if tokens else 0
         seconds = limits.max_sandbox_seconds_per_day if sandbox else 0
         if not max_tokens and not seconds:
-            return
+            return None
         used = await asyncio.to_thread(self.usage.today, user.id)
-        now = self.usage.clock()
-        reset = next_midnight(now)
-        resets = (
-            f"It resets at 00:00 UTC ({datetime.fromtimestamp(reset, UTC):%Y-%m-%dT%H:%MZ}), "
-            f"in {_duration(reset - now)}; an admin may raise your limit."
-        )
         if max_tokens and used.tokens >= max_tokens:
-            raise LimitReached(
-                429,
-                f"You have used {used.tokens:,} model tokens today, your daily limit of "
-                f"{max_tokens:,} (USER_MAX_TOKENS_PER_DAY). {resets}",
-                "daily_token_limit",
-                retry_after=reset - now,
-            )
+            raise self.tokens_past(used.tokens, max_tokens)
         if seconds and used.sandbox_wall_seconds >= seconds:
+            now = self.usage.clock()
+            reset = next_midnight(now)
             raise LimitReached(
                 429,
                 f"Your code has run for {used.sandbox_wall_seconds:,.1f} sandbox seconds today, "
-                f"your daily limit of {seconds:,} (USER_MAX_SANDBOX_SECONDS_PER_DAY). {resets}",
+                f"your daily limit of {seconds:,} (USER_MAX_SANDBOX_SECONDS_PER_DAY). "
+                f"{_resets(reset, now)}",
                 "daily_sandbox_limit",
                 retry_after=reset - now,
             )
+        return max_tokens - used.tokens if max_tokens else None
+
+    def tokens_past(self, used: int, max_tokens: int) -> LimitReached:
+        """The 429 of a user whose tokens today (`used`) reached their daily limit."""
+        now = self.usage.clock()
+        reset = next_midnight(now)
+        return LimitReached(
+            429,
+            f"You have used {used:,} model tokens today, your daily limit of "
+            f"{max_tokens:,} (USER_MAX_TOKENS_PER_DAY). {_resets(reset, now)}",
+            "daily_token_limit",
+            retry_after=reset - now,
+        )
 
 
 def _duration(seconds: float) -> str:

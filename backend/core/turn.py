@@ -82,6 +82,8 @@ class Turn:
     citations: list[Citation] = field(default_factory=list)  # the answer's numbers' sources
     run_slot: RunSlot | None = None  # the user's place among their concurrent agent runs
     stream_place: Place | None = None  # a plain chat reply's place (the governor's chat_stream)
+    tokens_left: int | None = None  # the user's model tokens left today, as the turn began
+    tokens_limit: int = 0  # their daily limit (USER_MAX_TOKENS_PER_DAY or an admin's)
     reply_to: int | None = None  # the stored user message the answer follows (None: latest)
     extra: dict[str, Any] = field(default_factory=dict)  # kept in the answer's metadata
     closed: asyncio.Event | None = None  # set once an agent turn is recorded (branches.py)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from backend.core.turn import Turn
+from backend.llm.context import estimate_messages
 from backend.llm.turn import LLMUsage
 from backend.storage import Store, UsageCounts, UsageDay
 from backend.storage.sessions import owner_of
@@ -61,11 +62,12 @@ def turn_counts(turn: Turn) -> UsageCounts:
         counts += llm_counts(turn.agent_llm.usage)
     if turn.decision.agent_type == "chat":
         chat = turn.usage
-        counts += UsageCounts(
-            llm_calls=1,
-            prompt_tokens=chat.prompt_tokens if chat is not None else 0,
-            completion_tokens=chat.completion_tokens if chat is not None else 0,
-        )
+        if chat is not None:
+            prompt, completion = chat.prompt_tokens, chat.completion_tokens
+        else:  # cut off (stopped, disconnected, over a limit) before the model said
+            prompt = estimate_messages(turn.prompt)
+            completion = len(turn.answer)  # a token a streamed piece
+        counts += UsageCounts(llm_calls=1, prompt_tokens=prompt, completion_tokens=completion)
     return counts
 
 

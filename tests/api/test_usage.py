@@ -21,6 +21,7 @@ from tests.support.live_server import LiveServer
 
 REVIEW = {"when": "[stage: review]", "content": '{"answers_question": true}', "repeat": True}
 CHAT = {"when": "Q-CHAT", "content": "Hello there.", "repeat": True}
+LONG = {"when": "Q-LONG", "content": " ".join(["token"] * 400), "repeat": True}
 # About 1.2 CPU seconds in the sandbox, whatever the machine.
 BUSY = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.2:\n    pass\n"
 
@@ -73,6 +74,7 @@ def server(start_server: StartServer, tmp_path: Path) -> LiveServer:
         *react_turn("Q-NEVER"),
         REVIEW,
         CHAT,
+        LONG,
     ]
     return start_server(SCRIPTED_REPLIES=write_replies(tmp_path / "r.json", replies))
 
@@ -207,3 +209,24 @@ def test_a_user_over_a_daily_limit_gets_a_429_naming_it_and_the_others_do_not(
         # Lifting the limit (null: the server's default, unlimited) lets Alice in again.
         admin.patch(f"/api/users/{alice.id}", json={"limits": {}})
         assert _turn(alice, "Q-CHAT", "chat").status_code == 200
+
+
+def test_a_turn_stops_where_the_daily_tokens_end_not_after(
+    server: LiveServer, people: list[Person]
+) -> None:
+    """Issue 40: the limit was checked only before a turn, so one long answer overran it."""
+    with server.client() as admin:
+        carol = _person(server, admin, "carol", people)
+        admin.patch(f"/api/users/{carol.id}", json={"limits": {"max_tokens_per_day": 60}})
+    body = {"message": "Q-LONG tell me everything", "session_id": "s", "agent_type": "chat",
+            "stream": True}  # fmt: skip
+    with carol.http.stream("POST", "/api/chat", json=body) as reply:
+        assert reply.status_code == 200
+        events = [line for line in reply.iter_lines() if line.startswith("data: ")]
+    tokens = [event for event in events if '"type":"token"' in event]
+    assert 20 <= len(tokens) <= 60, len(tokens)  # not the 400 it would have streamed
+    error = next(event for event in events if "daily_token_limit" in event)
+    assert "USER_MAX_TOKENS_PER_DAY" in error and "00:00 UTC" in error, error
+    used = carol.http.get("/api/users/me/usage").json()["today"]
+    assert 60 <= used["prompt_tokens"] + used["completion_tokens"] <= 80, used
+    assert _turn(carol, "Q-CHAT", "chat").status_code == 429
