@@ -8,8 +8,6 @@ import contextlib
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -21,8 +19,8 @@ from backend.admin.__main__ import main
 from backend.storage.postgres import PostgresStore
 from backend.storage.sqlite import SQLiteStore
 from tests.conftest import ADMIN_PASSWORD, scripted_server
+from tests.support.admin_cli import admin
 from tests.support.agent_script import SLOW_STARTED, react_turn, slow_turn, sse_events
-from tests.support.live_server import ROOT
 from tests.support.postgres import PostgresServer
 from tests.support.waiting import wait_for
 
@@ -36,21 +34,6 @@ LIMITS = {
 REACT = {"agent_type": "react"}
 BOB = {"username": "bob", "password": "bob-password"}
 Messages = list[dict[str, Any]]
-
-
-def admin(*args: str, **settings: str) -> subprocess.CompletedProcess[str]:
-    """The command as an operator runs it, with a server's settings."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI_")}
-    env.update(DATABASE_URL="", **settings)
-    return subprocess.run(
-        [sys.executable, "-m", "backend.admin", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 def run_to_end(http: httpx.Client, message: str, session: str) -> dict[str, Any]:

@@ -5,15 +5,13 @@ and a turn whose snapshot the user's quota cannot hold says so in its answer."""
 from __future__ import annotations
 
 import hashlib
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from tests.conftest import scripted_server
+from tests.support.admin_cli import admin
 from tests.support.agent_script import react_turn, sse_events
-from tests.support.live_server import ROOT
+from tests.support.disk import allocated
 from tests.support.waiting import wait_for
 
 MB = 1024 * 1024
@@ -35,16 +33,6 @@ import numpy as np
 Path("outputs/more.bin").write_bytes(np.random.default_rng().bytes(40 * 1024 * 1024))
 print("wrote more")
 """
-
-
-def allocated(folder: Path) -> int:
-    """Bytes the files under `folder` take on disk, each inode once."""
-    inodes = {}
-    for path in folder.rglob("*"):
-        info = path.lstat()
-        if path.is_file() and not path.is_symlink():
-            inodes[(info.st_dev, info.st_ino)] = info.st_blocks * 512
-    return sum(inodes.values())
 
 
 def digest(path: Path) -> str:
@@ -69,20 +57,6 @@ def ask(http: Any, tag: str) -> tuple[dict[str, Any], dict[str, Any]]:
 
     wait_for(recorded)
     return events, answer
-
-
-def admin(*args: str, **settings: str) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI_")}
-    env.update(DATABASE_URL="", **settings)
-    return subprocess.run(
-        [sys.executable, "-m", "backend.admin", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 def test_links_and_holes_cost_what_they_hold_and_the_quota_is_counted_first(

@@ -32,6 +32,7 @@ from typing import Any, BinaryIO, Literal
 import duckdb
 from pydantic import BaseModel, ConfigDict, Field
 
+from backend.storage.processes import running
 from backend.storage.sessions import InvalidSession
 from backend.storage.snapshots import open_kept
 from backend.storage.workspaces import NotARegularFile, UnsafePath, Workspaces
@@ -150,22 +151,12 @@ def _fresh(spill: Path) -> Path:
     """This process's spill folder, under `spill`, emptied of earlier processes' leftovers."""
     spill.mkdir(parents=True, exist_ok=True)
     for old in spill.iterdir():
-        if old.name.isdigit() and not _alive(int(old.name)):
+        if old.name.isdigit() and not running(int(old.name)):
             shutil.rmtree(old, ignore_errors=True)
     mine = spill / str(os.getpid())
     shutil.rmtree(mine, ignore_errors=True)
     mine.mkdir(mode=0o700)
     return mine
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 _engines: dict[tuple[int, int, Path | None, int], TableEngine] = {}

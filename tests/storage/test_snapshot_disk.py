@@ -14,6 +14,7 @@ import pytest
 from backend.core.disk_usage import DiskUsage
 from backend.storage.snapshots import NoRoom, TurnSnapshots
 from backend.storage.workspaces import Workspaces
+from tests.support.disk import allocated
 
 KEY = "u1-0123456789abcdef"
 MB = 1024 * 1024
@@ -35,16 +36,6 @@ class Session:
 def session(tmp_path: Path) -> Iterator[Session]:
     workspaces = Workspaces(tmp_path / "data")
     yield Session(TurnSnapshots(tmp_path / "data", workspaces), workspaces.ensure(KEY))
-
-
-def allocated(folder: Path) -> int:
-    """Bytes the files under `folder` take on disk, each inode once."""
-    inodes = {}
-    for path in folder.rglob("*"):
-        info = path.lstat()
-        if path.is_file() and not path.is_symlink():
-            inodes[(info.st_dev, info.st_ino)] = info.st_blocks * 512
-    return sum(inodes.values())
 
 
 def contents(workspace: Path) -> dict[str, str]:

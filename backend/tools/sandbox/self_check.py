@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 from typing import Literal
 
+from backend.storage.processes import running
 from backend.tools.sandbox.availability import SandboxStatus
 from backend.tools.sandbox.executor import ExecutorLimits, SandboxedExecutor
 from backend.tools.sandbox.start_failure import SandboxStartError, short_reason
@@ -110,15 +111,5 @@ def _remove_stale(folder: Path) -> None:
     """Remove the checks' folders of servers that are no longer running (killed mid-check)."""
     for entry in folder.iterdir():
         pid, _, _ = entry.name.partition("-")
-        if pid.isdigit() and not _running(int(pid)):
+        if pid.isdigit() and not running(int(pid)):
             shutil.rmtree(entry, ignore_errors=True)
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # another user's process: running
-    return True
