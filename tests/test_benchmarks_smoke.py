@@ -46,6 +46,7 @@ SMOKE_RUNS: list[tuple[str, ...]] = [
     ("load", "--observability"),
     ("local_llm_cost",),
     ("metadata_isolation",),
+    ("noisy_neighbour",),
     ("provenance",),
     ("ray_executor",),
     ("schema_fuzz",),
