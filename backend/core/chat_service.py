@@ -32,14 +32,13 @@ from backend.core.branches import (
 )
 from backend.core.citations import turn_citations
 from backend.core.events import AgentEvent, TurnEvent
-from backend.core.governor import Governor, WorkTimedOut
+from backend.core.governor import Governor
 from backend.core.limits import Limits
 from backend.core.router import AgentType, RouteDecision, decide_route, model_classifier
 from backend.core.run_slots import RunSlot
 from backend.core.turn import Turn, TurnRequest, observe_turn
-from backend.core.usage import turn_counts
+from backend.core.turn_bounds import check_turn_bounds
 from backend.llm import LLMBackend
-from backend.llm.errors import LLMError
 from backend.llm.turn import TurnLLM
 from backend.observability.tracing import TurnTrace
 from backend.storage import ROOT, Conversation, ConversationNotFound, Message, Store, User
@@ -47,16 +46,6 @@ from backend.storage.audit import AuditLog
 from backend.storage.sessions import session_key
 
 logger = logging.getLogger(__name__)
-
-
-def _within_time(turn: Turn) -> None:
-    """A plain chat reply past its place's seconds ends as a 503 (WORK_LIMITS' chat_stream)."""
-    if turn.stream_place is None:
-        return
-    try:
-        turn.stream_place.held.check()
-    except WorkTimedOut as exc:
-        raise LLMError(exc.message, status_code=503, code=exc.code) from None
 
 
 class ChatService:
@@ -305,8 +294,7 @@ class ChatService:
             yield turn.routed()
             async with contextlib.aclosing(events):
                 async for event in events:
-                    _within_time(turn)
-                    self._within_tokens(turn)
+                    check_turn_bounds(turn, self.limits)  # its time, the day's tokens
                     turn.write_opening()  # the model has the request (see open_turn)
                     self._hold_place(turn)
                     if turn.first_token is None and event.type == "token":
@@ -367,18 +355,6 @@ class ChatService:
                 await self.branches.keep(key, answer)
             if turn.closed is not None:
                 self.branches.end(key, turn.closed)
-
-    def _within_tokens(self, turn: Turn) -> None:
-        """A turn that reaches the user's daily tokens stops there (at most one model call
-        past them), as a 429: the limit is not only checked before a turn starts."""
-        if turn.tokens_left is None or self.limits is None:
-            return
-        used = turn_counts(turn).tokens  # a chat stream's: estimated until it reports them
-        if used >= turn.tokens_left:
-            past = self.limits.tokens_past(
-                turn.tokens_limit - turn.tokens_left + used, turn.tokens_limit
-            )
-            raise LLMError(past.message, status_code=429, code=past.code)
 
     def _end_run(self, turn: Turn) -> None:
         """The agent run's slot back to its user, whose runs may have written anything (or
