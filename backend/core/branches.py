@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from starlette.concurrency import run_in_threadpool
 
+from backend.core.governor import in_work_thread
 from backend.core.limits import MEGABYTE, LimitReached
 from backend.storage import ROOT, Message
 from backend.storage.message_tree import MessageTree
@@ -151,7 +152,7 @@ class BranchStates:
         await self.executors.discard(key)  # its variables are the other branch's
         try:
             budget = await run_in_threadpool(self.quota_left, key)
-            await run_in_threadpool(self.snapshots.restore, key, target, budget)
+            await in_work_thread(self.snapshots.restore, key, target, budget)  # lower priority
         except NoRoom as exc:
             raise LimitReached(507, no_room_note(exc, "restored"), _code(exc)) from None
         await self.shared.push(key)
@@ -165,7 +166,7 @@ class BranchStates:
         try:
             await self.shared.pull(key)  # what the session's actor wrote, with Ray
             budget = await run_in_threadpool(self.quota_left, key)
-            cost = await run_in_threadpool(self.snapshots.take, key, message_id, budget)
+            cost = await in_work_thread(self.snapshots.take, key, message_id, budget)
         except NoRoom as exc:
             logger.warning("session %s: turn %s not snapshot: %s", key, message_id, exc)
             return no_room_note(exc, "kept")

@@ -14,14 +14,23 @@ seconds one piece may run. `Governor.hold(kind, user_id)` takes a place:
 seconds: past them (or when the request is cancelled) it calls the work's `interrupt`
 and keeps the place until the thread has ended, so a place always means a thread at work.
 Both refusals are `LimitReached` with a Retry-After, which every API answers in its shape.
+
+The threads are the governor's own (`in_work_thread`), at a lower CPU priority (nice
+WORK_NICE): places bound how many pieces of heavy work run, and the priority keeps them
+from taking the CPU from everyone's ordinary requests, which the event loop and the
+default thread pool serve at the normal priority. Threads a work thread starts (DuckDB's)
+inherit its priority.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import logging
+import os
+import threading
 import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -29,7 +38,6 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 import anyio
-from starlette.concurrency import run_in_threadpool
 
 from backend.config import Settings
 from backend.config.settings import WorkShare
@@ -38,6 +46,26 @@ from backend.core.limits import LimitReached
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+WORK_NICE = 10  # CFS weight 110 against 1024 at nice 0: about a tenth of a busy CPU's time
+WORK_THREADS = 32  # more than the places of every kind run in threads (4 + 8 + 2), and snapshots
+
+
+def _lower_priority() -> None:
+    """In a new work thread: its own nice value (Linux sets it per thread)."""
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WORK_NICE)
+
+
+_work_threads = concurrent.futures.ThreadPoolExecutor(
+    max_workers=WORK_THREADS, thread_name_prefix="server-work", initializer=_lower_priority
+)
+
+
+async def in_work_thread(work: Callable[..., T], *args: object) -> T:
+    """`work(*args)` in one of the governor's lower-priority threads."""
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(_work_threads, functools.partial(work, *args))
+
 
 _WHAT = {
     "table_query": "table queries",
@@ -76,7 +104,7 @@ class Held:
     ) -> T:
         """`work(*args)` in a thread, stopped through `interrupt` at the deadline (a 503)
         or when the request is cancelled; the place is kept until the thread has ended."""
-        task = asyncio.ensure_future(run_in_threadpool(functools.partial(work, *args)))
+        task = asyncio.ensure_future(in_work_thread(work, *args))
         left = self.deadline - asyncio.get_running_loop().time()
         try:
             return await asyncio.wait_for(asyncio.shield(task), max(0.0, left))

@@ -32,7 +32,7 @@ from backend.api.deps import (
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.api.routes.files import current_session
 from backend.config import Settings
-from backend.core.governor import Held
+from backend.core.governor import Held, in_work_thread
 from backend.core.limits import LimitReached
 from backend.files.table_downloads import (
     TooManyRowsForXlsx,
@@ -81,9 +81,12 @@ Filters = Annotated[
 ]
 
 
-def _engine(settings: Settings) -> TableEngine:
+async def _engine(settings: Settings) -> TableEngine:
+    """The process's engine, made in a work thread: DuckDB's own threads inherit its
+    lower priority (backend/core/governor.py)."""
     spill = settings.DATA_DIR / SPILL_FOLDER
-    return engine(
+    return await in_work_thread(
+        engine,
         settings.TABLE_QUERY_MEMORY_MB,
         settings.TABLE_QUERY_THREADS,
         spill,
@@ -153,7 +156,7 @@ async def read_table(
     """A table's row count, and per column its type, nulls, distinct values, range and mean."""
     key = await _table(store, shared, user, session_id, table_id)
     async with governor.hold("table_query", user.id) as held:
-        with _engine(settings).cursor() as cursor, _answers():
+        with (await _engine(settings)).cursor() as cursor, _answers():
             summary = await held.run(
                 summarize, cursor, workspaces, key, table_id, interrupt=cursor.interrupt
             )
@@ -180,7 +183,7 @@ async def read_table_rows(
     key = await _table(store, shared, user, session_id, table_id)
     query = _query(sort, order, filters)
     async with governor.hold("table_query", user.id) as held:
-        with _engine(settings).cursor() as cursor, _answers():
+        with (await _engine(settings)).cursor() as cursor, _answers():
             page = await held.run(
                 read_page,
                 *(cursor, workspaces, key, table_id, query, offset, limit),
@@ -223,7 +226,7 @@ async def download_table(
     work = contextlib.AsyncExitStack()  # the place and the cursor, until the stream ends
     try:
         held = await work.enter_async_context(governor.hold("table_download", user.id))
-        cursor = work.enter_context(_engine(settings).cursor())
+        cursor = work.enter_context((await _engine(settings)).cursor())
         stop = threading.Event()
 
         def interrupt() -> None:
