@@ -15,7 +15,6 @@ import datetime
 import io
 import tempfile
 import threading
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -156,12 +155,13 @@ def parquet_chunks(workspaces: Workspaces, session_key: str, table_id: str) -> I
 
 def _batches(cursor: Any, path: str, query: TableQuery) -> Iterator[Any]:
     """The rows `query` selects, a batch at a time; the query runs (and fails) here."""
-    with duckdb_errors(), warnings.catch_warnings():  # the copy it warns of is a batch at a time
-        warnings.filterwarnings("ignore", "Arrow output on a DB-API result", UserWarning)
+    with duckdb_errors():
         chosen = selection(query, columns_of(cursor, path))
         sql = f"{scan(chosen.row_numbers)}{chosen.where}{chosen.order}"
-        result = cursor.execute(sql, [path, *chosen.parameters])
-        return _read(result.to_arrow_reader(BATCH_ROWS))  # a sort runs whole here
+        # A relation streams its rows; a DB-API result's reader copied the whole result
+        # first (680 MB of RSS for a 20M-row table, per download).
+        relation = cursor.sql(sql, params=[path, *chosen.parameters])
+        return _read(relation.to_arrow_reader(BATCH_ROWS))  # a sort runs whole here
 
 
 def _read(reader: Any) -> Iterator[Any]:
