@@ -4,10 +4,12 @@ Each kind of work (WORK_LIMITS: table queries, table downloads, exports, plain c
 streams) has a share: places on this server (`total`), places per user (`per_user`) and
 seconds one piece may run. `Governor.hold(kind, user_id)` takes a place:
 
-- a user who already holds (or waits for) `per_user` places of that kind gets a 429 at
-  once: their own work must end first, and one user can never queue the server full;
+- a user who holds `per_user` places of that kind waits for one of them to end (a page
+  the UI asked for before the one it wants now, say), up to WORK_WAIT_SECONDS, then gets
+  a 429; with as many waiting as holding, one more gets the 429 at once, so one user can
+  never queue the server full;
 - with every place on the server taken, the request waits its turn on the event loop
-  (never in a thread-pool thread) up to WORK_WAIT_SECONDS, then gets a 503;
+  (never in a thread-pool thread) within the same WORK_WAIT_SECONDS, then gets a 503;
 - the place is given back however the work ends: done, failed, cancelled, disconnected.
 
 `Held.run` runs blocking work in a thread once the place is held, within the kind's
@@ -82,8 +84,9 @@ class WorkTimedOut(LimitReached):
 @dataclass
 class _Pool:
     share: WorkShare
-    places: asyncio.Semaphore
+    places: asyncio.Semaphore  # the server's
     users: Counter[int] = field(default_factory=Counter)  # holding or waiting, per user
+    own: dict[int, asyncio.Semaphore] = field(default_factory=dict)  # each user's places
 
 
 @dataclass(frozen=True)
@@ -160,23 +163,35 @@ class Governor:
     async def take(self, kind: str, user_id: int) -> Place:
         """A place for work that outlives a block (a streamed reply): `release` it."""
         pool = self._pool(kind)
+        share = pool.share
         what = _WHAT.get(kind, kind)
-        if pool.users[user_id] >= pool.share.per_user:
+        mine = f"You already have {share.per_user} {what} in progress, the most one person "
+        if pool.users[user_id] >= 2 * share.per_user:
             raise LimitReached(
-                429,
-                f"You already have {pool.share.per_user} {what} in progress, the most one "
-                "person may have at once. Wait for one to finish.",
-                "too_many_requests",
-                retry_after=2,
+                429, mine + "may have at once. Wait for one to finish.", "too_many_requests", 2
             )
         pool.users[user_id] += 1
+        own = pool.own.setdefault(user_id, asyncio.Semaphore(share.per_user))
+        got_own = False
         try:
             async with asyncio.timeout(self.wait):
+                await own.acquire()
+                got_own = True
                 await pool.places.acquire()
         except BaseException as exc:
+            if got_own:
+                own.release()
             _leave(pool, user_id)
             if not isinstance(exc, TimeoutError):
                 raise
+            if not got_own:
+                raise LimitReached(
+                    429,
+                    mine + f"may have at once, and none ended within {self.wait:g} s. "
+                    "Wait for one to finish.",
+                    "too_many_requests",
+                    retry_after=max(1.0, self.wait),
+                ) from None
             logger.warning("Server work %s: every place busy for %.0f s", kind, self.wait)
             raise LimitReached(
                 503,
@@ -184,29 +199,32 @@ class Governor:
                 "server_busy",
                 retry_after=max(1.0, self.wait),
             ) from None
-        seconds = pool.share.seconds
+        seconds = share.seconds
         held = Held(kind, seconds, asyncio.get_running_loop().time() + seconds)
-        return Place(pool, user_id, held)
+        return Place(pool, user_id, own, held)
 
 
 def _leave(pool: _Pool, user_id: int) -> None:
     pool.users[user_id] -= 1
-    if not pool.users[user_id]:
+    if not pool.users[user_id]:  # nobody holds or waits for the user's semaphore
         del pool.users[user_id]
+        del pool.own[user_id]
 
 
 class Place:
     """A taken place; `release` (idempotent) gives it back, as does its collection."""
 
-    def __init__(self, pool: _Pool, user_id: int, held: Held) -> None:
+    def __init__(self, pool: _Pool, user_id: int, own: asyncio.Semaphore, held: Held) -> None:
         self._pool: _Pool | None = pool
         self.user_id = user_id
+        self._own = own
         self.held = held
 
     def release(self) -> None:
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.places.release()
+            self._own.release()
             _leave(pool, self.user_id)
 
     def release_with(self, owner: object) -> None:

@@ -18,24 +18,44 @@ def _governor(**share: float) -> Governor:
     return Governor(settings)
 
 
-async def test_a_user_past_their_share_is_refused_at_once_and_waiting_counts() -> None:
-    governor = _governor(total=1, per_user=2, seconds=30)
+async def test_a_user_past_their_share_waits_for_their_own_then_hears_429() -> None:
+    governor = _governor(total=2, per_user=1, seconds=30)
     async with governor.hold("table_query", 1):
         waiting = asyncio.ensure_future(governor.hold("table_query", 1).__aenter__())
-        await asyncio.sleep(0)  # the second runs until it waits for the only place
+        await asyncio.sleep(0)  # it runs until it waits for the user's one place
         assert governor.held("table_query", 1) == 2
-        with pytest.raises(LimitReached) as refused:
+        with pytest.raises(LimitReached) as at_once:  # as many waiting as holding: no more
             async with governor.hold("table_query", 1):
                 pass
-        assert refused.value.status_code == 429 and refused.value.retry_after
-        with pytest.raises(LimitReached) as busy:  # another user waits, then hears 503
+        assert at_once.value.status_code == 429 and at_once.value.retry_after
+        async with governor.hold("table_query", 2):  # another user takes the server's other
+            pass
+        with pytest.raises(LimitReached) as late:  # none of the user's ended in time
+            await waiting
+        assert late.value.status_code == 429 and late.value.code == "too_many_requests"
+    assert governor.held("table_query", 1) == 0
+
+
+async def test_a_waiting_request_takes_the_place_its_user_gives_back() -> None:
+    governor = _governor(total=2, per_user=1, seconds=30)
+    first = await governor.take("table_query", 1)
+    second = asyncio.ensure_future(governor.take("table_query", 1))
+    await asyncio.sleep(0)
+    first.release()  # the page the UI no longer wants
+    (await second).release()
+    assert governor.held("table_query", 1) == 0
+
+
+async def test_with_every_place_taken_another_user_waits_then_hears_503() -> None:
+    governor = _governor(total=1, per_user=1, seconds=30)
+    async with governor.hold("table_query", 1):
+        with pytest.raises(LimitReached) as busy:
             async with governor.hold("table_query", 2):
                 pass
         assert busy.value.status_code == 503 and busy.value.code == "server_busy"
         assert governor.held("table_query", 2) == 0
-    with pytest.raises(LimitReached):  # the first user's waiter also gave up by now
-        await waiting
-    assert governor.held("table_query", 1) == 0
+    async with governor.hold("table_query", 2):  # free again
+        pass
 
 
 async def test_work_past_its_time_is_interrupted_and_its_place_kept_until_it_ends() -> None:

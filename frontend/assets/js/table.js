@@ -156,14 +156,17 @@ function tableSection(table) {
     );
   }
 
+  let loading = null; // the page being fetched: a newer one aborts it, and the server stops its query
   async function load(offset) {
     const ticket = (state.busy += 1);
     const params = query();
     params.set("offset", String(Math.max(0, offset)));
     params.set("limit", String(PAGE));
     grid.setAttribute("aria-busy", "true");
+    if (loading) loading.abort();
+    const controller = (loading = new AbortController());
     try {
-      const page = await request(`${table.url}/rows?${params}`);
+      const page = await request(`${table.url}/rows?${params}`, { signal: controller.signal });
       if (ticket !== state.busy) return; // a later request won
       Object.assign(state, { offset: page.offset, total: page.total, rows: page.rows });
       drawRows();
