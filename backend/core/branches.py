@@ -152,7 +152,7 @@ class BranchStates:
         await self.executors.discard(key)  # its variables are the other branch's
         try:
             budget = await run_in_threadpool(self.quota_left, key)
-            await in_work_thread(self.snapshots.restore, key, target, budget)  # lower priority
+            await in_work_thread(self.snapshots.restore, key, target, budget)
         except NoRoom as exc:
             raise LimitReached(507, no_room_note(exc, "restored"), _code(exc)) from None
         await self.shared.push(key)

@@ -17,11 +17,12 @@ seconds: past them (or when the request is cancelled) it calls the work's `inter
 and keeps the place until the thread has ended, so a place always means a thread at work.
 Both refusals are `LimitReached` with a Retry-After, which every API answers in its shape.
 
-The threads are the governor's own (`in_work_thread`), at a lower CPU priority (nice
-WORK_NICE): places bound how many pieces of heavy work run, and the priority keeps them
-from taking the CPU from everyone's ordinary requests, which the event loop and the
-default thread pool serve at the normal priority. Threads a work thread starts (DuckDB's)
-inherit its priority.
+The threads are the governor's own (`in_work_thread`), never the default pool that
+ordinary requests use. Work that runs outside the GIL (`native`: DuckDB, Arrow) runs at a
+lower CPU priority (nice WORK_NICE), and so do the threads it starts (DuckDB's inherit
+it): places bound how much heavy work runs, and the priority leaves the CPU to everyone's
+ordinary requests. Work that holds the GIL (openpyxl, Python loops) must not: descheduled
+while holding it, a low-priority thread stalls the event loop (noisy_neighbour saw 2.5 s).
 """
 
 from __future__ import annotations
@@ -53,20 +54,25 @@ WORK_THREADS = 32  # more than the places of every kind run in threads (4 + 8 + 
 
 
 def _lower_priority() -> None:
-    """In a new work thread: its own nice value (Linux sets it per thread)."""
+    """In a new native work thread: its own nice value (Linux sets it per thread)."""
     with contextlib.suppress(OSError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WORK_NICE)
 
 
 _work_threads = concurrent.futures.ThreadPoolExecutor(
-    max_workers=WORK_THREADS, thread_name_prefix="server-work", initializer=_lower_priority
+    max_workers=WORK_THREADS, thread_name_prefix="server-work"
+)
+_native_threads = concurrent.futures.ThreadPoolExecutor(
+    max_workers=WORK_THREADS, thread_name_prefix="server-work-native", initializer=_lower_priority
 )
 
 
-async def in_work_thread(work: Callable[..., T], *args: object) -> T:
-    """`work(*args)` in one of the governor's lower-priority threads."""
+async def in_work_thread(work: Callable[..., T], *args: object, native: bool = False) -> T:
+    """`work(*args)` in one of the governor's threads; `native` (it runs outside the GIL):
+    one at a lower CPU priority."""
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_work_threads, functools.partial(work, *args))
+    threads = _native_threads if native else _work_threads
+    return await loop.run_in_executor(threads, functools.partial(work, *args))
 
 
 _WHAT = {
@@ -103,11 +109,15 @@ class Held:
             raise timed_out(self.kind, self.seconds)
 
     async def run(
-        self, work: Callable[..., T], *args: object, interrupt: Callable[[], None] | None = None
+        self,
+        work: Callable[..., T],
+        *args: object,
+        interrupt: Callable[[], None] | None = None,
+        native: bool = False,
     ) -> T:
         """`work(*args)` in a thread, stopped through `interrupt` at the deadline (a 503)
         or when the request is cancelled; the place is kept until the thread has ended."""
-        task = asyncio.ensure_future(in_work_thread(work, *args))
+        task = asyncio.ensure_future(in_work_thread(work, *args, native=native))
         left = self.deadline - asyncio.get_running_loop().time()
         try:
             return await asyncio.wait_for(asyncio.shield(task), max(0.0, left))

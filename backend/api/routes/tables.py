@@ -82,8 +82,8 @@ Filters = Annotated[
 
 
 async def _engine(settings: Settings) -> TableEngine:
-    """The process's engine, made in a work thread: DuckDB's own threads inherit its
-    lower priority (backend/core/governor.py)."""
+    """The process's engine, made in a native work thread: DuckDB's own threads inherit
+    its lower priority (backend/core/governor.py)."""
     spill = settings.DATA_DIR / SPILL_FOLDER
     return await in_work_thread(
         engine,
@@ -91,6 +91,7 @@ async def _engine(settings: Settings) -> TableEngine:
         settings.TABLE_QUERY_THREADS,
         spill,
         settings.TABLE_QUERY_SPILL_MB,
+        native=True,
     )
 
 
@@ -158,7 +159,13 @@ async def read_table(
     async with governor.hold("table_query", user.id) as held:
         with (await _engine(settings)).cursor() as cursor, _answers():
             summary = await held.run(
-                summarize, cursor, workspaces, key, table_id, interrupt=cursor.interrupt
+                summarize,
+                cursor,
+                workspaces,
+                key,
+                table_id,
+                interrupt=cursor.interrupt,
+                native=True,
             )
     return TableSummaryPublic.of(table_id, summary)
 
@@ -188,6 +195,7 @@ async def read_table_rows(
                 read_page,
                 *(cursor, workspaces, key, table_id, query, offset, limit),
                 interrupt=cursor.interrupt,
+                native=True,  # DuckDB's: outside the GIL
             )
     return TablePagePublic.of(page)
 
@@ -236,7 +244,7 @@ async def download_table(
         with _answers():
             chunks: Iterator[bytes]
             if format == "parquet":
-                chunks = await held.run(parquet_chunks, workspaces, key, table_id)
+                chunks = await held.run(parquet_chunks, workspaces, key, table_id, native=True)
             elif format == "xlsx":
                 spill = settings.DATA_DIR / SPILL_FOLDER
                 chunks = await held.run(
@@ -246,7 +254,9 @@ async def download_table(
                 )
             else:
                 chunks = await held.run(
-                    csv_chunks, cursor, workspaces, key, table_id, query, interrupt=interrupt
+                    *(csv_chunks, cursor, workspaces, key, table_id, query),
+                    interrupt=interrupt,
+                    native=True,
                 )
     except BaseException:
         await work.aclose()
@@ -255,7 +265,7 @@ async def download_table(
         "Content-Disposition": f'attachment; filename="table_{table_id}.{format}"',
         "X-Content-Type-Options": "nosniff",
     }
-    body = _sent(work, held, chunks, interrupt)
+    body = _sent(work, held, chunks, interrupt, native=format != "xlsx")  # openpyxl holds the GIL
     return StreamingResponse(body, media_type=_MEDIA[format], headers=headers)
 
 
@@ -264,12 +274,16 @@ async def _sent(
     held: Held,
     chunks: Iterator[bytes],
     interrupt: Callable[[], None],
+    *,
+    native: bool,
 ) -> AsyncIterator[bytes]:
     """`chunks`, read in a thread a chunk at a time within the download's time; the place
     and the cursor are given back when it ends, is cut off, or the client goes."""
     async with work:
         try:
-            while (chunk := await held.run(next, chunks, None, interrupt=interrupt)) is not None:
+            while (
+                chunk := await held.run(next, chunks, None, interrupt=interrupt, native=native)
+            ) is not None:
                 yield chunk
         except (LimitReached, OSError) as exc:  # its time, or DuckDB's error through Arrow
             # The answer has begun: ending it early (no last chunk) is how a client hears.
