@@ -51,6 +51,7 @@ OUTPUT_CAP = 1_000_000
 DISK_FLOOR_BYTES = 1024**3  # stop a run that leaves the disk with less than this free
 DISK_FLOOR_INODES = 20_000
 KEEPER_GRACE = 3.0  # seconds past the run timeout before the keeper steps in
+SANDBOX_NICE = 10  # users' code runs below the server (CFS weight 110 against 1024)
 
 
 # The run, seen from the zygote -------------------------------------------------
@@ -389,6 +390,11 @@ def _undumpable() -> None:
 
 def keeper() -> None:
     _undumpable()
+    # Users' code is the host's lowest priority: the server that answers everyone comes
+    # first, and every user's sandboxes share what is left alike. The code cannot raise
+    # it back (no CAP_SYS_NICE in here).
+    with contextlib.suppress(OSError):
+        os.nice(SANDBOX_NICE)
     requests = os.fdopen(os.dup(0), "r")
     responses = os.fdopen(os.dup(1), "w")
     devnull = os.open(os.devnull, os.O_RDWR)

@@ -286,3 +286,15 @@ async def test_a_sandbox_that_does_not_start_is_a_failed_run_not_a_crash(
         result = await silent.run("print(1)")
     assert not result.success
     assert result.error is not None and "did not start" in result.error
+
+
+async def test_users_code_runs_below_the_server_and_cannot_raise_itself(
+    executor: SandboxedExecutor,
+) -> None:
+    """Issue 40: a user's code takes the CPU only after the server that answers everyone."""
+    result = await executor.run(
+        "import os\nprint('nice', os.nice(0))\n"
+        "try:\n    os.nice(-5)\nexcept PermissionError:\n    print('refused')\n"
+    )
+    assert result.success, result.stderr
+    assert "nice 10" in result.stdout and "refused" in result.stdout, result.stdout
