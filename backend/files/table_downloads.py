@@ -11,24 +11,24 @@ between batches once `stop` is set (its time is up).
 from __future__ import annotations
 
 import contextlib
-import datetime
 import io
+import itertools
+import logging
+import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, BinaryIO
 
 import duckdb
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.csv as pa_csv  # type: ignore[import-untyped]
-from openpyxl import Workbook  # type: ignore[import-untyped]
-from openpyxl.cell.cell import (  # type: ignore[import-untyped]
-    ILLEGAL_CHARACTERS_RE,
-    WriteOnlyCell,
-)
 
 from backend.files.tables import (
+    Column,
+    TableBusy,
     TableQuery,
     columns_of,
     duckdb_errors,
@@ -60,6 +60,18 @@ class TooManyRowsForXlsx(ValueError):
 
 class XlsxStopped(Exception):
     """The workbook was stopped before it was finished (its time was up)."""
+
+
+class XlsxFailed(Exception):
+    """The process building the workbook failed (the log says why)."""
+
+
+_XLSX_BOOT = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from backend.files.xlsx_worker import main; main()"
+)
+SOURCE_ROOT = Path(__file__).resolve().parents[2]  # holds the `backend` package
+logger = logging.getLogger(__name__)
 
 
 def csv_chunks(
@@ -119,18 +131,7 @@ def xlsx_file(
             raise TooManyRowsForXlsx(rows, len(columns))
         spool = tempfile.TemporaryFile(dir=spool_dir)  # noqa: SIM115 (the response's iterator closes it)
         try:
-            workbook = Workbook(write_only=True)
-            sheet = workbook.create_sheet(table_id)
-            header = True
-            for batch in _batches(cursor, path, query):
-                if stop is not None and stop.is_set():
-                    raise XlsxStopped()
-                if header:
-                    sheet.append([_xlsx_cell(sheet, name) for name in batch.schema.names])
-                    header = False
-                for row in zip(*(column.to_pylist() for column in batch.columns), strict=True):
-                    sheet.append([_xlsx_cell(sheet, value) for value in row])
-            workbook.save(spool)
+            _build_xlsx(_batches(cursor, path, query), columns, table_id, spool, stop)
             spool.seek(0)
         except BaseException:
             spool.close()
@@ -169,15 +170,64 @@ def _read(reader: Any) -> Iterator[Any]:
         yield from reader
 
 
-def _xlsx_cell(sheet: Any, value: Any) -> Any:
-    """A value openpyxl can write as data: text is never a formula, nor holds characters
-    XML cannot; time zones and other types become text."""
-    if isinstance(value, datetime.datetime) and value.tzinfo is not None:
-        value = value.isoformat()
-    elif isinstance(value, bytes | list | dict | datetime.timedelta):
-        value = str(value)
-    if not isinstance(value, str):
-        return value
-    cell = WriteOnlyCell(sheet, value=ILLEGAL_CHARACTERS_RE.sub("", value))
-    cell.data_type = "s"
-    return cell
+def _build_xlsx(
+    batches: Iterator[Any],
+    columns: list[Column],
+    sheet_name: str,
+    spool: BinaryIO,
+    stop: threading.Event | None,
+) -> None:
+    """Stream `batches` to an xlsx_worker process, which writes the workbook to `spool`;
+    `stop` (its time is up) kills it. XlsxFailed if it does not finish; TableBusy if DuckDB
+    fails on the way (out of memory: its error comes through Arrow as an OSError)."""
+    argv = [sys.executable, "-I", "-c", _XLSX_BOOT, str(SOURCE_ROOT), sheet_name]
+    child = subprocess.Popen(
+        [*argv, str(spool.fileno())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        pass_fds=(spool.fileno(),),
+        cwd="/",
+        env={"LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"},
+        start_new_session=True,
+    )
+    assert child.stdin is not None and child.stderr is not None
+    try:
+        _send_batches(child.stdin, batches, columns, stop)
+        while child.poll() is None:
+            if stop is not None and stop.wait(0.05):
+                raise XlsxStopped()
+    except BaseException:
+        child.kill()
+        raise
+    finally:
+        child.wait()
+        errors = child.stderr.read()[-2000:].decode(errors="replace")
+        child.stderr.close()
+    if child.returncode != 0:
+        logger.error("The XLSX builder failed (%s): %s", child.returncode, errors)
+        raise XlsxFailed()
+
+
+def _send_batches(
+    pipe: IO[bytes], batches: Iterator[Any], columns: list[Column], stop: threading.Event | None
+) -> None:
+    """The rows as an Arrow IPC stream (the first batch's schema; an empty table's, text)."""
+    try:
+        first = next(batches, None)
+        if first is not None:
+            schema = first.schema
+        else:
+            schema = pa.schema([(column.name, pa.string()) for column in columns])
+        with pipe, pa.ipc.new_stream(pipe, schema) as writer:
+            for batch in itertools.chain([] if first is None else [first], batches):
+                if stop is not None and stop.is_set():
+                    raise XlsxStopped()
+                writer.write_batch(batch)
+    except BrokenPipeError:
+        return  # the builder ended early: its exit status says why
+    except OSError as exc:
+        if stop is not None and stop.is_set():
+            raise XlsxStopped() from None  # DuckDB was interrupted
+        logger.warning("An XLSX download's query failed: %s", str(exc).splitlines()[0][:200])
+        raise TableBusy() from None

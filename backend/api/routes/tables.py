@@ -36,6 +36,7 @@ from backend.core.governor import Held, in_work_thread
 from backend.core.limits import LimitReached
 from backend.files.table_downloads import (
     TooManyRowsForXlsx,
+    XlsxFailed,
     csv_chunks,
     parquet_chunks,
     xlsx_file,
@@ -106,6 +107,9 @@ def _answers() -> Iterator[None]:
         raise ApiError(400, str(exc), code="bad_table_query") from None
     except TooManyRowsForXlsx as exc:
         raise ApiError(400, str(exc), code="too_many_rows_for_xlsx") from None
+    except XlsxFailed:
+        message = "The server could not build this XLSX file; the CSV and Parquet downloads work."
+        raise ApiError(503, message, code="xlsx_failed") from None
     except TableUnreadable:
         message = "This table's file is not a table the server can read (not Parquet, or damaged)."
         raise ApiError(422, message, code="table_unreadable") from None
