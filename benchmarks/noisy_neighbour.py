@@ -31,7 +31,7 @@ the machine itself drifted meanwhile (not judged).
 
 `--smoke`: a 200k-row table, small files, two rounds of B per phase, to check that it runs
 (`make test` does): it judges no goal, and fails when one of B's requests does, or when A
-gets an answer of 500 or more other than a 503.
+gets an answer of 500 or more other than a 503 or a 507 (its quota).
 """
 
 from __future__ import annotations
@@ -517,7 +517,8 @@ def main() -> None:
         label
         for phase in phases
         for label in phase.answers
-        if (label[:1] == "5" and not label.startswith("503")) or label.endswith("Error")
+        # 503 (the server's places) and 507 (A's disk quota) are refusals, as 429 is
+        if (label[:1] == "5" and label[:3] not in ("503", "507")) or label.endswith("Error")
     }
     if broken:
         print(f"A got answers that are failures, not refusals: {sorted(broken)}")
