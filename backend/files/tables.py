@@ -40,6 +40,7 @@ from backend.storage.workspaces import NotARegularFile, UnsafePath, Workspaces
 TABLES_FOLDER = "outputs/.tables"  # the sandbox's shown_tables.TABLES_FOLDER
 MAX_PAGE = 500
 SPILL_FOLDER = Path("tmp") / "duckdb"  # under DATA_DIR: where the engine may spill
+HEAVY_TABLE_BYTES = 8 * 1024**2  # a bigger table's queries run in the heavy lane
 MAX_CELL_CHARS = 1_000
 _TIE = "file_row_number"  # DuckDB's row number in the file: a stable order under any sort
 
@@ -206,6 +207,12 @@ def opened_table(workspaces: Workspaces, session_key: str, table_id: str) -> Ite
         raise TableNotFound(table_id) from None
     with handle:
         yield handle
+
+
+def table_bytes(workspaces: Workspaces, session_key: str, table_id: str) -> int:
+    """The size of the table's Parquet file (TableNotFound if there is none)."""
+    with opened_table(workspaces, session_key, table_id) as handle:
+        return os.fstat(handle.fileno()).st_size
 
 
 def source(handle: BinaryIO) -> str:

@@ -43,6 +43,7 @@ from backend.files.table_downloads import (
 )
 from backend.files.table_summary import summarize
 from backend.files.tables import (
+    HEAVY_TABLE_BYTES,
     MAX_PAGE,
     SPILL_FOLDER,
     BadTableQuery,
@@ -54,10 +55,12 @@ from backend.files.tables import (
     TableUnreadable,
     engine,
     read_page,
+    table_bytes,
     table_path,
 )
 from backend.models.common import SessionId
 from backend.models.tables import TablePagePublic, TableSummaryPublic
+from backend.storage.workspaces import Workspaces
 
 router = APIRouter(prefix="/api/sessions", tags=["tables"], responses=CLIENT_ERRORS)
 logger = logging.getLogger(__name__)
@@ -82,18 +85,25 @@ Filters = Annotated[
 ]
 
 
-async def _engine(settings: Settings) -> TableEngine:
-    """The process's engine, made in a native work thread: DuckDB's own threads inherit
-    its lower priority (backend/core/governor.py)."""
-    spill = settings.DATA_DIR / SPILL_FOLDER
-    return await in_work_thread(
-        engine,
-        settings.TABLE_QUERY_MEMORY_MB,
-        settings.TABLE_QUERY_THREADS,
-        spill,
-        settings.TABLE_QUERY_SPILL_MB,
-        native=True,
-    )
+async def _lane(
+    settings: Settings, workspaces: Workspaces, key: str, table_id: str
+) -> tuple[TableEngine, bool]:
+    """The engine for this table's queries, and whether it is the heavy lane's.
+
+    A big table's queries (its Parquet over HEAVY_TABLE_BYTES) run in an engine of their
+    own, made in a lower-priority work thread so that DuckDB's threads inherit it
+    (backend/core/governor.py): a small table's page never waits behind another user's
+    sort of millions of rows, in DuckDB's queue or for the CPU."""
+    size = await in_work_thread(table_bytes, workspaces, key, table_id)
+    heavy = size > HEAVY_TABLE_BYTES
+    memory = settings.TABLE_QUERY_MEMORY_MB
+    if heavy:
+        spill, spill_mb = settings.DATA_DIR / SPILL_FOLDER, settings.TABLE_QUERY_SPILL_MB
+    else:  # a small table's sort fits in memory
+        memory, spill, spill_mb = max(16, memory // 2), None, 0
+    threads = settings.TABLE_QUERY_THREADS
+    made = await in_work_thread(engine, memory, threads, spill, spill_mb, native=heavy)
+    return made, heavy
 
 
 @contextlib.contextmanager
@@ -161,16 +171,14 @@ async def read_table(
     """A table's row count, and per column its type, nulls, distinct values, range and mean."""
     key = await _table(store, shared, user, session_id, table_id)
     async with governor.hold("table_query", user.id) as held:
-        with (await _engine(settings)).cursor() as cursor, _answers():
-            summary = await held.run(
-                summarize,
-                cursor,
-                workspaces,
-                key,
-                table_id,
-                interrupt=cursor.interrupt,
-                native=True,
-            )
+        with _answers():
+            tables, heavy = await _lane(settings, workspaces, key, table_id)
+            with tables.cursor() as cursor:
+                summary = await held.run(
+                    *(summarize, cursor, workspaces, key, table_id),
+                    interrupt=cursor.interrupt,
+                    native=heavy,
+                )
     return TableSummaryPublic.of(table_id, summary)
 
 
@@ -194,13 +202,15 @@ async def read_table_rows(
     key = await _table(store, shared, user, session_id, table_id)
     query = _query(sort, order, filters)
     async with governor.hold("table_query", user.id) as held:
-        with (await _engine(settings)).cursor() as cursor, _answers():
-            page = await held.run(
-                read_page,
-                *(cursor, workspaces, key, table_id, query, offset, limit),
-                interrupt=cursor.interrupt,
-                native=True,  # DuckDB's: outside the GIL
-            )
+        with _answers():
+            tables, heavy = await _lane(settings, workspaces, key, table_id)
+            with tables.cursor() as cursor:
+                page = await held.run(
+                    read_page,
+                    *(cursor, workspaces, key, table_id, query, offset, limit),
+                    interrupt=cursor.interrupt,
+                    native=heavy,  # DuckDB's: outside the GIL
+                )
     return TablePagePublic.of(page)
 
 
@@ -238,7 +248,9 @@ async def download_table(
     work = contextlib.AsyncExitStack()  # the place and the cursor, until the stream ends
     try:
         held = await work.enter_async_context(governor.hold("table_download", user.id))
-        cursor = work.enter_context((await _engine(settings)).cursor())
+        with _answers():
+            tables, heavy = await _lane(settings, workspaces, key, table_id)
+        cursor = work.enter_context(tables.cursor())
         stop = threading.Event()
 
         def interrupt() -> None:
@@ -248,7 +260,7 @@ async def download_table(
         with _answers():
             chunks: Iterator[bytes]
             if format == "parquet":
-                chunks = await held.run(parquet_chunks, workspaces, key, table_id, native=True)
+                chunks = await held.run(parquet_chunks, workspaces, key, table_id, native=heavy)
             elif format == "xlsx":
                 spill = settings.DATA_DIR / SPILL_FOLDER
                 chunks = await held.run(
@@ -260,7 +272,7 @@ async def download_table(
                 chunks = await held.run(
                     *(csv_chunks, cursor, workspaces, key, table_id, query),
                     interrupt=interrupt,
-                    native=True,
+                    native=heavy,
                 )
     except BaseException:
         await work.aclose()
@@ -269,7 +281,7 @@ async def download_table(
         "Content-Disposition": f'attachment; filename="table_{table_id}.{format}"',
         "X-Content-Type-Options": "nosniff",
     }
-    body = _sent(work, held, chunks, interrupt, native=format != "xlsx")  # openpyxl holds the GIL
+    body = _sent(work, held, chunks, interrupt, native=heavy and format != "xlsx")
     return StreamingResponse(body, media_type=_MEDIA[format], headers=headers)
 
 
