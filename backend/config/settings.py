@@ -345,8 +345,10 @@ class Settings(BaseSettings):
     TABLE_QUERY_MEMORY_MB: int = Field(
         default=256,
         ge=16,
-        description="Memory the server's DuckDB may use for all table queries together "
-        "(paging, sorting, filtering and downloading the tables runs showed).",
+        description="Memory the server's DuckDB may use for the queries of big tables "
+        "together (paging, sorting, filtering and downloading the tables runs showed; a "
+        "Parquet over 8 MB); small tables' queries have an engine of their own with half "
+        "as much, so they never wait behind a big one.",
     )
     TABLE_QUERY_THREADS: int = Field(
         default=2, ge=1, le=64, description="Threads the server's DuckDB uses for table queries."
