@@ -64,7 +64,10 @@ async def export_session_steps(
         runs = branch_runs(tree.path(tree.latest_leaf(leaf) if leaf else tree.latest))
         kept = [step for step in kept if step.run_id in runs]
     async with governor.hold("export", user.id) as held:
-        export = await held.run(export_session, workspaces, key, conversation.title, kept, format)
+        export = await held.run(
+            *(export_session, workspaces, key, conversation.title, kept, format),
+            native=True,  # hashing the inputs: hashlib works outside the GIL
+        )
     disposition = f'attachment; filename="{export.filename}"'  # a name of [A-Za-z0-9_-]
     return Response(
         export.body, media_type=export.media_type, headers={"Content-Disposition": disposition}
