@@ -129,6 +129,8 @@ def xlsx_file(
                 rows = row_count(cursor, path)
         if rows + 1 > XLSX_MAX_ROWS or (rows + 1) * max(1, len(columns)) > XLSX_MAX_CELLS:
             raise TooManyRowsForXlsx(rows, len(columns))
+        if spool_dir is not None:  # the engine makes it only when it may spill
+            spool_dir.mkdir(parents=True, exist_ok=True)
         spool = tempfile.TemporaryFile(dir=spool_dir)  # noqa: SIM115 (the response's iterator closes it)
         try:
             _build_xlsx(_batches(cursor, path, query), columns, table_id, spool, stop)

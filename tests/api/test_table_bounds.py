@@ -153,9 +153,16 @@ def test_work_past_its_time_is_stopped_and_no_memory_is_a_503(tmp_path: Path) ->
     live.start()
     try:
         user_id, http = _person(live, "deep")
+        small = _table(live, user_id, http, "small")
+        pd.DataFrame({"n": range(5)}).to_parquet(small)
         _big(_table(live, user_id, http, "deep"))
         url = f"/api/sessions/deep/tables/{TABLE}"
         with closing(http):
+            # A small table's XLSX: no engine has made the spill folder its spool goes to.
+            xlsx = http.get(
+                f"/api/sessions/small/tables/{TABLE}/download", params={"format": "xlsx"}
+            )
+            assert xlsx.status_code == 200 and xlsx.content[:2] == b"PK", xlsx.text
             slow = http.get(f"{url}/rows", params={"sort": "city", "offset": ROWS - 10})
             assert slow.status_code == 503, slow.text
             assert slow.json()["code"] == "work_timed_out"
