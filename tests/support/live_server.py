@@ -95,7 +95,11 @@ class LiveServer:
     def token(self, username: str = "admin", password: str | None = None) -> str:
         password = password or self.env["ADMIN_PASSWORD"]
         response = httpx.post(
-            f"{self.url}/api/auth/login", json={"username": username, "password": password}
+            f"{self.url}/api/auth/login",
+            json={"username": username, "password": password},
+            # bcrypt, on a CI machine busy with the other worker and this server's own
+            # start-up sandbox check, has taken more than httpx's default 5 s.
+            timeout=60,
         )
         response.raise_for_status()
         return str(response.json()["access_token"])
