@@ -39,12 +39,16 @@ class DiskUsage:
             walked = self._walked.get(user_id)
             if walked is not None and time.monotonic() - walked < self.refresh_seconds:
                 return self._bytes[user_id]
+        return sum(self.measure(user_id).values())
+
+    def measure(self, user_id: int) -> dict[str, int]:
+        """Walk the user's folders now: bytes each takes, by its path (call off the loop)."""
         started = time.monotonic()
-        total = _walk(self.scratch, user_prefix(user_id))
+        sizes = _walk(self.scratch, user_prefix(user_id))
         with self._lock:
-            self._bytes[user_id] = total
+            self._bytes[user_id] = sum(sizes.values())
             self._walked[user_id] = started
-        return total
+        return sizes
 
     def add(self, user_id: int, size: int) -> None:
         """`size` more bytes were written for the user (an upload's pieces)."""
@@ -58,16 +62,25 @@ class DiskUsage:
             self._walked.pop(user_id, None)
 
 
-def _walk(scratch: Path, prefix: str) -> int:
+def _walk(scratch: Path, prefix: str) -> dict[str, int]:
     """The user's workspaces, their turns' snapshots (`DATA_DIR/snapshots/<key>`) and the
-    files they gave the Files API (`DATA_DIR/openai-files/u<id>-files`)."""
-    total = 0
+    files they gave the Files API (`DATA_DIR/openai-files/u<id>-files`): the bytes of each
+    (a file hard-linked from several counts in the first one walked)."""
+    sizes: dict[str, int] = {}
     seen: set[tuple[int, int]] = set()
     tops = []
     for root in (scratch, scratch.parent / SNAPSHOTS_FOLDER, scratch.parent / FILES_FOLDER):
         with contextlib.suppress(OSError):
             tops += [entry.path for entry in os.scandir(root) if entry.name.startswith(prefix)]
-    pending = [top for top in tops if os.path.isdir(top) and not os.path.islink(top)]
+    for top in tops:
+        if os.path.isdir(top) and not os.path.islink(top):
+            sizes[top] = _walk_one(top, seen)
+    return sizes
+
+
+def _walk_one(top: str, seen: set[tuple[int, int]]) -> int:
+    total = 0
+    pending = [top]
     while pending:
         try:
             entries = list(os.scandir(pending.pop()))

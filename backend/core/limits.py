@@ -114,8 +114,12 @@ class Limits:
     def disk_left_for(self, key: str) -> int:
         """Bytes the owner of the session `key` may still write (walks when stale)."""
         user_id = owner_of(key)
-        quota_mb = limits_of(self.settings, self.store.get_user_by_id(user_id)).max_disk_mb
-        return quota_mb * MEGABYTE - self.disk.used(user_id)
+        return self.quota_bytes(user_id) - self.disk.used(user_id)
+
+    def quota_bytes(self, user_id: int) -> int:
+        """The user's disk quota (reads the store)."""
+        user = self.store.get_user_by_id(user_id)
+        return limits_of(self.settings, user).max_disk_mb * MEGABYTE
 
     async def check_disk_for_run(self, user: User) -> None:
         """A 507 when the user's quota is used up: a run could write nothing."""

@@ -16,6 +16,7 @@ from backend.core.agents.runner import AgentRunner
 from backend.core.branches import BranchStates
 from backend.core.chat_service import ChatService
 from backend.core.containers import Containers
+from backend.core.disk_shares import DiskShares
 from backend.core.disk_usage import DiskUsage
 from backend.core.governor import Governor
 from backend.core.instance import server_id
@@ -138,6 +139,7 @@ def build_services(settings: Settings) -> Services:
         executors = RayExecutorPool(settings, workspaces, shared.mirror)
     else:
         executors = ExecutorPool(settings, sandbox, workspaces, limits.max_sandboxes)
+        executors.room = DiskShares(limits.disk, limits.quota_bytes).held
     executors.on_run = usage.add_run  # each run's seconds, to its session's owner
     sandbox_check = SandboxSelfCheck(settings.DATA_DIR, sandbox, executors.limits())
     if settings.EXECUTOR_BACKEND == "ray":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -231,8 +232,16 @@ def test_uploads_and_runs_past_the_disk_quota_get_507(server: LiveServer) -> Non
             detail = refused.json()["detail"]
             assert "your disk quota" in detail and f"{QUOTA_MB} MB (USER_MAX_DISK_MB)" in detail
         assert not (workspace(server, gina_id, "quota") / "uploads" / "second.csv").exists()
-        # A run may fill what is left; the next run is refused until space is freed.
-        ran(gina, "quota", "import os\nopen('big.bin', 'wb').write(os.urandom(3 * 2**20))")
+        # A run may fill what is left, never more: it is stopped and its file deleted.
+        big = "import os\nopen('big.bin', 'wb').write(os.urandom(3 * 2**20))\nprint('kept')"
+        stopped = run(gina, "quota", big).json()
+        assert not stopped["success"] and "reached your disk quota" in stopped["error"], stopped
+        assert not (workspace(server, gina_id, "quota") / "big.bin").exists()
+        assert ran(gina, "quota", big.replace("3 *", "1 *")) == "kept\n"
+        # Past the quota (an admin lowered it), the next run is refused until space is freed.
+        with server.client() as admin:
+            lowered = admin.patch(f"/api/users/{gina_id}", json={"limits": {"max_disk_mb": 2}})
+        assert lowered.status_code == 200, lowered.text
         full = run(gina, "quota", "print(1)")
         assert full.status_code == 507, full.text
         assert "Your disk quota is full" in full.json()["detail"]
@@ -250,6 +259,35 @@ def test_uploads_and_runs_past_the_disk_quota_get_507(server: LiveServer) -> Non
         assert caught.value.status_code == 507
         error = caught.value.body
         assert isinstance(error, dict) and error["code"] == "disk_quota_exceeded", error
+
+
+def test_one_users_runs_together_never_write_past_the_quota(server: LiveServer) -> None:
+    """Each run is checked against the quota before it starts; two that run at once
+    share what is left while they go on, so neither can spend the other's part."""
+    hana, hana_id = new_user(server, "hana")
+    tags = ("one", "two")
+    # Both wait until both have started, then each writes 3 MB: 6 MB of a 5 MB quota.
+    code = {
+        tag: held_code(tag) + "for i in range(3):\n"
+        "    open(f'part{i}.bin', 'wb').write(os.urandom(2**20))\nprint('wrote')\n"
+        for tag in tags
+    }
+    with hana, ThreadPoolExecutor(2) as pool:
+        answers = [pool.submit(run, hana, tag, code[tag]) for tag in tags]
+        for tag in tags:
+            started = workspace(server, hana_id, tag) / "outputs" / f"started-{tag}"
+            wait_for(started.exists, timeout=60)
+        for tag in tags:
+            release(workspace(server, hana_id, tag), tag)
+        results = [answer.result().json() for answer in answers]
+        stopped = [r for r in results if not r["success"]]
+        assert stopped, results  # 6 MB did not fit
+        for result in stopped:
+            assert "reached your disk quota" in result["error"], result
+        parts = [part for tag in tags for part in workspace(server, hana_id, tag).glob("part*.bin")]
+        assert sum(part.stat().st_blocks * 512 for part in parts) <= QUOTA_MB * MEGABYTE
+        # What the stopped runs' files took is free again for the next run.
+        assert ran(hana, "one", "print('next')") == "next\n"
 
 
 def _start_run(http: httpx.Client, tag: str) -> str:

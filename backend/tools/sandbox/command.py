@@ -8,7 +8,8 @@ host's loopback), no capabilities, a cleared environment (no server secret is
 visible), its own session (no terminal to inject into), and it cannot create
 further user namespaces. It also sees, read-only, the server's record of the
 files it moved into the workspace (`backend/storage/drafts.py`), so a run is judged
-only on what it wrote. `helper_command` confines the file-metadata reader alike.
+only on what it wrote, and the most the workspace may hold meanwhile (its owner's disk
+quota, `backend/storage/run_room.py`). `helper_command` confines the file-metadata reader alike.
 """
 
 from __future__ import annotations
@@ -20,12 +21,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from backend.storage.drafts import arrivals_folder
+from backend.storage.run_room import room_folder
 
 WORKER_DIR = Path(__file__).resolve().parent
 SANDBOX_WORKSPACE = "/workspace"
 SANDBOX_WORKER_DIR = "/opt/sandbox"
 # The server's record of the files it moved into the workspace (`Staging.announce`).
 SANDBOX_ARRIVALS = "/opt/arrivals"
+# The most the workspace may hold while a run goes on (`backend/storage/run_room.py`).
+SANDBOX_ROOM = "/opt/room"
 TMP_SIZE_BYTES = 64 * 1024 * 1024
 SHM_SIZE_BYTES = 16 * 1024 * 1024
 
@@ -132,6 +136,7 @@ def bwrap_command(workspace: Path) -> list[str]:
     command += [
         "--ro-bind", str(WORKER_DIR), SANDBOX_WORKER_DIR,
         "--ro-bind", _host(arrivals_folder(workspace)), SANDBOX_ARRIVALS,
+        "--ro-bind", _host(room_folder(workspace)), SANDBOX_ROOM,
         "--proc", "/proc",
         "--dev", "/dev",
         "--size", str(SHM_SIZE_BYTES), "--tmpfs", "/dev/shm",

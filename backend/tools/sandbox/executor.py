@@ -20,6 +20,7 @@ import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -195,6 +196,8 @@ class SandboxedExecutor(BasePythonExecutor):
         self._lock = asyncio.Lock()
         self.before_start = before_start
         self.after_run = after_run  # each run's result, as it ends (the user's usage)
+        # Held while a run goes on: the pool's share of its owner's disk quota.
+        self.room: Callable[[], AbstractAsyncContextManager[None]] | None = None
         self.measured = measured
         self.memory_cgroup = False  # whether a cgroup bounds the running sandbox's memory
         # The whole sandbox's budget: the zygote, a run and whatever the run forks.
@@ -364,9 +367,11 @@ class SandboxedExecutor(BasePythonExecutor):
             request = {"id": uuid.uuid4().hex[:12], "code": code, "timeout": timeout}
             started = time.monotonic()
             try:
-                process.stdin.write(json.dumps(request).encode() + b"\n")
-                await process.stdin.drain()
-                line = await asyncio.wait_for(process.stdout.readline(), timeout + OUTER_GRACE)
+                async with self.room() if self.room else contextlib.nullcontext():
+                    started = time.monotonic()  # the room's walk is the server's, not the run's
+                    process.stdin.write(json.dumps(request).encode() + b"\n")
+                    await process.stdin.drain()
+                    line = await asyncio.wait_for(process.stdout.readline(), timeout + OUTER_GRACE)
                 response = json.loads(line)
                 if not _answers(response, request):
                     raise ValueError("the sandbox answered out of turn")

@@ -13,6 +13,8 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 from typing import Protocol
 
 from backend.config import Settings
@@ -96,6 +98,8 @@ class ExecutorPool:
         )
         self._executors: dict[str, SandboxedExecutor] = {}
         self.on_run: RunObserver | None = None
+        # Held around each run: its share of the owner's disk quota (`DiskShares.held`).
+        self.room: Callable[[str, Path], AbstractAsyncContextManager[None]] | None = None
         if sandbox.isolated and (stale := remove_stale()):
             logger.info("Removed %d cgroups left by an earlier server", stale)
 
@@ -116,6 +120,8 @@ class ExecutorPool:
             executor = SandboxedExecutor(workspace, self.limits(), self.sandbox)
             executor.before_start = functools.partial(self._make_room, session_id, executor)
             executor.after_run = functools.partial(self._ran, session_id)
+            if self.room is not None:
+                executor.room = functools.partial(self.room, session_id, workspace)
             self._executors[session_id] = executor
         return executor
 

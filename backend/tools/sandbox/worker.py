@@ -39,6 +39,7 @@ import arrivals
 import cell
 import out_of_core
 import reaping
+import room
 import shown_tables
 import variables
 from channel import Channel
@@ -47,6 +48,7 @@ from reaping import kill_run, sweep
 SANDBOX_WORKSPACE = "/workspace"  # command.py binds the workspace there
 WORKSPACE = SANDBOX_WORKSPACE  # replaced by the config's "workspace" at start-up
 ARRIVALS = "/opt/arrivals"  # command.py's SANDBOX_ARRIVALS; its real path without bubblewrap
+ROOM = "/opt/room"  # command.py's SANDBOX_ROOM; its real path without bubblewrap
 OUTPUT_CAP = 1_000_000
 DISK_FLOOR_BYTES = 1024**3  # stop a run that leaves the disk with less than this free
 DISK_FLOOR_INODES = 20_000
@@ -119,8 +121,15 @@ class DiskFull(Exception):
     """The run was filling the disk the server lives on."""
 
 
-def drain(pipes: dict[str, int], deadline: float) -> tuple[bytes, bytes, bytes, bool, bool]:
-    """Read the run's stdout, stderr and result until EOF, the deadline, or a full disk."""
+class QuotaFull(Exception):
+    """The workspace holds more than the server's limit: the user's disk quota (room.py)."""
+
+
+def drain(
+    pipes: dict[str, int], deadline: float, space: room.Room
+) -> tuple[bytes, bytes, bytes, bool, bool]:
+    """Read the run's stdout, stderr and result until EOF, the deadline, a full disk or
+    the user's full quota."""
     streams = {
         pipes["out_r"]: bytearray(),
         pipes["err_r"]: bytearray(),
@@ -139,6 +148,8 @@ def drain(pipes: dict[str, int], deadline: float) -> tuple[bytes, bytes, bytes, 
             next_disk_check = now + 0.25
             if disk_is_low():
                 raise DiskFull
+        if space.over():
+            raise QuotaFull
         if result_done_at is not None and now - result_done_at > 0.2:
             break  # something the run spawned still holds stdout open; stop waiting
         ready = select.select(list(open_fds), [], [], min(deadline - now, 0.05))[0]
@@ -181,15 +192,19 @@ def serve_run(
         return False  # we are the new zygote; the caller keeps serving
     for name in ("out_w", "err_w", "res_w", "go_r"):
         os.close(pipes[name])
-    disk_full = False
+    disk_full = quota_full = False
+    space = room.Room(ROOM, WORKSPACE)
     try:
-        out, err, res, truncated, timed_out = drain(pipes, started + timeout)
-    except DiskFull:
+        out, err, res, truncated, timed_out = drain(pipes, started + timeout, space)
+    except (DiskFull, QuotaFull) as full:
         out = err = res = b""
-        truncated, timed_out, disk_full = False, False, True
+        truncated, timed_out = False, False
+        disk_full, quota_full = isinstance(full, DiskFull), isinstance(full, QuotaFull)
+    # What a short run wrote between two looks: it must fit too before the run is kept.
+    quota_full = quota_full or (not disk_full and space.over(now=True))
     for name in ("out_r", "err_r", "res_r"):
         os.close(pipes[name])
-    outcome = None if timed_out or disk_full else _result_of(pid, res)
+    outcome = None if timed_out or disk_full or quota_full else _result_of(pid, res)
     out_of_core.remove_spill(WORKSPACE)
     after = variables.snapshot_files(WORKSPACE)
     before = arrivals.with_server_moves(ARRIVALS, before, after)
@@ -229,7 +244,16 @@ def serve_run(
     os.close(pipes["go_w"])
     _, status = kill_run(pid, state["keeper_pid"])
     out_of_core.remove_spill(WORKSPACE)  # what the run spilled after we looked
-    if disk_full:
+    if quota_full:
+        created = sorted(set(after) - set(before))
+        variables.remove_files(WORKSPACE, created)
+        after = variables.snapshot_files(WORKSPACE)
+        response["error"] = (
+            "OSError: the run was stopped because your sessions reached your disk quota; "
+            f"the {len(created)} file(s) it had created were deleted. Delete files you no "
+            "longer need (or write smaller results), or ask an admin to raise your quota."
+        )
+    elif disk_full:
         response["error"] = (
             "OSError: the run was stopped because the disk was nearly full; "
             "delete files from the workspace."
@@ -404,11 +428,12 @@ def keeper() -> None:
         os.close(devnull)
     config = json.loads(requests.readline())
     config["max_timeout"] = float(config["max_timeout"])
-    global WORKSPACE, ARRIVALS
+    global WORKSPACE, ARRIVALS, ROOM
     WORKSPACE = config["workspace"]
     if not config["isolated"]:  # DATA_DIR/scratch/<key> -> DATA_DIR/staging/<key>/arrivals
         data_dir, key = os.path.dirname(os.path.dirname(WORKSPACE)), os.path.basename(WORKSPACE)
         ARRIVALS = os.path.join(data_dir, "staging", key, "arrivals")
+        ROOM = os.path.join(data_dir, "staging", key, "room")
     reaping.isolated = bool(config["isolated"])
     os.chdir(WORKSPACE)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # zygotes come and go; never keep zombies
