@@ -45,6 +45,7 @@ import anyio
 from backend.config import Settings
 from backend.config.settings import WorkShare
 from backend.core.limits import LimitReached
+from backend.core.shared_places import SharedPlaces
 
 logger = logging.getLogger(__name__)
 
@@ -144,11 +145,15 @@ def timed_out(kind: str, seconds: float) -> WorkTimedOut:
 
 
 class Governor:
-    """The server's places for each kind of expensive work (one per API server)."""
+    """The server's places for each kind of expensive work (one per API server; a user's
+    places also count on the others through `shared`)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, shared: SharedPlaces | None = None) -> None:
+        """`shared`: with several API servers on one database, a user's places are counted
+        across them too (`backend/core/shared_places.py`)."""
         self.settings = settings
         self.wait = settings.WORK_WAIT_SECONDS
+        self.shared = shared
         self._pools: dict[str, _Pool] = {}
 
     def _pool(self, kind: str) -> _Pool:
@@ -183,6 +188,7 @@ class Governor:
         pool.users[user_id] += 1
         own = pool.own.setdefault(user_id, asyncio.Semaphore(share.per_user))
         got_own = False
+        give_up = asyncio.get_running_loop().time() + self.wait
         try:
             async with asyncio.timeout(self.wait):
                 await own.acquire()
@@ -211,7 +217,35 @@ class Governor:
             ) from None
         seconds = share.seconds
         held = Held(kind, seconds, asyncio.get_running_loop().time() + seconds)
-        return Place(pool, user_id, own, held)
+        place = Place(pool, user_id, own, held)
+        if self.shared is not None:
+            await self._share_across_servers(place, kind, give_up)
+        return place
+
+    async def _share_across_servers(self, place: Place, kind: str, give_up: float) -> None:
+        """The user's place counted on every server too, or a 429 (the local one given back)."""
+        assert self.shared is not None
+        share = self._pool(kind).share
+        left = give_up - asyncio.get_running_loop().time()
+        try:
+            taken = await self.shared.take(
+                kind, place.user_id, share.per_user, share.seconds, max(left, 0.0)
+            )
+        except BaseException:
+            place.release()
+            raise
+        if taken is None:
+            place.release()
+            what = _WHAT.get(kind, kind)
+            raise LimitReached(
+                429,
+                f"You already have {share.per_user} {what} in progress on this server and "
+                f"the others, the most one person may have at once, and none ended within "
+                f"{self.wait:g} s. Wait for one to finish.",
+                "too_many_requests",
+                retry_after=max(1.0, self.wait),
+            )
+        place.shared = (self.shared, taken)
 
 
 def _leave(pool: _Pool, user_id: int) -> None:
@@ -229,6 +263,7 @@ class Place:
         self.user_id = user_id
         self._own = own
         self.held = held
+        self.shared: tuple[SharedPlaces, str] | None = None  # its row across servers
 
     def release(self) -> None:
         pool, self._pool = self._pool, None
@@ -236,6 +271,9 @@ class Place:
             pool.places.release()
             self._own.release()
             _leave(pool, self.user_id)
+            if self.shared is not None:
+                shared, place_id = self.shared
+                shared.release(place_id)
 
     def release_with(self, owner: object) -> None:
         """Release when `owner` is garbage collected, if nothing released it before."""

@@ -25,6 +25,7 @@ from backend.core.mcp_registry import McpRegistry
 from backend.core.python_coder_service import PythonCoderService
 from backend.core.runs import RunRegistry
 from backend.core.security import load_or_create_secret_key
+from backend.core.shared_places import SharedPlaces
 from backend.core.step_log import StoreStepLog
 from backend.core.throttle import LoginThrottle
 from backend.core.usage import UsageMeter
@@ -35,7 +36,7 @@ from backend.files.isolation import IsolatedRunner
 from backend.files.s3_source import S3Source
 from backend.files.tables import close_engines
 from backend.llm import LLMBackend, create_llm_backend
-from backend.storage import Store, open_store
+from backend.storage import Store, is_postgres, open_store
 from backend.storage.audit import AuditLog
 from backend.storage.file_blobs import FileBlobs
 from backend.storage.legacy_sessions import adopt_legacy_workspaces
@@ -97,6 +98,8 @@ class Services:
             self.catalog.conversions.close()
         close_engines()  # the table queries' DuckDB
         await self.llm.aclose()
+        if self.governor.shared is not None:
+            self.governor.shared.close()  # the places' last releases, before the store goes
         self.store.close()
 
 
@@ -136,7 +139,7 @@ def build_services(settings: Settings) -> Services:
     coder = PythonCoder(settings, workspaces, catalog, steps)
     executors: SessionExecutors
     if settings.EXECUTOR_BACKEND == "ray":  # sandboxes on the cluster's nodes (docs/scale-out.md)
-        executors = RayExecutorPool(settings, workspaces, shared.mirror)
+        executors = RayExecutorPool(settings, workspaces, shared.mirror, limits.max_sandboxes)
     else:
         executors = ExecutorPool(settings, sandbox, workspaces, limits.max_sandboxes)
         executors.room = DiskShares(limits.disk, limits.quota_bytes).held
@@ -183,7 +186,9 @@ def build_services(settings: Settings) -> Services:
         steps=steps,
         limits=limits,
     )
-    governor = Governor(settings)
+    # Several API servers share only PostgreSQL: there, a user's places count on all.
+    shared_places = SharedPlaces(store, server) if is_postgres(settings.DATABASE_URL) else None
+    governor = Governor(settings, shared_places)
     return Services(
         settings=settings,
         secret_key=secret_key,

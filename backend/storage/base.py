@@ -327,4 +327,24 @@ class Store(Protocol):
 
     def usage_on(self, day: str) -> dict[int, UsageCounts]: ...
 
+    # The governor's places per user, shared by API servers (backend/storage/work_places.py)
+
+    def take_work_place(
+        self,
+        place_id: str,
+        kind: str,
+        user_id: int,
+        server_id: str,
+        *,
+        per_user: int,
+        now: float,
+        expires_at: float,
+    ) -> bool:
+        """A place of `kind` for the user if they hold fewer than `per_user` on all servers."""
+        ...
+
+    def release_work_place(self, place_id: str) -> None: ...
+
+    def release_server_work_places(self, server_id: str) -> int: ...
+
     def close(self) -> None: ...

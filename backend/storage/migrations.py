@@ -18,6 +18,7 @@ class Dialect:
     # The text of a key of the JSON held in a TEXT column: `{column}` and `{key}` are filled in.
     json_text: str
     greatest: str  # the larger of two values
+    for_update: str  # after a SELECT: lock its rows to the end of the transaction
     # True where `{column}` is a session id as `backend.storage.sessions` defines it.
     valid_session: str
 
@@ -28,6 +29,7 @@ SQLITE = Dialect(
     float="REAL",
     json_text="json_extract({column}, '$.{key}')",
     greatest="max",
+    for_update="",  # a write transaction (BEGIN IMMEDIATE) already keeps other writers out
     valid_session="(length({column}) BETWEEN 1 AND 128 AND {column} GLOB '[A-Za-z0-9]*'"
     " AND {column} NOT GLOB '*[^A-Za-z0-9_.-]*')",
 )
@@ -37,6 +39,7 @@ POSTGRESQL = Dialect(
     float="DOUBLE PRECISION",
     json_text="({column}::jsonb ->> '{key}')",
     greatest="GREATEST",
+    for_update=" FOR UPDATE",
     valid_session="({column} ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{{0,127}}$')",
 )
 
@@ -208,6 +211,19 @@ MIGRATIONS = [
     # moves it on (and deletes the user's API keys).
     """
     ALTER TABLE users ADD COLUMN credentials_epoch BIGINT NOT NULL DEFAULT 0
+    """,
+    # The governor's places per user, shared by the API servers on one database
+    # (backend/storage/work_places.py): transient, never copied by the migration tool.
+    """
+    CREATE TABLE work_places (
+        id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        user_id INTEGER NOT NULL,
+        server_id TEXT NOT NULL,
+        expires_at {float} NOT NULL
+    );
+    CREATE INDEX work_places_by_user ON work_places(user_id, kind);
+    CREATE INDEX work_places_by_server ON work_places(server_id)
     """,
 ]
 SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"

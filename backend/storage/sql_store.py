@@ -29,6 +29,7 @@ from backend.storage.mcp_servers import McpServerRows
 from backend.storage.migrations import MIGRATIONS, SCHEMA_TABLE, Dialect, statements
 from backend.storage.openai_objects import OpenAIObjectRows
 from backend.storage.usage import UsageRows
+from backend.storage.work_places import WorkPlaceRows
 
 INTERRUPTED = "The server stopped while this turn was running."
 KEY_USE_RESOLUTION = 60.0  # seconds: an API key's last_used_at is kept to about this
@@ -73,7 +74,7 @@ class Database(Protocol):
     def close(self) -> None: ...
 
 
-class SQLStore(McpServerRows, OpenAIObjectRows, UsageRows):
+class SQLStore(McpServerRows, OpenAIObjectRows, UsageRows, WorkPlaceRows):
     def __init__(self, database: Database) -> None:
         self.database = database
         self._migrate()
