@@ -27,7 +27,7 @@ within 2x and p99 within 5x of the baseline in every phase; the server's RSS und
 baseline's + 1.5 GB; A's disk never past its quota. Last, B alone again, for how far
 the machine itself drifted meanwhile (not judged).
 
-    .venv/bin/python -m benchmarks.noisy_neighbour [--rounds 40] [--seconds 20]
+    .venv/bin/python -m benchmarks.noisy_neighbour [--rounds 40] [--seconds 20] [--paths PATH ...]
 
 `--smoke`: a 200k-row table, small files, two rounds of B per phase, to check that it runs
 (`make test` does): it judges no goal, and fails when one of B's requests does, or when A
@@ -268,7 +268,8 @@ def hammer_process(
     signals: tuple[ProcessEvent, ...],
     results: Any,
 ) -> None:
-    results.put(dict(asyncio.run(hammer(url, token, path, sizes, signals))))
+    answers = dict(asyncio.run(hammer(url, token, path, sizes, signals)))
+    results.put((answers, time.process_time()))
 
 
 # ---------------------------------------------------------------- B: ordinary work
@@ -335,6 +336,12 @@ def allocated(folders: list[Path]) -> int:
     return sum(inodes.values())
 
 
+def cpu_seconds(pid: int) -> float:
+    """The process's CPU time so far (user and system; not its children's)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -347,6 +354,7 @@ class Peaks:
     rss_mb: float = 0.0
     disk_mb: float = 0.0  # A's workspaces and snapshots
     spill_mb: float = 0.0  # DuckDB's, under DATA_DIR
+    server_cpu: float = 0.0  # the server process's CPU seconds over the phase
 
 
 class Sampler:
@@ -380,6 +388,7 @@ class Sampler:
         self.peaks.spill_mb = max(self.peaks.spill_mb, allocated([self.data / "tmp"]) / MB)
 
     def __enter__(self) -> Peaks:
+        self._cpu = cpu_seconds(self.pid)
         self._thread.start()
         return self.peaks
 
@@ -387,6 +396,7 @@ class Sampler:
         self._done.set()
         self._thread.join()
         self.measure_disk()
+        self.peaks.server_cpu = cpu_seconds(self.pid) - self._cpu
 
 
 # ---------------------------------------------------------------- phases and the report
@@ -404,6 +414,8 @@ class Phase:
     peaks: Peaks
     answers: dict[str, int]
     seconds: float
+    a_cpu: float  # A's client process's CPU seconds
+    b_cpu: float  # B's client's (and the sampler's: this process)
 
     @property
     def p50(self) -> float:
@@ -431,16 +443,18 @@ def run_phase(
         hammering.start()
         if not started.wait(300):
             raise RuntimeError(f"A's {path} got no answer in 300 s; see {server.log_path}")
-    begun = time.perf_counter()
+    begun, own_cpu = time.perf_counter(), time.process_time()
     with Sampler(server, a_id) as peaks:
         try:
             timings = b_work(server.url, b_token, sizes, waved if hammering else None)
         finally:
             stop.set()
-        answers: dict[str, int] = results.get(timeout=300) if hammering else {}
+        answers, a_cpu = results.get(timeout=300) if hammering else ({}, 0.0)
         if hammering is not None:
             hammering.join()
-    return Phase(path or "B alone", timings, peaks, answers, time.perf_counter() - begun)
+    b_cpu = time.process_time() - own_cpu
+    seconds = time.perf_counter() - begun
+    return Phase(path or "B alone", timings, peaks, answers, seconds, a_cpu, b_cpu)
 
 
 def report(phase: Phase, baseline: Phase, quota_mb: int) -> None:
@@ -456,6 +470,8 @@ def report(phase: Phase, baseline: Phase, quota_mb: int) -> None:
     if phase.answers:
         shown = ", ".join(f"{label}: {count}" for label, count in sorted(phase.answers.items()))
         print(f"A's answers: {shown}")
+    print(f"CPU seconds: the server {phase.peaks.server_cpu:.1f} (not the sandboxes), A's "
+          f"client {phase.a_cpu:.1f}, B's client and the sampler {phase.b_cpu:.1f}")  # fmt: skip
     print(f"server RSS peak {phase.peaks.rss_mb:.0f} MB; A's disk peak "
           f"{phase.peaks.disk_mb:.0f} MB of its {quota_mb} MB quota; DuckDB spill peak "
           f"{phase.peaks.spill_mb:.0f} MB")  # fmt: skip
@@ -491,6 +507,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=FULL.rounds)
     parser.add_argument("--seconds", type=float, default=FULL.seconds)
     parser.add_argument("--smoke", action="store_true", help="small sizes, to check it runs")
+    parser.add_argument(
+        "--paths", nargs="+", choices=PATHS, default=PATHS, metavar="PATH",
+        help=f"only these of A's paths (default: all of {', '.join(PATHS)})",
+    )  # fmt: skip
     args = parser.parse_args()
     sizes = SMOKE if args.smoke else Sizes(**{**FULL.__dict__, "rounds": args.rounds,
                                               "seconds": args.seconds})  # fmt: skip
@@ -505,7 +525,7 @@ def main() -> None:
         baseline = run_phase(server, a, b_token, None, sizes)
         report(baseline, baseline, sizes.quota_mb)
         phases = []
-        for path in PATHS:
+        for path in args.paths:
             phases.append(run_phase(server, a, b_token, path, sizes))
             report(phases[-1], baseline, sizes.quota_mb)
         # B alone once more: how far the machine itself drifted over the run.
