@@ -128,7 +128,11 @@ def build_services(settings: Settings) -> Services:
     uploads = ResumableUploads(settings.DATA_DIR)
     uploads.remove_expired(UPLOAD_RETENTION_SECONDS)
     audit = AuditLog(settings.DATA_DIR)
-    conversions = ParquetConversions(workspaces, int(settings.PARQUET_CONVERSION_MB * 1024**2))
+    conversions = ParquetConversions(
+        workspaces,
+        int(settings.PARQUET_CONVERSION_MB * 1024**2),
+        quota_left=limits.disk_left_for,  # a copy lands in its owner's workspace
+    )
     runner = metadata_runner(sandbox)
     s3_config = S3Config.from_settings(settings)
     s3 = None

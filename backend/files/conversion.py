@@ -7,7 +7,10 @@ its footer holds the exact schema and row count, so once the twin exists the
 catalog describes the file from it and the loaders open it instead.
 
 Conversions run one at a time on a thread of their own, each in a fresh,
-resource-limited helper process (`to_parquet.py`) that reports its progress.
+resource-limited helper process (`to_parquet.py`) that reports its progress. The
+queue takes users in turn (`FairQueue`), so one user's many uploads never make another
+wait behind all of them, and a copy is written only within what its owner's disk quota
+leaves (the helper cannot write past it).
 `status` is what the catalog shows as the file's `conversion`. A twin is
 current while it is newer than its source; a source that changes, or a server
 that restarts mid-copy (the draft is never listed), is simply converted again
@@ -18,15 +21,16 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-import queue
 import shutil
 import threading
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from backend.files.fair_queue import FairQueue
 from backend.files.metadata import file_extension
 from backend.files.to_parquet import SCRATCH_PREFIX, convert
+from backend.storage.sessions import owner_of
 from backend.storage.workspaces import WorkspaceFile, Workspaces
 
 logger = logging.getLogger(__name__)
@@ -75,13 +79,19 @@ class ParquetConversions:
     """The queue of conversions and their status, for one server."""
 
     def __init__(
-        self, workspaces: Workspaces, threshold_bytes: int, memory_mb: int = MEMORY_MB
+        self,
+        workspaces: Workspaces,
+        threshold_bytes: int,
+        memory_mb: int = MEMORY_MB,
+        quota_left: Callable[[str], int] | None = None,
     ) -> None:
+        """`quota_left(session key)`: bytes its owner's disk quota leaves (None: no quota)."""
         self.workspaces = workspaces
         self.threshold = threshold_bytes
         self.memory_mb = memory_mb
+        self.quota_left = quota_left
         self._jobs: dict[_Key, tuple[tuple[int, float], Conversion]] = {}
-        self._queue: queue.Queue[_Job | None] = queue.Queue()
+        self._queue: FairQueue[_Job] = FairQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._process: multiprocessing.process.BaseProcess | None = None
@@ -118,7 +128,7 @@ class ParquetConversions:
             conversion = Conversion("queued", 0.0, parquet)
             self._jobs[key] = (identity, conversion)
             self._start()
-        self._queue.put(_Job(session_id, found, conversion))
+        self._queue.put(owner_of(session_id), _Job(session_id, found, conversion))
         return conversion
 
     def forget_session(self, session_id: str) -> None:
@@ -147,6 +157,11 @@ class ParquetConversions:
 
     def _run(self, job: _Job) -> None:
         conversion = job.conversion
+        quota_left = -1 if self.quota_left is None else self.quota_left(job.session_id)
+        if self.quota_left is not None and quota_left <= 0:
+            conversion.state = "failed"
+            conversion.error = "your disk quota has no room left for the Parquet copy"
+            return
         context = multiprocessing.get_context("spawn")  # forking would copy the server's threads
         receiver, sender = context.Pipe(duplex=False)
         identity = (job.source.size, job.source.modified)
@@ -159,6 +174,7 @@ class ParquetConversions:
                 conversion.parquet,
                 identity,
                 self.memory_mb,
+                quota_left,
                 sender,
             ),
             name="parquet-helper",
@@ -216,5 +232,5 @@ class ParquetConversions:
         if process is not None and process.is_alive():
             process.kill()
         if self._thread is not None:
-            self._queue.put(None)
+            self._queue.close()
             self._thread.join(timeout=10)

@@ -37,10 +37,11 @@ def convert(
     twin: str,
     identity: tuple[int, float],
     memory_mb: int,
+    quota_left: int,
     channel: Connection,
 ) -> None:
-    """Copy `source` to `twin` as Parquet; sends ("progress", percent) and then
-    ("done", rows) or ("failed", message)."""
+    """Copy `source` to `twin` as Parquet, writing at most `quota_left` bytes (-1: no
+    quota); sends ("progress", percent) and then ("done", rows) or ("failed", message)."""
     lock = threading.Lock()
 
     def send(kind: str, value: Any) -> None:
@@ -48,7 +49,9 @@ def convert(
             channel.send((kind, value))
 
     try:
-        rows = _convert(Path(data_dir), session_id, source, twin, identity, memory_mb, send)
+        rows = _convert(
+            Path(data_dir), session_id, source, twin, identity, memory_mb, quota_left, send
+        )
     except Exception as exc:  # every failure is the file's status, not a crash
         send("failed", _human(exc))
     else:
@@ -74,10 +77,13 @@ def _convert(
     twin: str,
     identity: tuple[int, float],
     memory_mb: int,
+    quota_left: int,
     send: Any,
 ) -> int:
     workspaces = Workspaces(data_dir)
     room = workspaces.room(session_id)
+    if quota_left >= 0:  # the owner's quota too: the copy is written in their workspace
+        room = min(room, quota_left)
     _limit(memory_mb, room)
     import duckdb  # after the limits: its allocator sees them
 

@@ -147,3 +147,60 @@ def test_an_excel_sheet_is_converted_through_csv(
     copy = pq.read_table(workspaces.path(SESSION) / "uploads/book.xlsx.parquet")
     assert copy.num_rows == 3000 and copy.column_names == ["region", "sales"]
     assert sum(copy.column("sales").to_pylist()) == sum(range(3000))
+
+
+def _file(workspaces: Workspaces, session: str, relative: str, text: str) -> WorkspaceFile:
+    path = workspaces.ensure(session) / relative
+    path.write_text(text)
+    info = path.stat()
+    return WorkspaceFile(relative, info.st_size, info.st_mtime)
+
+
+def _state(conversions: ParquetConversions, session: str, found: WorkspaceFile) -> str:
+    twin = {f.path: f for f in conversions.workspaces.list_files(session)}.get(
+        found.path + ".parquet"
+    )
+    status = conversions.status(session, found, twin)
+    assert status is not None
+    return status.state
+
+
+def test_users_take_turns_in_the_queue(workspaces: Workspaces) -> None:
+    """One user's many uploads do not make another's wait behind all of them."""
+    conversions = ParquetConversions(workspaces, threshold_bytes=1000, memory_mb=256)
+    try:
+        many = [_file(workspaces, "u1-many", f"uploads/{n}.csv", table(20_000)) for n in range(4)]
+        one = _file(workspaces, "u2-one", "uploads/mine.csv", table(20_000))
+        for found in many:
+            assert _state(conversions, "u1-many", found) in ("queued", "converting")
+        assert _state(conversions, "u2-one", one) == "queued"
+        wait_for(lambda: _state(conversions, "u2-one", one) == "done", timeout=120)
+        # Served in turns (u1's first, u2's, u1's second, ...): u1's last two still wait.
+        assert [_state(conversions, "u1-many", found) for found in many[2:]] != ["done", "done"]
+        assert _state(conversions, "u1-many", many[3]) == "queued"
+    finally:
+        conversions.close()
+
+
+def test_a_copy_is_written_only_within_the_owners_quota(workspaces: Workspaces) -> None:
+    left = {"u3-full": 0, "u4-tight": 4096, "u5-room": 10**9}
+    conversions = ParquetConversions(
+        workspaces, threshold_bytes=1000, memory_mb=256, quota_left=left.__getitem__
+    )
+    try:
+        files = {s: _file(workspaces, s, "uploads/big.csv", table(50_000)) for s in left}
+        ended: dict[str, str] = {}
+        for session, found in files.items():
+
+            def done(session: str = session, found: WorkspaceFile = found) -> bool:
+                ended[session] = _state(conversions, session, found)
+                return ended[session] in ("done", "failed")
+
+            wait_for(done, timeout=120)
+        assert ended == {"u3-full": "failed", "u4-tight": "failed", "u5-room": "done"}
+        full = conversions.status("u3-full", files["u3-full"], None)
+        assert full is not None and "disk quota" in (full.error or ""), full
+        for session in ("u3-full", "u4-tight"):  # the helper could not write past 4 KB
+            assert sorted(os.listdir(workspaces.path(session) / "uploads")) == ["big.csv"]
+    finally:
+        conversions.close()
