@@ -437,7 +437,8 @@ class Settings(BaseSettings):
         ge=0,
         description="Warm sandboxes on this server, all users together (0: its memory divided "
         "by `PYTHON_CODE_MAX_MEMORY`, at least 4); past it the least recently used idle one "
-        "stops, or a 429.",
+        "stops, or a 429. With `EXECUTOR_BACKEND=ray` it counts the whole cluster's: set it "
+        "there (0 would count this server's memory).",
     )
     WORK_LIMITS: dict[WorkKind, dict[str, float]] = Field(
         default_factory=dict,

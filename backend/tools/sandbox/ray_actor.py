@@ -11,12 +11,15 @@ Ray is not a security boundary: the worker keeps its own network namespace, so c
 in it reaches none of Ray's ports.
 
 The API servers keep no state, so none of them can reap an idle actor: it ends itself
-after `idle_seconds` without a run, killing its worker first.
+after `idle_seconds` without a run, killing its worker first, and tells the sandboxes'
+ledger (`ray_caps`). A server that needs its place for another session under the caps
+ends it sooner (`end_if_idle`), unless a run is going on or waiting.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import threading
@@ -34,6 +37,7 @@ from backend.storage.s3_objects import S3Config, S3Error
 from backend.storage.workspaces import Workspaces
 from backend.tools.sandbox.availability import SandboxStatus, resolve_sandbox
 from backend.tools.sandbox.executor import ExecutionResult, ExecutorLimits, SandboxedExecutor
+from backend.tools.sandbox.ray_caps import LEDGER_NAME, LEDGER_TIMEOUT
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +80,7 @@ class ActorSpec:
     cache_dir: str  # RAY_CACHE_DIR
     idle_seconds: float  # SANDBOX_IDLE_SECONDS
     mirror: MirrorSpec | None  # None: the node shares the API's disk (tests of the mechanics)
+    namespace: str  # RAY_NAMESPACE: where the sandboxes' ledger is
 
 
 def failed(message: str) -> dict[str, Any]:
@@ -95,6 +100,7 @@ class SessionSandbox:
         self.last_used = time.monotonic()
         self._executor: SandboxedExecutor | None = None
         self._turn = asyncio.Lock()  # one run at a time, with its pull and push
+        self._runs = 0  # runs going on or waiting for the turn
         self._ending = False
         self._stop_watching = threading.Event()
         # A thread, not a task: __init__ runs outside the actor's event loop, and a
@@ -107,14 +113,18 @@ class SessionSandbox:
 
     async def run(self, code: str, timeout: float | None) -> dict[str, Any]:  # noqa: ASYNC109
         """Pull, run `code`, push: an ExecutionResult as a dict with PUSHED, or {ENDING: True}."""
-        async with self._turn:
-            if self._ending:
-                return {ENDING: True}  # not run: the caller asks the next actor
-            self.last_used = time.monotonic()
-            try:
-                return await self._run(code, timeout)
-            finally:
+        self._runs += 1
+        try:
+            async with self._turn:
+                if self._ending:
+                    return {ENDING: True}  # not run: the caller asks the next actor
                 self.last_used = time.monotonic()
+                try:
+                    return await self._run(code, timeout)
+                finally:
+                    self.last_used = time.monotonic()
+        finally:
+            self._runs -= 1
 
     async def _run(self, code: str, timeout: float | None) -> dict[str, Any]:  # noqa: ASYNC109
         workspace = await asyncio.to_thread(self.workspaces.ensure, self.session_id)
@@ -162,13 +172,38 @@ class SessionSandbox:
         async with self._turn:
             if time.monotonic() - self.last_used < self.spec.idle_seconds:
                 return False
-            self._ending = True  # runs queued behind this one answer ENDING, unrun
-            self._stop_watching.set()
-            if self._executor is not None:
-                await self._executor.close()
+            await self._stop()
+        await self._tell_ledger()
         logger.info("session %s: idle, ending its sandbox actor", self.session_id)
         ray.actor.exit_actor()  # type: ignore[no-untyped-call]
         return True  # not reached: exit_actor raises
+
+    async def end_if_idle(self) -> bool:
+        """End this actor now, its worker killed first, unless a run is going on or waiting
+        (then False): a server needs its place under the sandbox caps. It never waits for
+        a run, and the ledger has already dropped it."""
+        if self._runs or self._turn.locked():
+            return False
+        async with self._turn:  # free, and nobody waits: taken at once
+            await self._stop()
+        logger.info("session %s: ending its sandbox actor for another's", self.session_id)
+        ray.actor.exit_actor()  # type: ignore[no-untyped-call]
+        return True  # not reached: exit_actor raises
+
+    async def _stop(self) -> None:
+        """Take no more runs (those waiting answer ENDING, unrun), and kill the worker."""
+        self._ending = True
+        self._stop_watching.set()
+        if self._executor is not None:
+            await self._executor.close()
+
+    async def _tell_ledger(self) -> None:
+        """The ledger forgets this session (if it can be reached: it heals without)."""
+        with contextlib.suppress(ValueError, ray.exceptions.RayError, TimeoutError):
+            ledger = await asyncio.to_thread(
+                ray.get_actor, LEDGER_NAME, namespace=self.spec.namespace
+            )
+            await asyncio.wait_for(ledger.ended.remote(self.session_id), LEDGER_TIMEOUT)
 
     def _watch_idle(self) -> None:
         handle = ray.get_runtime_context().current_actor

@@ -11,6 +11,10 @@ A run is never retried once it may have started: code is not idempotent. If the
 actor's node is lost mid-run, the run fails with a clear message, and Ray restarts
 the actor on another node, which starts from the variables in S3. Runs during the
 few seconds Ray takes to notice a lost node fail the same way.
+
+USER_MAX_SANDBOXES and HOST_MAX_SANDBOXES hold for the whole cluster: before each run the
+pool asks the cluster's ledger (`ray_caps`) to admit the session, ends the idle actors it
+names, or raises its refusal (`SandboxRefused`, the local pool's 429).
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import asyncio
 import logging
 import socket
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from backend.config import ConfigError, Settings
@@ -26,18 +32,22 @@ from backend.storage.mirror import WorkspaceMirror
 from backend.storage.s3_objects import S3Error
 from backend.storage.sessions import check_key
 from backend.storage.workspaces import Workspaces
+from backend.tools.sandbox.admission import SandboxCaps
 from backend.tools.sandbox.executor import (
+    OUTER_GRACE,
     BasePythonExecutor,
     ExecutionResult,
     ExecutorLimits,
     RunObserver,
     observe_run,
 )
-from backend.tools.sandbox.pool import check_mode
+from backend.tools.sandbox.pool import check_mode, host_max_sandboxes
 
 if TYPE_CHECKING:
     from ray import ObjectRef
     from ray.actor import ActorClass, ActorHandle
+
+    from backend.tools.sandbox.ray_caps import ClusterCaps
 
 logger = logging.getLogger(__name__)
 
@@ -119,8 +129,13 @@ class RayExecutorPool:
     """ExecutorPool's interface over Ray actors; holds no per-session state."""
 
     def __init__(
-        self, settings: Settings, workspaces: Workspaces, mirror: WorkspaceMirror | None
+        self,
+        settings: Settings,
+        workspaces: Workspaces,
+        mirror: WorkspaceMirror | None,
+        max_sandboxes: Callable[[int], int] | None = None,
     ) -> None:
+        """`max_sandboxes(user id)`: that user's cap (default: USER_MAX_SANDBOXES for all)."""
         if settings.SANDBOX == "none":
             # Unisolated code on a node reaches Ray's ports, and through them every node.
             raise ConfigError(
@@ -131,6 +146,7 @@ class RayExecutorPool:
         import ray
 
         from backend.tools.sandbox.ray_actor import ActorSpec, MirrorSpec, SessionSandbox
+        from backend.tools.sandbox.ray_caps import ClusterCaps
 
         self.settings = settings
         self.workspaces = workspaces
@@ -142,8 +158,17 @@ class RayExecutorPool:
             cache_dir=str(settings.RAY_CACHE_DIR),
             idle_seconds=settings.SANDBOX_IDLE_SECONDS,
             mirror=MirrorSpec.of(mirror),
+            namespace=self.namespace,
         )
         self._actor_class: ActorClass[Any] = ray.remote(SessionSandbox)
+        self.caps: ClusterCaps = ClusterCaps(
+            self.namespace,
+            SandboxCaps(
+                host_max=host_max_sandboxes(settings),
+                user_max=max_sandboxes or (lambda _: settings.USER_MAX_SANDBOXES),
+                retry_after=settings.PYTHON_CODE_TIMEOUT + OUTER_GRACE,
+            ),
+        )
         self.on_run: RunObserver | None = None
 
     def limits(self) -> ExecutorLimits:
@@ -179,8 +204,8 @@ class RayExecutorPool:
         return 0
 
     async def reap_idle(self, idle_seconds: float) -> int:
-        """Nothing to do here: each actor ends itself after SANDBOX_IDLE_SECONDS, since
-        no server keeps a list of them (any server may have started any of them)."""
+        """Nothing to do here: each actor ends itself after SANDBOX_IDLE_SECONDS (and tells
+        the ledger), since no server keeps a list of them."""
         return 0
 
     async def close_all(self) -> None:
@@ -198,6 +223,7 @@ class RayExecutorPool:
             ray.kill(actor, no_restart=True)
 
         await asyncio.to_thread(kill)
+        await self.caps.ended(session_id)
 
 
 class RayExecutor(BasePythonExecutor):
@@ -220,14 +246,11 @@ class RayExecutor(BasePythonExecutor):
         started = time.monotonic()
         mirror = self.pool.mirror
         local = self.pool.workspaces.ensure(self.session_id)
-        if mirror is not None:
-            try:
-                await asyncio.to_thread(mirror.push, self.session_id, local)
-            except (S3Error, OSError) as exc:
-                return _failed(
-                    f"RuntimeError: the workspace could not be sent to S3: {exc}", started
-                )
-        answer = await self._answer(code, timeout)
+        await self.pool.caps.admit(self.session_id)  # or SandboxRefused: the caps are full
+        try:
+            answer = await self._pushed_and_run(local, code, timeout)
+        finally:  # however the run ended, cancelled too: its sandbox is idle
+            await self.pool.caps.released(self.session_id)
         if isinstance(answer, str):
             return _failed(answer, started)
         pushed = answer.pop(PUSHED, False)
@@ -237,6 +260,20 @@ class RayExecutor(BasePythonExecutor):
             except (S3Error, OSError) as exc:  # the next listing pulls again
                 logger.warning("session %s: pull from S3 failed: %s", self.session_id, exc)
         return ExecutionResult(**answer)
+
+    async def _pushed_and_run(
+        self,
+        local: Path,
+        code: str,
+        timeout: float | None,  # noqa: ASYNC109
+    ) -> dict[str, Any] | str:
+        """This server's copy of the workspace sent to S3, then the actor's answer."""
+        if self.pool.mirror is not None:
+            try:
+                await asyncio.to_thread(self.pool.mirror.push, self.session_id, local)
+            except (S3Error, OSError) as exc:
+                return f"RuntimeError: the workspace could not be sent to S3: {exc}"
+        return await self._answer(code, timeout)
 
     async def _answer(self, code: str, timeout: float | None) -> dict[str, Any] | str:  # noqa: ASYNC109
         """The actor's answer (an ExecutionResult's fields and PUSHED), or why none came."""
