@@ -81,6 +81,7 @@ _WHAT = {
     "table_download": "table downloads",
     "export": "exports",
     "chat_stream": "chat replies",
+    "rag_index": "document indexings",
 }
 
 

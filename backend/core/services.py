@@ -164,7 +164,10 @@ def build_services(settings: Settings) -> Services:
         ),
         settings.mcp_stdio_programs(),
     )
-    agents = AgentRunner(settings, shared, catalog, coder, executors, llm.name, mcp)
+    # Several API servers share only PostgreSQL: there, a user's places count on all.
+    shared_places = SharedPlaces(store, server) if is_postgres(settings.DATABASE_URL) else None
+    governor = Governor(settings, shared_places)
+    agents = AgentRunner(settings, shared, catalog, coder, executors, llm.name, mcp, governor)
     branches = BranchStates(
         TurnSnapshots(settings.DATA_DIR, workspaces), executors, shared, limits.disk_left_for
     )
@@ -190,9 +193,6 @@ def build_services(settings: Settings) -> Services:
         steps=steps,
         limits=limits,
     )
-    # Several API servers share only PostgreSQL: there, a user's places count on all.
-    shared_places = SharedPlaces(store, server) if is_postgres(settings.DATABASE_URL) else None
-    governor = Governor(settings, shared_places)
     return Services(
         settings=settings,
         secret_key=secret_key,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from typing import Any, Literal, get_args
@@ -51,6 +52,8 @@ from backend.core.events import (
     Table,
     ToolCall,
 )
+from backend.core.governor import Governor
+from backend.core.limits import LimitReached
 from backend.core.mcp_registry import McpRegistry
 from backend.files.catalog import DATA_FOLDER, WorkspaceCatalog
 from backend.llm.embedder import embedder_for_backend
@@ -62,7 +65,7 @@ from backend.tools.python_coder.answer import output_answer, plots
 from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.python_coder.head import turn_head
 from backend.tools.python_coder.result import new_run_id
-from backend.tools.rag import RAG_EXTENSIONS, RagIndex
+from backend.tools.rag import RAG_EXTENSIONS, IndexingRefused, RagIndex
 from backend.tools.sandbox.chart_files import chart_files
 from backend.tools.sandbox.pool import SessionExecutors
 from backend.tools.web_search import web_search_from_settings
@@ -81,7 +84,9 @@ class AgentRunner:
         executors: SessionExecutors,
         llm_backend: str,
         mcp: McpRegistry | None = None,
+        governor: Governor | None = None,
     ) -> None:
+        """`governor`: documents are indexed within a `rag_index` place (None: no bound)."""
         self.settings = settings
         self.mcp = mcp
         self.shared = shared
@@ -100,6 +105,7 @@ class AgentRunner:
             workspaces=shared.workspaces,
             runner=catalog.runner,
             embedder=embedder_for_backend(llm_backend, settings.OLLAMA_HOST),
+            place=None if governor is None else functools.partial(_indexing, governor),
         )
 
     async def checkpointer(self) -> BaseCheckpointSaver[Any]:
@@ -236,6 +242,23 @@ class AgentRunner:
         if answer:
             yield AnswerDelta(text=answer)
         yield Finish(reason="stop" if limit is None else "length")
+
+
+@contextlib.asynccontextmanager
+async def _indexing(governor: Governor, user_id: int) -> AsyncIterator[None]:
+    """A `rag_index` place for bringing a session's documents up to date, within its time
+    (parsing in the isolated reader, embedding on the model server)."""
+    try:
+        async with governor.hold("rag_index", user_id) as held:
+            try:
+                async with asyncio.timeout(held.seconds):
+                    yield
+            except TimeoutError:
+                raise IndexingRefused(
+                    f"indexing took longer than the {held.seconds:g} s the server gives it"
+                ) from None
+    except LimitReached as refused:
+        raise IndexingRefused(refused.message) from None
 
 
 def _report_in_graph(event: ContextFitted) -> None:

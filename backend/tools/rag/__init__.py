@@ -16,7 +16,13 @@ from backend.tools.rag.documents import (
     UnreadableDocument,
     UnsupportedDocument,
 )
-from backend.tools.rag.index import DocumentNotFound, IndexedFile, RagIndex, Retrieval
+from backend.tools.rag.index import (
+    DocumentNotFound,
+    IndexedFile,
+    IndexingRefused,
+    RagIndex,
+    Retrieval,
+)
 from backend.tools.rag.query import match_expression, query_terms
 from backend.tools.rag.store import Passage
 from backend.tools.rag.tool import RagResult, rag_retrieval
@@ -26,6 +32,7 @@ __all__ = [
     "Chunk",
     "DocumentNotFound",
     "IndexedFile",
+    "IndexingRefused",
     "Passage",
     "RagIndex",
     "RagResult",

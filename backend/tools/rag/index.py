@@ -12,9 +12,12 @@ Blocking work (SQLite, parsing) runs in threads, off the event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections import defaultdict
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -89,6 +92,10 @@ def document_path(name: str) -> str:
     return path
 
 
+class IndexingRefused(Exception):
+    """The server's bound on indexing (`RagIndex.place`) refused the work or stopped it."""
+
+
 class RagIndex:
     def __init__(
         self,
@@ -98,13 +105,18 @@ class RagIndex:
         runner: IsolatedRunner | None = None,
         embedder: Embedder | None = None,
         min_similarity: float = DEFAULT_MIN_SIMILARITY,
+        place: Callable[[int], AbstractAsyncContextManager[None]] | None = None,
     ) -> None:
+        """`place(user id)`: held while that user's documents are indexed (the server's
+        bound on that work; `IndexingRefused` when it refuses, or ends the work past its
+        time)."""
         self.store = PassageStore(data_dir / "rag")
         self.workspaces = workspaces or Workspaces(data_dir)
         self._owns_runner = runner is None
         self.runner = runner or IsolatedRunner(timeout=READ_TIMEOUT)
         self.embedder = embedder
         self.min_similarity = min_similarity
+        self.place = place
 
     def close(self) -> None:
         if self._owns_runner:
@@ -112,10 +124,19 @@ class RagIndex:
 
     async def index_file(self, user_id: int, session_id: str, name: str) -> IndexedFile:
         """Index one upload. Raises `DocumentNotFound`, `UnsupportedDocument` or `UnsafePath`."""
-        return await self._index(user_id, session_id, document_path(name), embed=True)
+        async with self._placed(user_id):
+            return await self._index(user_id, session_id, document_path(name), embed=True)
+
+    def _placed(self, user_id: int) -> AbstractAsyncContextManager[None]:
+        return self.place(user_id) if self.place is not None else contextlib.nullcontext()
 
     async def index_session(self, user_id: int, session_id: str) -> list[IndexedFile]:
-        """Index every supported document under uploads/; forget those no longer there."""
+        """Index every supported document under uploads/; forget those no longer there.
+        `IndexingRefused` when the server refuses the work or it ran too long."""
+        async with self._placed(user_id):
+            return await self._index_session(user_id, session_id)
+
+    async def _index_session(self, user_id: int, session_id: str) -> list[IndexedFile]:
         files = await asyncio.to_thread(self.workspaces.list_files, session_id)
         names = [
             entry.path

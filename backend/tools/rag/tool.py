@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from backend.tools.rag.index import RagIndex, SearchMethod
+from backend.tools.rag.index import IndexingRefused, RagIndex, SearchMethod
 from backend.tools.rag.store import Passage
 
 MAX_QUERY_SHOWN = 200
@@ -79,7 +79,13 @@ async def rag_retrieval(
     """The user's passages most relevant to `query` (this session's, when one is given)."""
     notes: list[str] = []
     if session_id is not None:
-        for outcome in await index.index_session(user_id, session_id):
+        try:
+            outcomes = await index.index_session(user_id, session_id)
+        except IndexingRefused as exc:  # the server's bound: search what is indexed
+            outcomes = []
+            notes.append(f"The documents could not be brought up to date now ({exc}); "
+                         "the passages come from what was indexed before.")  # fmt: skip
+        for outcome in outcomes:
             if outcome.status == "failed":
                 notes.append(f"{outcome.source} could not be read ({outcome.error}).")
     retrieval = await index.retrieve(user_id, query, k, session_id)
