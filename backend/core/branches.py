@@ -10,9 +10,10 @@ graph's side forks the same way: an agent turn continues from the LangGraph
 checkpoint that the branch's last turn of that agent left (`fork_from`).
 
 Snapshots and restores are disk written on the user's behalf: each is counted
-before it is written and must fit in what the user's quota leaves (`quota_left`)
-and the disk's room. A snapshot that does not fit is skipped, and the answer says
-so (its `data_state`); a restore that does not fit is a 507 before anything changes.
+before it is written and must fit in what the user's quota leaves, less what their
+runs going on meanwhile were dealt (`room`, `DiskShares.writing`), and the disk's room.
+A snapshot that does not fit is skipped, and the answer says so (its `data_state`); a
+restore that does not fit is a 507 before anything changes.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
 from starlette.concurrency import run_in_threadpool
@@ -99,6 +101,11 @@ def fork_from(path: Sequence[Message], agent: str, *, linear: bool) -> str | Non
     return None if linear else FRESH_CHECKPOINT
 
 
+@contextlib.asynccontextmanager
+async def _no_quota() -> AsyncIterator[int | None]:
+    yield None
+
+
 class BranchStates:
     """Each session's data state, per branch: snapshots after turns, restores before."""
 
@@ -107,12 +114,14 @@ class BranchStates:
         snapshots: TurnSnapshots,
         executors: SessionExecutors,
         shared: SharedWorkspaces,
-        quota_left: Callable[[str], int | None] = lambda key: None,
+        room: Callable[[str], AbstractAsyncContextManager[int | None]] = lambda key: _no_quota(),
     ) -> None:
+        """`room(key)`: held while writing for the session's owner, the bytes they may
+        still write (None: no quota)."""
         self.snapshots = snapshots
         self.executors = executors
         self.shared = shared  # with EXECUTOR_BACKEND=ray, S3 holds what the sandbox sees
-        self.quota_left = quota_left  # bytes a session key's owner may still write
+        self.room = room
         self._open: dict[str, asyncio.Event] = {}  # set when the session's last turn closed
 
     async def begin(self, key: str, turn: object) -> asyncio.Event:
@@ -151,8 +160,8 @@ class BranchStates:
             return False
         await self.executors.discard(key)  # its variables are the other branch's
         try:
-            budget = await run_in_threadpool(self.quota_left, key)
-            await in_work_thread(self.snapshots.restore, key, target, budget)
+            async with self.room(key) as budget:
+                await in_work_thread(self.snapshots.restore, key, target, budget)
         except NoRoom as exc:
             raise LimitReached(507, no_room_note(exc, "restored"), _code(exc)) from None
         await self.shared.push(key)
@@ -165,8 +174,8 @@ class BranchStates:
         returns why, for a snapshot refused for room (None: taken, or failed otherwise)."""
         try:
             await self.shared.pull(key)  # what the session's actor wrote, with Ray
-            budget = await run_in_threadpool(self.quota_left, key)
-            cost = await in_work_thread(self.snapshots.take, key, message_id, budget)
+            async with self.room(key) as budget:
+                cost = await in_work_thread(self.snapshots.take, key, message_id, budget)
         except NoRoom as exc:
             logger.warning("session %s: turn %s not snapshot: %s", key, message_id, exc)
             return no_room_note(exc, "kept")

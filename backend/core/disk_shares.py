@@ -7,6 +7,10 @@ holds now plus an equal share of what is left of the quota. Shares are dealt aga
 after a fresh walk of the user's folders, whenever one of their runs starts or ends, so
 together their runs can never write past the quota (the worker stops a run past its
 limit: `backend/tools/sandbox/room.py`). A run alone gets all that is left.
+
+What the server itself writes for the user while their runs go on (a turn's snapshot, a
+branch's restore) takes part alike: `writing(key)` deals it a share too and answers it,
+the most it may write, so it never spends what a run was dealt (or the reverse).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -26,49 +31,72 @@ logger = logging.getLogger(__name__)
 
 
 class DiskShares:
-    """`held(key, workspace)` around each run: its share of its owner's quota."""
+    """`held(key, workspace)` around each run, `writing(key)` around the server's own
+    writing for a user: their shares of the owner's quota."""
 
     def __init__(self, disk: DiskUsage, quota_bytes: Callable[[int], int]) -> None:
         """`quota_bytes(user id)`: that user's disk quota (reads the store)."""
         self.disk = disk
         self.quota_bytes = quota_bytes
-        self._runs: dict[int, dict[str, Path]] = {}  # user id -> their running workspaces
+        # User id -> who writes for them now: a run's workspace, or None (the server's).
+        self._writers: dict[int, dict[str, Path | None]] = {}
+        self._shares: dict[str, int] = {}  # the server's writers' latest shares
         self._locks: dict[int, asyncio.Lock] = {}
         self._dealing: set[asyncio.Task[None]] = set()
 
     @contextlib.asynccontextmanager
     async def held(self, key: str, workspace: Path) -> AsyncIterator[None]:
+        """Around a run in `workspace`: its limit is written where the sandbox reads it."""
+        async with self._taking_part(key, key, workspace):
+            yield
+
+    @contextlib.asynccontextmanager
+    async def writing(self, key: str) -> AsyncIterator[int]:
+        """Around the server's writing for `key`'s owner: the bytes it may write."""
+        writer = f"{key}#{uuid.uuid4().hex}"
+        async with self._taking_part(key, writer, None):
+            yield self._shares.get(writer, 0)
+
+    @contextlib.asynccontextmanager
+    async def _taking_part(
+        self, key: str, writer: str, workspace: Path | None
+    ) -> AsyncIterator[None]:
         user_id = owner_of(key)
-        runs = self._runs.setdefault(user_id, {})
-        runs[key] = workspace
+        writers = self._writers.setdefault(user_id, {})
+        writers[writer] = workspace
         try:
             await self._deal(user_id)
             yield
         finally:
-            runs.pop(key, None)
-            set_limit(workspace, None)
-            if runs:  # the others may have more now; not awaited (this may be a cancel)
+            writers.pop(writer, None)
+            self._shares.pop(writer, None)
+            if workspace is not None:
+                set_limit(workspace, None)
+            if writers:  # the others may have more now; not awaited (this may be a cancel)
                 task = asyncio.create_task(self._deal(user_id))
                 self._dealing.add(task)
                 task.add_done_callback(self._dealing.discard)
-            elif self._runs.get(user_id) is runs:
-                del self._runs[user_id]
+            elif self._writers.get(user_id) is writers:
+                del self._writers[user_id]
                 self._locks.pop(user_id, None)
 
     async def _deal(self, user_id: int) -> None:
         lock = self._locks.setdefault(user_id, asyncio.Lock())
-        async with lock:  # one walk at a time per user; a run waits for its share
-            runs = dict(self._runs.get(user_id, {}))
-            if not runs:
+        async with lock:  # one walk at a time per user; a writer waits for its share
+            writers = dict(self._writers.get(user_id, {}))
+            if not writers:
                 return
             try:
-                await asyncio.to_thread(self._write_shares, user_id, runs)
+                await asyncio.to_thread(self._write_shares, user_id, writers)
             except OSError:  # the checks before the run still hold; this one is lost
                 logger.exception("Could not share user %d's disk quota among their runs", user_id)
 
-    def _write_shares(self, user_id: int, runs: dict[str, Path]) -> None:
+    def _write_shares(self, user_id: int, writers: dict[str, Path | None]) -> None:
         sizes = {os.path.abspath(path): size for path, size in self.disk.measure(user_id).items()}
         left = max(self.quota_bytes(user_id) - sum(sizes.values()), 0)
-        share = left // len(runs)
-        for workspace in runs.values():
-            set_limit(workspace, sizes.get(os.path.abspath(workspace), 0) + share)
+        share = left // len(writers)
+        for writer, workspace in writers.items():
+            if workspace is None:
+                self._shares[writer] = share
+            else:
+                set_limit(workspace, sizes.get(os.path.abspath(workspace), 0) + share)

@@ -141,12 +141,14 @@ def build_services(settings: Settings) -> Services:
     catalog = WorkspaceCatalog(workspaces, runner, conversions=conversions, s3=s3)
     steps = StoreStepLog(store)
     coder = PythonCoder(settings, workspaces, catalog, steps)
+    # A user's runs, and what the server writes for them, share what their quota leaves.
+    disk_shares = DiskShares(limits.disk, limits.quota_bytes)
     executors: SessionExecutors
     if settings.EXECUTOR_BACKEND == "ray":  # sandboxes on the cluster's nodes (docs/scale-out.md)
         executors = RayExecutorPool(settings, workspaces, shared.mirror, limits.max_sandboxes)
     else:
         executors = ExecutorPool(settings, sandbox, workspaces, limits.max_sandboxes)
-        executors.room = DiskShares(limits.disk, limits.quota_bytes).held
+        executors.room = disk_shares.held
     executors.on_run = usage.add_run  # each run's seconds, to its session's owner
     sandbox_check = SandboxSelfCheck(settings.DATA_DIR, sandbox, executors.limits())
     if settings.EXECUTOR_BACKEND == "ray":
@@ -169,7 +171,7 @@ def build_services(settings: Settings) -> Services:
     governor = Governor(settings, shared_places)
     agents = AgentRunner(settings, shared, catalog, coder, executors, llm.name, mcp, governor)
     branches = BranchStates(
-        TurnSnapshots(settings.DATA_DIR, workspaces), executors, shared, limits.disk_left_for
+        TurnSnapshots(settings.DATA_DIR, workspaces), executors, shared, disk_shares.writing
     )
     files = UserFiles(store, FileBlobs(settings.DATA_DIR), limits.disk)
     containers = Containers(
