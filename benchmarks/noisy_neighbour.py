@@ -43,7 +43,6 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 import zlib
 from collections import Counter
@@ -358,7 +357,8 @@ class Peaks:
 
 
 class Sampler:
-    """The server's RSS every 0.1 s and A's disk every 0.5 s, at their peaks, while on."""
+    """The server's RSS every 0.1 s and A's disk every 0.5 s, at their peaks, while on: in
+    a process of its own, so that walking A's files never takes the GIL from B's client."""
 
     def __init__(self, server: LiveServer, a_id: int) -> None:
         assert server.process is not None
@@ -366,37 +366,48 @@ class Sampler:
         self.data = server.data_dir
         self.a_id = a_id
         self.peaks = Peaks()
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._sample)
-
-    def _sample(self) -> None:
-        ticks = 0
-        while True:
-            self.peaks.rss_mb = max(self.peaks.rss_mb, rss_mb(self.pid))
-            if ticks % 5 == 0:
-                self.measure_disk()
-            ticks += 1
-            if self._done.wait(0.1):
-                return
-
-    def measure_disk(self) -> None:
-        mine = [
-            *(self.data / "scratch").glob(f"u{self.a_id}-*"),
-            *(self.data / "snapshots").glob(f"u{self.a_id}-*"),
-        ]
-        self.peaks.disk_mb = max(self.peaks.disk_mb, allocated(mine) / MB)
-        self.peaks.spill_mb = max(self.peaks.spill_mb, allocated([self.data / "tmp"]) / MB)
+        context = multiprocessing.get_context("spawn")
+        self._done = context.Event()
+        self._results = context.Queue()
+        self._process = context.Process(
+            target=_sample, args=(self.pid, self.data, a_id, self._done, self._results)
+        )
 
     def __enter__(self) -> Peaks:
         self._cpu = cpu_seconds(self.pid)
-        self._thread.start()
+        self._process.start()
         return self.peaks
 
     def __exit__(self, *_: object) -> None:
         self._done.set()
-        self._thread.join()
-        self.measure_disk()
+        found: Peaks = self._results.get(timeout=300)
+        self._process.join()
+        self.peaks.rss_mb, self.peaks.disk_mb = found.rss_mb, found.disk_mb
+        self.peaks.spill_mb = found.spill_mb
         self.peaks.server_cpu = cpu_seconds(self.pid) - self._cpu
+
+
+def _sample(pid: int, data: Path, a_id: int, done: ProcessEvent, results: Any) -> None:
+    peaks = Peaks()
+
+    def measure_disk() -> None:
+        mine = [
+            *(data / "scratch").glob(f"u{a_id}-*"),
+            *(data / "snapshots").glob(f"u{a_id}-*"),
+        ]
+        peaks.disk_mb = max(peaks.disk_mb, allocated(mine) / MB)
+        peaks.spill_mb = max(peaks.spill_mb, allocated([data / "tmp"]) / MB)
+
+    ticks = 0
+    while True:
+        peaks.rss_mb = max(peaks.rss_mb, rss_mb(pid))
+        if ticks % 5 == 0:
+            measure_disk()
+        ticks += 1
+        if done.wait(0.1):
+            break
+    measure_disk()
+    results.put(peaks)
 
 
 # ---------------------------------------------------------------- phases and the report

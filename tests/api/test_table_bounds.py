@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import ADMIN_PASSWORD, write_replies
 from tests.support.live_server import LiveServer
+from tests.support.waiting import wait_for
 
 TABLE = "0123456789ab_1"
 MEMORY_MB = "64"  # DuckDB's: a sort of ROWS spills (or, with no spill room, fails)
@@ -124,6 +125,19 @@ def test_duckdb_spills_under_data_dir_and_earlier_spill_is_removed(shared: LiveS
     assert not (spill / "999999").exists()  # a dead server's spill is gone
     assert shared.process is not None
     assert [p.name for p in spill.iterdir()] == [str(shared.process.pid)]
+
+
+def test_a_query_whose_client_went_away_is_stopped(shared: LiveServer) -> None:
+    """Starlette would finish a plain route's work for nobody: a sort of millions of rows
+    that the client gave up on would keep its place, the CPU and DuckDB's memory."""
+    user_id, http = _person(shared, "impatient")
+    _big(_table(shared, user_id, http, "sorted"))
+    url = f"/api/sessions/sorted/tables/{TABLE}/rows"
+    with closing(http):
+        with pytest.raises(httpx.ReadTimeout):  # the client gives up and goes
+            http.get(url, params={"sort": "city", "offset": ROWS - 10}, timeout=0.3)
+        wait_for(lambda: "A table page was stopped: its client went away" in shared.log())
+        assert http.get("/api/users/me/usage").status_code == 200
 
 
 def test_a_table_file_that_is_not_parquet_is_a_422(shared: LiveServer) -> None:

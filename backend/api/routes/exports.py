@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
+from backend.api.client_gone import until_gone
 from backend.api.deps import (
     ChatServiceDep,
     FileReader,
@@ -46,6 +47,7 @@ async def export_session_steps(
     steps: StepsDep,
     workspaces: WorkspacesDep,
     governor: GovernorDep,
+    request: Request,
     format: Annotated[ExportFormat, Query()] = "ipynb",
     leaf: Annotated[int | None, Query(ge=1, description="Export this message's branch.")] = None,
 ) -> Response:
@@ -64,10 +66,11 @@ async def export_session_steps(
         runs = branch_runs(tree.path(tree.latest_leaf(leaf) if leaf else tree.latest))
         kept = [step for step in kept if step.run_id in runs]
     async with governor.hold("export", user.id) as held:
-        export = await held.run(
+        work = held.run(
             *(export_session, workspaces, key, conversation.title, kept, format),
             native=True,  # hashing the inputs: hashlib works outside the GIL
         )
+        export = await until_gone(request, work, "session export")
     disposition = f'attachment; filename="{export.filename}"'  # a name of [A-Za-z0-9_-]
     return Response(
         export.body, media_type=export.media_type, headers={"Content-Disposition": disposition}

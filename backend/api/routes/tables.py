@@ -16,11 +16,12 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from backend.api.client_gone import until_gone
 from backend.api.deps import (
     FileReader,
     GovernorDep,
@@ -167,6 +168,7 @@ async def read_table(
     workspaces: WorkspacesDep,
     settings: SettingsDep,
     governor: GovernorDep,
+    request: Request,
 ) -> TableSummaryPublic:
     """A table's row count, and per column its type, nulls, distinct values, range and mean."""
     key = await _table(store, shared, user, session_id, table_id)
@@ -174,11 +176,12 @@ async def read_table(
         with _answers():
             tables, heavy = await _lane(settings, workspaces, key, table_id)
             with tables.cursor() as cursor:
-                summary = await held.run(
+                work = held.run(
                     *(summarize, cursor, workspaces, key, table_id),
                     interrupt=cursor.interrupt,
                     native=heavy,
                 )
+                summary = await until_gone(request, work, "table summary")
     return TableSummaryPublic.of(table_id, summary)
 
 
@@ -192,6 +195,7 @@ async def read_table_rows(
     workspaces: WorkspacesDep,
     settings: SettingsDep,
     governor: GovernorDep,
+    request: Request,
     offset: Annotated[int, Query(ge=0, le=10**12)] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     sort: Sort = None,
@@ -205,12 +209,13 @@ async def read_table_rows(
         with _answers():
             tables, heavy = await _lane(settings, workspaces, key, table_id)
             with tables.cursor() as cursor:
-                page = await held.run(
+                work = held.run(
                     read_page,
                     *(cursor, workspaces, key, table_id, query, offset, limit),
                     interrupt=cursor.interrupt,
                     native=heavy,  # DuckDB's: outside the GIL
                 )
+                page = await until_gone(request, work, "table page")
     return TablePagePublic.of(page)
 
 
