@@ -22,7 +22,9 @@ ExecutorMode = Literal["native", "openinterpreter"]
 SandboxMode = Literal["auto", "bwrap", "none"]
 ExecutorBackend = Literal["local", "ray"]
 
-WorkKind = Literal["table_query", "table_download", "export", "chat_stream", "rag_index"]
+WorkKind = Literal[
+    "table_query", "table_download", "export", "chat_stream", "rag_index", "snapshot"
+]
 
 
 class WorkShare(BaseModel):
@@ -43,6 +45,7 @@ WORK_DEFAULTS: dict[str, WorkShare] = {
     "export": WorkShare(total=2, per_user=1, seconds=300),
     "chat_stream": WorkShare(total=32, per_user=4, seconds=3600),
     "rag_index": WorkShare(total=2, per_user=1, seconds=300),
+    "snapshot": WorkShare(total=4, per_user=2, seconds=600),
 }
 
 # Values people paste from examples; accepting them would make tokens forgeable.

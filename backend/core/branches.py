@@ -25,18 +25,21 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
-from backend.core.governor import in_work_thread
+from backend.core.governor import Governor, in_work_thread
 from backend.core.limits import MEGABYTE, LimitReached
 from backend.storage import ROOT, Message
 from backend.storage.message_tree import MessageTree
+from backend.storage.sessions import owner_of
 from backend.storage.shared import SharedWorkspaces
 from backend.storage.snapshots import NoRoom, TooManyFiles, TurnSnapshots
 from backend.tools.sandbox.pool import SessionExecutors
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CLOSE_WAIT = 10.0  # seconds a turn waits for the session's previous one to be recorded
 # A checkpoint id no thread has: a graph run from it starts with no memory of other turns.
@@ -106,6 +109,20 @@ async def _no_quota() -> AsyncIterator[int | None]:
     yield None
 
 
+class _Held(Protocol):
+    async def run(self, work: Callable[..., T], *args: object) -> T: ...
+
+
+class _Unbounded:
+    async def run(self, work: Callable[..., T], *args: object) -> T:
+        return await in_work_thread(work, *args)
+
+
+@contextlib.asynccontextmanager
+async def _unbounded() -> AsyncIterator[_Held]:
+    yield _Unbounded()
+
+
 class BranchStates:
     """Each session's data state, per branch: snapshots after turns, restores before."""
 
@@ -115,9 +132,12 @@ class BranchStates:
         executors: SessionExecutors,
         shared: SharedWorkspaces,
         room: Callable[[str], AbstractAsyncContextManager[int | None]] = lambda key: _no_quota(),
+        governor: Governor | None = None,
     ) -> None:
         """`room(key)`: held while writing for the session's owner, the bytes they may
-        still write (None: no quota)."""
+        still write (None: no quota). `governor`: each snapshot and restore takes a
+        `snapshot` place (per user, in all, and a time limit)."""
+        self.governor = governor
         self.snapshots = snapshots
         self.executors = executors
         self.shared = shared  # with EXECUTOR_BACKEND=ray, S3 holds what the sandbox sees
@@ -160,8 +180,8 @@ class BranchStates:
             return False
         await self.executors.discard(key)  # its variables are the other branch's
         try:
-            async with self.room(key) as budget:
-                await in_work_thread(self.snapshots.restore, key, target, budget)
+            async with self._placed(key) as held, self.room(key) as budget:
+                await held.run(self.snapshots.restore, key, target, budget)
         except NoRoom as exc:
             raise LimitReached(507, no_room_note(exc, "restored"), _code(exc)) from None
         await self.shared.push(key)
@@ -174,17 +194,25 @@ class BranchStates:
         returns why, for a snapshot refused for room (None: taken, or failed otherwise)."""
         try:
             await self.shared.pull(key)  # what the session's actor wrote, with Ray
-            async with self.room(key) as budget:
-                cost = await in_work_thread(self.snapshots.take, key, message_id, budget)
+            async with self._placed(key) as held, self.room(key) as budget:
+                cost = await held.run(self.snapshots.take, key, message_id, budget)
         except NoRoom as exc:
             logger.warning("session %s: turn %s not snapshot: %s", key, message_id, exc)
             return no_room_note(exc, "kept")
+        except LimitReached as exc:  # the server's snapshots were all busy, or too long
+            logger.warning("session %s: turn %s not snapshot: %s", key, message_id, exc)
+            return f"This branch's data state was not kept: {exc.message}"
         except Exception as exc:  # a full disk, too many files, S3 unreachable
             level = logging.WARNING if isinstance(exc, OSError | TooManyFiles) else logging.ERROR
             logger.log(level, "session %s: turn %s not snapshot: %r", key, message_id, exc)
             return None
         logger.debug("session %s: snapshot of turn %s: %s", key, message_id, cost)
         return None
+
+    def _placed(self, key: str) -> AbstractAsyncContextManager[_Held]:
+        if self.governor is None:
+            return _unbounded()
+        return self.governor.hold("snapshot", owner_of(key))
 
     def _target(self, key: str, path: Sequence[Message]) -> int | None:
         return next((m.id for m in reversed(path) if self.snapshots.has(key, m.id)), None)

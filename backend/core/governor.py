@@ -82,6 +82,7 @@ _WHAT = {
     "export": "exports",
     "chat_stream": "chat replies",
     "rag_index": "document indexings",
+    "snapshot": "data snapshots and restores",
 }
 
 

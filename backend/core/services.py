@@ -171,7 +171,11 @@ def build_services(settings: Settings) -> Services:
     governor = Governor(settings, shared_places)
     agents = AgentRunner(settings, shared, catalog, coder, executors, llm.name, mcp, governor)
     branches = BranchStates(
-        TurnSnapshots(settings.DATA_DIR, workspaces), executors, shared, disk_shares.writing
+        TurnSnapshots(settings.DATA_DIR, workspaces),
+        executors,
+        shared,
+        disk_shares.writing,
+        governor,
     )
     files = UserFiles(store, FileBlobs(settings.DATA_DIR), limits.disk)
     containers = Containers(
