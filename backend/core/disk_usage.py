@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 import threading
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 from backend.storage.file_blobs import FILES_FOLDER
 from backend.storage.sessions import user_prefix
 from backend.storage.workspaces import SNAPSHOTS_FOLDER
+from backend.tools.sandbox.room import allocated
 
 REFRESH_SECONDS = 60.0
 
@@ -74,28 +74,5 @@ def _walk(scratch: Path, prefix: str) -> dict[str, int]:
             tops += [entry.path for entry in os.scandir(root) if entry.name.startswith(prefix)]
     for top in tops:
         if os.path.isdir(top) and not os.path.islink(top):
-            sizes[top] = _walk_one(top, seen)
+            sizes[top] = allocated(top, seen)
     return sizes
-
-
-def _walk_one(top: str, seen: set[tuple[int, int]]) -> int:
-    total = 0
-    pending = [top]
-    while pending:
-        try:
-            entries = list(os.scandir(pending.pop()))
-        except OSError:
-            continue  # removed meanwhile, or unreadable: nothing to count
-        for entry in entries:
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if stat.S_ISDIR(info.st_mode):
-                pending.append(entry.path)
-            if info.st_nlink > 1 and not stat.S_ISDIR(info.st_mode):
-                if (info.st_dev, info.st_ino) in seen:
-                    continue
-                seen.add((info.st_dev, info.st_ino))
-            total += info.st_blocks * 512
-    return total

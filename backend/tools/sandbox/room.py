@@ -50,11 +50,12 @@ class Room:
         return size > limit
 
 
-def allocated(root: str) -> int:
+def allocated(root: str, seen: set[tuple[int, int]] | None = None) -> int:
     """Bytes on disk under `root`, as the server counts a quota: blocks (a sparse file's
-    holes are free), links not followed, a hard-linked file once."""
+    holes are free), links not followed, a hard-linked file once (`seen`: the inodes of
+    such files counted already, under other roots)."""
     total = 0
-    seen: set[tuple[int, int]] = set()
+    seen = set() if seen is None else seen
     pending = [root]
     while pending:
         try:
