@@ -132,6 +132,7 @@ def build_services(settings: Settings) -> Services:
         workspaces,
         int(settings.PARQUET_CONVERSION_MB * 1024**2),
         quota_left=limits.disk_left_for,  # a copy lands in its owner's workspace
+        confine=helper_command if sandbox.isolated else None,  # as the metadata reader
     )
     runner = metadata_runner(sandbox)
     s3_config = S3Config.from_settings(settings)

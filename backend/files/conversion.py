@@ -6,38 +6,62 @@ gets a twin, `<name>.parquet` beside it (`uploads/big.csv` ->
 its footer holds the exact schema and row count, so once the twin exists the
 catalog describes the file from it and the loaders open it instead.
 
-Conversions run one at a time on a thread of their own, each in a fresh,
-resource-limited helper process (`to_parquet.py`) that reports its progress. The
-queue takes users in turn (`FairQueue`), so one user's many uploads never make another
-wait behind all of them, and a copy is written only within what its owner's disk quota
-leaves (the helper cannot write past it).
-`status` is what the catalog shows as the file's `conversion`. A twin is
-current while it is newer than its source; a source that changes, or a server
-that restarts mid-copy (the draft is never listed), is simply converted again
-the next time the file is listed.
+Conversions run one at a time on a thread of their own, each in a fresh helper process
+(`to_parquet.py`): the file is hostile, and DuckDB's CSV reader or openpyxl may be taken
+over by it. So the helper gets fixed arguments, a minimal environment and no path of the
+server's: this thread opens the source (no link followed) and the draft of its copy and
+hands them over as descriptors, with a scratch folder for DuckDB's spill as its working
+folder. With `confine` (the sandbox's `helper_command`) it runs in bubblewrap: no network,
+no file of the server's but our code and the Python runtime, read-only, and of DATA_DIR
+only that scratch folder. Without bubblewrap (SANDBOX=none) it runs with rlimits only.
+Either way it writes no more than its owner's quota and the disk floor leave
+(RLIMIT_FSIZE), at nice 10, and reports its progress as JSON lines that are checked here
+(`conversion_reports.py`): anything else fails the conversion, and nothing it sends is
+ever unpickled. The copy is committed here, once the helper says it is complete and the
+source is still the file it was.
+
+The queue takes users in turn (`FairQueue`), so one user's many uploads never make another
+wait behind all of them. `status` is what the catalog shows as the file's `conversion`. A
+twin is current while it is newer than its source; a source that changes, or a server that
+restarts mid-copy (the draft is never listed), is simply converted again the next time the
+file is listed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import multiprocessing
+import os
 import shutil
+import subprocess
+import sys
+import tempfile
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Literal
 
+from backend.files.conversion_reports import read_report, report_lines
 from backend.files.fair_queue import FairQueue
+from backend.files.isolation import SANDBOX_CODE, SOURCE_ROOT, Confine
 from backend.files.metadata import file_extension
-from backend.files.to_parquet import SCRATCH_PREFIX, convert
 from backend.storage.sessions import owner_of
-from backend.storage.workspaces import WorkspaceFile, Workspaces
+from backend.storage.workspaces import NotARegularFile, UnsafePath, WorkspaceFile, Workspaces
 
 logger = logging.getLogger(__name__)
 
 CONVERTIBLE = frozenset({"csv", "tsv", "jsonl", "xlsx", "xlsm"})
 TWIN_SUFFIX = ".parquet"
 MEMORY_MB = 1024  # DuckDB's memory_limit in the helper; it spills beyond
+SCRATCH_PREFIX = "parquet-"  # the helper's scratch folders (DuckDB's spill), in DATA_DIR
+EXIT_WAIT = 5.0  # seconds the helper has to exit after its last report
+_BOOT = (
+    "import sys; sys.path.insert(0, sys.argv[1]); from backend.files.to_parquet import main; main()"
+)
+_ENVIRONMENT = {"LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"}
+_MISBEHAVED = "the converter sent a report it may not send"
+_STOPPED = "the converter stopped before the end"
 
 State = Literal["queued", "converting", "done", "failed"]
 _Key = tuple[str, str]
@@ -68,6 +92,26 @@ def source_of_twin(path: str, listed: Collection[str]) -> str | None:
     return None
 
 
+def follow(lines: Iterable[bytes], conversion: Conversion) -> bool:
+    """Apply the helper's reports to `conversion`; True once it says the copy is complete
+    (the draft is then the server's to commit), False once it failed (state "failed")."""
+    for line in lines:
+        try:
+            kind, value = read_report(line)
+        except ValueError:
+            conversion.state, conversion.error = "failed", _MISBEHAVED
+            return False
+        if kind == "progress":
+            conversion.progress = round(min(max(value, 0.0), 99.0), 1)
+        elif kind == "done":
+            return True
+        else:
+            conversion.state, conversion.error = "failed", value
+            return False
+    conversion.state, conversion.error = "failed", _STOPPED  # killed: memory, CPU, a stop
+    return False
+
+
 @dataclass
 class _Job:
     session_id: str
@@ -84,17 +128,20 @@ class ParquetConversions:
         threshold_bytes: int,
         memory_mb: int = MEMORY_MB,
         quota_left: Callable[[str], int] | None = None,
+        confine: Confine | None = None,
     ) -> None:
-        """`quota_left(session key)`: bytes its owner's disk quota leaves (None: no quota)."""
+        """`quota_left(session key)`: bytes its owner's disk quota leaves (None: no quota).
+        `confine`: the sandbox's `helper_command`, to run the helper in bubblewrap."""
         self.workspaces = workspaces
         self.threshold = threshold_bytes
         self.memory_mb = memory_mb
         self.quota_left = quota_left
+        self.confine = confine
         self._jobs: dict[_Key, tuple[tuple[int, float], Conversion]] = {}
         self._queue: FairQueue[_Job] = FairQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._process: multiprocessing.process.BaseProcess | None = None
+        self.process: subprocess.Popen[bytes] | None = None  # the running helper
         self._running: str | None = None  # the session whose file the helper converts
         self._closed = False
         for leftover in workspaces.root.parent.glob(f"{SCRATCH_PREFIX}*"):
@@ -137,13 +184,15 @@ class ParquetConversions:
         with self._lock:
             for key in [key for key in self._jobs if key[0] == session_id]:
                 del self._jobs[key]
-            process = self._process if self._running == session_id else None
+            process = self.process if self._running == session_id else None
         if process is not None:
             process.kill()
-            process.join()
+            process.wait()
 
     def _start(self) -> None:
         if self._thread is None:
+            # bubblewrap's --die-with-parent ties each helper to the thread that started
+            # it: this one, which lives as long as the queue.
             self._thread = threading.Thread(target=self._work, name="parquet", daemon=True)
             self._thread.start()
 
@@ -155,50 +204,59 @@ class ParquetConversions:
                 logger.exception("Parquet conversion of %s failed", job.source.path)
                 job.conversion.state, job.conversion.error = "failed", str(exc)
 
+    def _current(self, job: _Job) -> bool:
+        """Whether `job` is still wanted (the caller holds the lock)."""
+        current = self._jobs.get((job.session_id, job.source.path))
+        return not self._closed and current is not None and current[1] is job.conversion
+
     def _run(self, job: _Job) -> None:
         conversion = job.conversion
-        quota_left = -1 if self.quota_left is None else self.quota_left(job.session_id)
-        if self.quota_left is not None and quota_left <= 0:
+        quota_left = None if self.quota_left is None else self.quota_left(job.session_id)
+        if quota_left is not None and quota_left <= 0:
             conversion.state = "failed"
             conversion.error = "your disk quota has no room left for the Parquet copy"
             return
-        context = multiprocessing.get_context("spawn")  # forking would copy the server's threads
-        receiver, sender = context.Pipe(duplex=False)
-        identity = (job.source.size, job.source.modified)
-        process = context.Process(
-            target=convert,
-            args=(
-                str(self.workspaces.root.parent),
-                job.session_id,
-                job.source.path,
-                conversion.parquet,
-                identity,
-                self.memory_mb,
-                quota_left,
-                sender,
-            ),
-            name="parquet-helper",
-            daemon=True,
-        )
         with self._lock:
-            current = self._jobs.get((job.session_id, job.source.path))
-            if self._closed or current is None or current[1] is not conversion:
+            if not self._current(job):
                 return  # the session was deleted, or the file replaced, while it waited
-            process.start()
-            self._process = process
-            self._running = job.session_id
-        sender.close()
-        conversion.state = "converting"
-        try:
-            self._follow(receiver, conversion)
-        finally:
-            receiver.close()
-            process.join(timeout=5)
-            if process.is_alive():
-                process.kill()
-                process.join()
-            with self._lock:
-                self._process = self._running = None
+        identity = (job.source.size, job.source.modified)
+        with contextlib.ExitStack() as stack:
+            try:
+                source = stack.enter_context(
+                    self.workspaces.open_file(job.session_id, job.source.path)
+                )
+            except (OSError, UnsafePath, NotARegularFile):
+                conversion.state = "failed"
+                conversion.error = "could not convert to Parquet: the file is not a plain file"
+                return
+            if _identity(source.fileno()) != identity:
+                conversion.state = "failed"
+                conversion.error = "the file changed before its conversion started"
+                return
+            room = self.workspaces.room(job.session_id)
+            if quota_left is not None:  # the copy is written in the owner's workspace
+                room = min(room, quota_left)
+            draft = self.workspaces.draft(job.session_id, conversion.parquet)
+            stack.callback(draft.abort)  # nothing once committed
+            scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=self.workspaces.root.parent))
+            stack.callback(shutil.rmtree, scratch, ignore_errors=True)
+            reports, writer = os.pipe()
+            stack.callback(os.close, reports)
+            try:
+                extension = file_extension(job.source.path)
+                process = self._spawn(scratch, room, extension, (source.fileno(), draft.fd, writer))
+            finally:
+                os.close(writer)
+            complete = self._follow(job, process, reports)
+            if complete and _identity(source.fileno()) != identity:
+                conversion.state = "failed"
+                conversion.error = "the file changed during its conversion"
+            elif complete:
+                os.fsync(draft.fd)  # the slow part of a durable commit, outside the lock
+                with self._lock:
+                    if self._current(job):
+                        draft.commit(durable=True)
+                        conversion.state, conversion.progress = "done", 100.0
         logger.info(
             "Parquet copy of %s: %s%s",
             job.source.path,
@@ -206,31 +264,64 @@ class ParquetConversions:
             f" ({conversion.error})" if conversion.error else "",
         )
 
-    @staticmethod
-    def _follow(receiver: Any, conversion: Conversion) -> None:
-        while True:
+    def _spawn(
+        self, scratch: Path, room: int, extension: str, fds: tuple[int, int, int]
+    ) -> subprocess.Popen[bytes]:
+        """The helper, on the source's, the draft's and the report pipe's descriptors."""
+        arguments = [str(self.memory_mb), str(room), extension, *(str(fd) for fd in fds)]
+        if self.confine is None:
+            argv = [sys.executable, "-I", "-c", _BOOT, str(SOURCE_ROOT), *arguments]
+        else:
+            code = [(SOURCE_ROOT / "backend", f"{SANDBOX_CODE}/backend")]
+            argv = self.confine(
+                [sys.executable, "-I", "-c", _BOOT, SANDBOX_CODE, *arguments], code, scratch=scratch
+            )
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            pass_fds=fds,
+            cwd=scratch,
+            env=_ENVIRONMENT,
+            start_new_session=True,
+        )
+
+    def _follow(self, job: _Job, process: subprocess.Popen[bytes], reports: int) -> bool:
+        """Follow the helper to its end; True if it completed the copy and exited 0."""
+        conversion = job.conversion
+        with self._lock:
+            self.process, self._running = process, job.session_id
+            if not self._current(job):  # deleted, or the server stopping, as it started
+                process.kill()
+        conversion.state = "converting"
+        try:
+            complete = follow(report_lines(reports, process), conversion)
+        finally:
             try:
-                kind, value = receiver.recv()
-            except EOFError:  # killed: out of memory or CPU, or the server is stopping
-                conversion.state = "failed"
-                conversion.error = "the converter stopped before the end"
-                return
-            if kind == "progress":
-                conversion.progress = round(float(value), 1)
-            elif kind == "done":
-                conversion.state, conversion.progress = "done", 100.0
-                return
-            else:
-                conversion.state, conversion.error = "failed", str(value)
-                return
+                process.wait(timeout=EXIT_WAIT)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            with self._lock:
+                self.process = self._running = None
+        if complete and process.returncode != 0:
+            conversion.state, conversion.error = "failed", _STOPPED
+            return False
+        return complete
 
     def close(self) -> None:
         """Stop: the running helper is killed (its draft is never listed) and the queue dropped."""
         with self._lock:
             self._closed = True
-            process = self._process
-        if process is not None and process.is_alive():
+            process = self.process
+        if process is not None:
             process.kill()
         if self._thread is not None:
             self._queue.close()
             self._thread.join(timeout=10)
+
+
+def _identity(fd: int) -> tuple[int, float]:
+    info = os.fstat(fd)
+    return info.st_size, info.st_mtime

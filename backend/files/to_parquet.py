@@ -1,11 +1,14 @@
 """One Parquet copy of a tabular workspace file, written by DuckDB `COPY` in a helper process.
 
-This runs in a spawned, resource-limited process (`conversion.py` starts it),
-never in the server: the file is untrusted and a 20 GB CSV takes minutes. The
-source is opened without following links (the sandbox may have planted one)
-and handed to DuckDB as `/proc/self/fd/N`; the copy goes to a draft beside the
-twin's name and is renamed into place only once complete, on disk, and only if
-the source did not change meanwhile. Progress goes back over `channel`.
+This is the helper's side (`conversion.py` starts it and reads its reports), never the
+server: the file is untrusted and a 20 GB CSV takes minutes. Its arguments are fixed
+(`main`): the memory DuckDB may use, the bytes it may write, the source's extension and
+three descriptors the server opened for it: the source (read-only), the draft the copy
+goes to, and the pipe its reports go back on. It is handed no path of the server's:
+DuckDB reads `/proc/self/fd/N`, writes the draft the same way, and spills to its working
+folder (a scratch folder of its own). It gets no environment to speak of, runs at nice 10
+within rlimits, and reports as JSON lines (`conversion_reports.py`): its progress, then
+"done" or "failed". The server commits the draft, or not.
 """
 
 from __future__ import annotations
@@ -14,50 +17,35 @@ import contextlib
 import csv
 import os
 import resource
-import shutil
 import signal
-import tempfile
+import sys
 import threading
-from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
-from backend.storage.workspaces import DISK_FLOOR, Workspaces
+from backend.files.conversion_reports import Reports
+from backend.storage.workspaces import DISK_FLOOR
 
-SCRATCH_PREFIX = "parquet-"  # DuckDB's spill and an Excel sheet's CSV, under DATA_DIR
 PROGRESS_EVERY = 0.5  # seconds between progress messages
 CPU_LIMIT = 6 * 3600  # seconds; a copy is a single pass, far below this
+NICE = 10  # as the sandboxes: below the server that answers everyone
 _EXCEL = ("xlsx", "xlsm")
 
 
-def convert(
-    data_dir: str,
-    session_id: str,
-    source: str,
-    twin: str,
-    identity: tuple[int, float],
-    memory_mb: int,
-    quota_left: int,
-    channel: Connection,
-) -> None:
-    """Copy `source` to `twin` as Parquet, writing at most `quota_left` bytes (-1: no
-    quota); sends ("progress", percent) and then ("done", rows) or ("failed", message)."""
-    lock = threading.Lock()
-
-    def send(kind: str, value: Any) -> None:
-        with lock:
-            channel.send((kind, value))
-
+def main() -> None:
+    """argv: our code's folder, then memory MB, the room in bytes, the source's extension,
+    and the source's, the draft's and the report pipe's descriptors."""
+    memory_mb, room = int(sys.argv[2]), int(sys.argv[3])
+    extension = sys.argv[4]
+    source_fd, draft_fd, report_fd = (int(value) for value in sys.argv[5:8])
+    os.nice(NICE)
+    _limit(memory_mb, room)
+    reports = Reports(report_fd)
     try:
-        rows = _convert(
-            Path(data_dir), session_id, source, twin, identity, memory_mb, quota_left, send
-        )
+        rows = _convert(source_fd, draft_fd, extension, memory_mb, reports)
     except Exception as exc:  # every failure is the file's status, not a crash
-        send("failed", _human(exc))
+        reports.send("failed", error=_human(exc))
     else:
-        send("done", rows)
-    finally:
-        channel.close()
+        reports.send("done", rows=rows)
 
 
 def _limit(memory_mb: int, room: int) -> None:
@@ -65,67 +53,34 @@ def _limit(memory_mb: int, room: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_CPU, (CPU_LIMIT, CPU_LIMIT))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    # Written files stop at the disk floor; the write fails (EFBIG) instead of killing us.
+    # Written files stop at the disk floor and the owner's quota; the write fails (EFBIG)
+    # instead of killing us.
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (max(room, 1), max(room, 1)))
 
 
-def _convert(
-    data_dir: Path,
-    session_id: str,
-    source: str,
-    twin: str,
-    identity: tuple[int, float],
-    memory_mb: int,
-    quota_left: int,
-    send: Any,
-) -> int:
-    workspaces = Workspaces(data_dir)
-    room = workspaces.room(session_id)
-    if quota_left >= 0:  # the owner's quota too: the copy is written in their workspace
-        room = min(room, quota_left)
-    _limit(memory_mb, room)
+def _convert(source_fd: int, draft_fd: int, extension: str, memory_mb: int, reports: Any) -> int:
     import duckdb  # after the limits: its allocator sees them
 
-    scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=data_dir))
-    with workspaces.open_file(session_id, source) as handle:
-        if _identity(handle.fileno()) != identity:
-            raise RuntimeError("the file changed before its conversion started")
-        draft = workspaces.draft(session_id, twin)
-        try:
-            connection = duckdb.connect(
-                config={
-                    "memory_limit": f"{memory_mb}MB",
-                    "temp_directory": str(scratch),
-                }
-            )
-            connection.execute("SET enable_progress_bar = true")  # query_progress needs it
-            connection.execute("SET enable_progress_bar_print = false")
-            query = _reader(source, handle.fileno(), scratch)
-            target = f"/proc/self/fd/{draft.fd}"
-            statement = f"COPY ({query}) TO '{target}' (FORMAT parquet, USE_TMP_FILE false)"
-            rows = _copy_with_progress(connection, statement, send)
-            connection.close()
-            if _identity(handle.fileno()) != identity:
-                raise RuntimeError("the file changed during its conversion")
-            draft.commit(durable=True)
-        except BaseException:
-            draft.abort()
-            raise
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+    scratch = os.getcwd()
+    connection = duckdb.connect(
+        config={"memory_limit": f"{memory_mb}MB", "temp_directory": scratch}
+    )
+    connection.execute("SET enable_progress_bar = true")  # query_progress needs it
+    connection.execute("SET enable_progress_bar_print = false")
+    query = _reader(extension, source_fd, scratch)
+    target = f"/proc/self/fd/{draft_fd}"
+    statement = f"COPY ({query}) TO '{target}' (FORMAT parquet, USE_TMP_FILE false)"
+    rows = _copy_with_progress(connection, statement, reports)
+    connection.close()
     return rows
 
 
-def _identity(fd: int) -> tuple[int, float]:
-    info = os.fstat(fd)
-    return info.st_size, info.st_mtime
-
-
-def _reader(source: str, fd: int, scratch: Path) -> str:
-    """The SELECT that reads the source (its path never enters the SQL: only our fd does)."""
-    extension = source.rsplit(".", 1)[-1].lower()
+def _reader(extension: str, fd: int, scratch: str) -> str:
+    """The SELECT that reads the source (no path of the server's enters the SQL: our fd does)."""
     path = f"/proc/self/fd/{fd}"
+    if extension == "csv":
+        return f"SELECT * FROM read_csv('{path}')"
     if extension == "tsv":
         return f"SELECT * FROM read_csv('{path}', delim='\\t')"
     if extension == "jsonl":
@@ -133,27 +88,27 @@ def _reader(source: str, fd: int, scratch: Path) -> str:
     if extension in _EXCEL:
         sheet = _excel_as_csv(fd, scratch).replace("'", "''")
         return f"SELECT * FROM read_csv('{sheet}')"
-    return f"SELECT * FROM read_csv('{path}')"
+    raise ValueError(f"no reader for .{extension[:20]} files")
 
 
-def _excel_as_csv(fd: int, scratch: Path) -> str:
+def _excel_as_csv(fd: int, scratch: str) -> str:
     """The first sheet as CSV (DuckDB's Excel reader is an extension we cannot download)."""
     from openpyxl import load_workbook  # type: ignore[import-untyped]
 
     with os.fdopen(os.dup(fd), "rb") as handle:
         book = load_workbook(handle, read_only=True, data_only=True)
         try:
-            target = scratch / "sheet.csv"
-            with target.open("w", newline="", encoding="utf-8") as out:
+            target = os.path.join(scratch, "sheet.csv")
+            with open(target, "w", newline="", encoding="utf-8") as out:
                 writer = csv.writer(out)
                 for row in book.worksheets[0].iter_rows(values_only=True):
                     writer.writerow(["" if cell is None else cell for cell in row])
         finally:
             book.close()
-    return str(target)
+    return target
 
 
-def _copy_with_progress(connection: Any, statement: str, send: Any) -> int:
+def _copy_with_progress(connection: Any, statement: str, reports: Any) -> int:
     """Run the COPY, reporting its progress; returns the rows it wrote."""
     finished = threading.Event()
 
@@ -162,7 +117,7 @@ def _copy_with_progress(connection: Any, statement: str, send: Any) -> int:
             with contextlib.suppress(Exception):  # no query running at this instant
                 percent = float(connection.query_progress())
                 if percent >= 0:
-                    send("progress", min(percent, 99.0))
+                    reports.send("progress", percent=min(percent, 99.0))
 
     reporter = threading.Thread(target=report, daemon=True)
     reporter.start()

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import os
+import pickle
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
-from backend.files.conversion import Conversion, ParquetConversions
+from backend.files.conversion import Conversion, ParquetConversions, follow
+from backend.files.isolation import Confine
 from backend.storage.workspaces import WorkspaceFile, Workspaces
+from backend.tools.sandbox.availability import bwrap_problem
+from backend.tools.sandbox.command import helper_command
+from tests.support.processes import descendants
 from tests.support.waiting import wait_for
 
 SESSION = "u1-conv"
+# The server's own helper: in bubblewrap where the sandbox has it, as here by default.
+CONFINE: Confine | None = helper_command if bwrap_problem() is None else None
 
 
 @pytest.fixture
@@ -25,7 +33,9 @@ def workspaces(tmp_path: Path) -> Workspaces:
 
 @pytest.fixture
 def conversions(workspaces: Workspaces) -> Iterator[ParquetConversions]:
-    conversions = ParquetConversions(workspaces, threshold_bytes=1000, memory_mb=256)
+    conversions = ParquetConversions(
+        workspaces, threshold_bytes=1000, memory_mb=256, confine=CONFINE
+    )
     yield conversions
     conversions.close()
 
@@ -167,7 +177,9 @@ def _state(conversions: ParquetConversions, session: str, found: WorkspaceFile) 
 
 def test_users_take_turns_in_the_queue(workspaces: Workspaces) -> None:
     """One user's many uploads do not make another's wait behind all of them."""
-    conversions = ParquetConversions(workspaces, threshold_bytes=1000, memory_mb=256)
+    conversions = ParquetConversions(
+        workspaces, threshold_bytes=1000, memory_mb=256, confine=CONFINE
+    )
     try:
         many = [_file(workspaces, "u1-many", f"uploads/{n}.csv", table(20_000)) for n in range(4)]
         one = _file(workspaces, "u2-one", "uploads/mine.csv", table(20_000))
@@ -185,7 +197,11 @@ def test_users_take_turns_in_the_queue(workspaces: Workspaces) -> None:
 def test_a_copy_is_written_only_within_the_owners_quota(workspaces: Workspaces) -> None:
     left = {"u3-full": 0, "u4-tight": 4096, "u5-room": 10**9}
     conversions = ParquetConversions(
-        workspaces, threshold_bytes=1000, memory_mb=256, quota_left=left.__getitem__
+        workspaces,
+        threshold_bytes=1000,
+        memory_mb=256,
+        quota_left=left.__getitem__,
+        confine=CONFINE,
     )
     try:
         files = {s: _file(workspaces, s, "uploads/big.csv", table(50_000)) for s in left}
@@ -204,3 +220,149 @@ def test_a_copy_is_written_only_within_the_owners_quota(workspaces: Workspaces) 
             assert sorted(os.listdir(workspaces.path(session) / "uploads")) == ["big.csv"]
     finally:
         conversions.close()
+
+
+SECRETS = {
+    "SECRET_KEY": "the-servers-signing-key",
+    "DATABASE_URL": "postgresql://app:hunter2@db.internal/app",
+    "AWS_SECRET_ACCESS_KEY": "s3-secret-key",
+}
+
+
+def _cmdline(pid: int) -> list[bytes]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+
+
+def _started_below_us(before: set[int]) -> dict[int, list[bytes]]:
+    """The programs this test process started since `before`, as they run (bubblewrap, the
+    helper), by pid: not a fork of ours that has yet to exec (it shows our environment)."""
+    ours, found = _cmdline(os.getpid()), {}
+    for pid in set(descendants(os.getpid())) - before:
+        try:
+            argv = _cmdline(pid)
+        except OSError:
+            continue  # ended meanwhile
+        if argv != ours:
+            found[pid] = argv
+    return found
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def _while_converting(
+    conversions: ParquetConversions, workspaces: Workspaces, session: str
+) -> tuple[int, dict[int, bytes], WorkspaceFile]:
+    """Start converting a file and catch its helper running: the helper's pid, and the
+    environment of each program started for it (bubblewrap's and the helper's)."""
+    found = _file(workspaces, session, "uploads/big.csv", table(50_000))
+    before = set(descendants(os.getpid()))  # what other tests left running
+    environments: dict[int, bytes] = {}
+    helper: list[int] = []
+
+    def caught() -> bool:
+        for pid, argv in _started_below_us(before).items():
+            try:
+                environments[pid] = Path(f"/proc/{pid}/environ").read_bytes()
+            except OSError:
+                continue
+            if argv[0] == sys.executable.encode():  # the helper itself, not bubblewrap
+                helper.append(pid)
+        assert _state(conversions, session, found) in ("queued", "converting")
+        return bool(helper)
+
+    wait_for(caught, timeout=60)
+    return helper[0], environments, found
+
+
+@pytest.mark.parametrize("confined", [True, False], ids=["bubblewrap", "rlimits-only"])
+def test_the_helper_gets_none_of_the_servers_environment_and_dies_with_its_session(
+    workspaces: Workspaces, confined: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if confined and CONFINE is None:
+        pytest.skip(f"no bubblewrap here: {bwrap_problem()}")
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)  # the server's own environment
+    conversions = ParquetConversions(
+        workspaces, threshold_bytes=1000, memory_mb=256, confine=CONFINE if confined else None
+    )
+    try:
+        helper, environments, found = _while_converting(conversions, workspaces, "u6-env")
+        for pid, environment in environments.items():
+            for name, value in SECRETS.items():
+                assert name.encode() not in environment, (pid, name)
+                assert value.encode() not in environment, (pid, name)
+        conversions.forget_session("u6-env")  # the session is deleted: its helper goes too
+        wait_for(lambda: _gone(helper), timeout=30)
+        assert sorted(os.listdir(workspaces.path("u6-env") / "uploads")) == ["big.csv"]
+        assert conversions.status("u6-env", found, None) is not None  # queued anew
+    finally:
+        conversions.close()
+
+
+def test_a_confined_helper_sees_nothing_of_data_dir(workspaces: Workspaces) -> None:
+    """A file that takes the helper over finds no workspace, no database, no key."""
+    if CONFINE is None:
+        pytest.skip(f"no bubblewrap here: {bwrap_problem()}")
+    data_dir = workspaces.root.parent
+    (data_dir / "secret_key").write_text("the server's signing key")
+    conversions = ParquetConversions(
+        workspaces, threshold_bytes=1000, memory_mb=256, confine=CONFINE
+    )
+    try:
+        helper, _, found = _while_converting(conversions, workspaces, "u7-root")
+        root = Path(f"/proc/{helper}/root")
+        source = workspaces.path("u7-root") / found.path
+        assert (root / "usr").is_dir()  # its root, as it sees it
+        for path in (data_dir, data_dir / "secret_key", source, workspaces.path(SESSION)):
+            assert not os.path.lexists(f"{root}{path}"), path
+        assert _state(conversions, "u7-root", found) in ("converting", "done")
+        wait_for(lambda: _state(conversions, "u7-root", found) == "done", timeout=120)
+        wait_for(lambda: not list(data_dir.glob("parquet-*")))  # its scratch folder goes
+    finally:
+        conversions.close()
+
+
+class _Planted:
+    """A pickle that creates `path` when it is unpickled."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (open, (str(self.path), "w"))
+
+
+@pytest.mark.parametrize(
+    "report",
+    [
+        b"pickle",
+        b'{"kind": "done", "rows": 5}',  # cut off: no end of line
+        b'{"kind": "exec", "code": "import os"}\n',
+        b'{"kind": "done", "rows": 5, "also": 1}\n',
+        b'{"kind": "progress", "percent": NaN}\n',
+        b'["done", 5]\n',
+        b'{"kind": "failed", "error": "' + b"x" * 2000 + b'"}\n',
+        b"\xff\xfe\n",
+    ],
+    ids=["pickle", "cut", "unknown", "extra", "nan", "list", "long", "bytes"],
+)
+def test_a_report_that_is_not_one_fails_the_conversion_and_is_never_unpickled(
+    tmp_path: Path, report: bytes
+) -> None:
+    planted = tmp_path / "planted"
+    if report == b"pickle":
+        report = pickle.dumps(("done", _Planted(planted))) + b"\n"
+    conversion = Conversion("converting", 0.0, "uploads/x.csv.parquet")
+    progress = b'{"kind": "progress", "percent": 40.0}\n'
+    assert follow([progress, report], conversion) is False
+    assert conversion.state == "failed" and conversion.progress == 40.0
+    assert conversion.error == "the converter sent a report it may not send"
+    assert not planted.exists()
+    good = Conversion("converting", 0.0, "uploads/x.csv.parquet")
+    assert follow([progress, b'{"kind": "done", "rows": 5}\n'], good) is True
+    assert good.state == "converting" and good.error is None  # the server commits, then done

@@ -9,7 +9,8 @@ visible), its own session (no terminal to inject into), and it cannot create
 further user namespaces. It also sees, read-only, the server's record of the
 files it moved into the workspace (`backend/storage/drafts.py`), so a run is judged
 only on what it wrote, and the most the workspace may hold meanwhile (its owner's disk
-quota, `backend/storage/run_room.py`). `helper_command` confines the file-metadata reader alike.
+quota, `backend/storage/run_room.py`). `helper_command` confines the file-metadata reader and
+the Parquet converter alike.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ SANDBOX_WORKER_DIR = "/opt/sandbox"
 SANDBOX_ARRIVALS = "/opt/arrivals"
 # The most the workspace may hold while a run goes on (`backend/storage/run_room.py`).
 SANDBOX_ROOM = "/opt/room"
+# A helper's own scratch folder, its working folder (`backend/files/conversion.py`).
+SANDBOX_SCRATCH = "/scratch"
 TMP_SIZE_BYTES = 64 * 1024 * 1024
 SHM_SIZE_BYTES = 16 * 1024 * 1024
 
@@ -109,18 +112,26 @@ def _confined(*, hostname: str, network: bool = False) -> list[str]:
 
 
 def helper_command(
-    argv: list[str], code: Sequence[tuple[Path, str]], *, network: bool = False
+    argv: list[str],
+    code: Sequence[tuple[Path, str]],
+    *,
+    network: bool = False,
+    scratch: Path | None = None,
 ) -> list[str]:
     """A helper that parses untrusted files (`backend/files/isolation.py`): the sandbox's
     namespaces and runtime, the `code` folders read-only (host path, sandbox path), and
-    nothing else; the file it reads arrives as an open descriptor. With `network`, it
-    shares the host's network (and its resolver and certificates) to read S3 objects."""
+    nothing else; the files it reads and writes arrive as open descriptors. With
+    `network`, it shares the host's network (and its resolver and certificates) to read
+    S3 objects. With `scratch`, that folder is its working folder, writable, at
+    SANDBOX_SCRATCH (the Parquet converter's spill: `backend/files/conversion.py`)."""
     command = _confined(hostname="reader", network=network)
     for host, inside in code:
         command += ["--ro-bind", _host(host), inside]
     if network:
         for name in ("resolv.conf", "hosts", "nsswitch.conf", "ssl", "ca-certificates"):
             command += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    if scratch is not None:
+        command += ["--bind", _host(scratch), SANDBOX_SCRATCH, "--chdir", SANDBOX_SCRATCH]
     command += [
         "--proc", "/proc",
         "--dev", "/dev",
