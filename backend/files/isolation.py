@@ -46,6 +46,7 @@ MAX_ANSWER = 64 * 1024**2
 SOURCE_ROOT = Path(__file__).resolve().parents[2]  # holds the `backend` package
 SANDBOX_CODE = "/opt/app"
 _HEADER = struct.Struct("!Q")
+HELPER_ENVIRONMENT = {"LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"}
 _SPAWNER = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="helper-spawner")
 _BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
@@ -113,6 +114,7 @@ class IsolatedRunner:
                 stdin=theirs.fileno(),  # the socket is its stdin
                 stdout=subprocess.DEVNULL,
                 start_new_session=True,
+                env=HELPER_ENVIRONMENT,  # none of the server's (bubblewrap clears it too)
             ).result()
         finally:
             theirs.close()

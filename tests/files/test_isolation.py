@@ -57,6 +57,21 @@ def test_calls_run_in_one_reused_helper_process(runner: IsolatedRunner) -> None:
     assert runner.call(pid) == first
 
 
+def test_an_unconfined_reader_gets_none_of_the_servers_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With SANDBOX=none there is no bubblewrap to clear it: the server must."""
+    monkeypatch.setenv("SECRET_KEY", "the-servers-own-secret")
+    running = IsolatedRunner(timeout=20)
+    try:
+        helper = running.call(pid)
+        environment = Path(f"/proc/{helper}/environ").read_bytes()
+    finally:
+        running.close()
+    assert b"the-servers-own-secret" not in environment
+    assert b"PATH=" in environment
+
+
 def test_a_crash_replaces_the_helper(runner: IsolatedRunner) -> None:
     before = runner.call(pid)
     with pytest.raises(IsolatedCallFailed, match="crashed"):
