@@ -51,6 +51,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 WORK_NICE = 10  # CFS weight 110 against 1024 at nice 0: about a tenth of a busy CPU's time
+INTERRUPT_AGAIN = 0.05  # seconds between interrupts of work that has not ended yet
 WORK_THREADS = 32  # more than the places of every kind run in threads (4 + 8 + 2), and snapshots
 
 
@@ -119,21 +120,42 @@ class Held:
         native: bool = False,
     ) -> T:
         """`work(*args)` in a thread, stopped through `interrupt` at the deadline (a 503)
-        or when the request is cancelled; the place is kept until the thread has ended."""
-        task = asyncio.ensure_future(in_work_thread(work, *args, native=native))
+        or when the request is cancelled; the place is kept until the thread has ended.
+
+        Stopped before its thread has begun, the work never begins. Stopped as it begins,
+        an interrupt could come before there is anything to interrupt (DuckDB's query not
+        started yet) and be lost, so it is repeated until the thread has ended."""
+        stopped = threading.Event()
+        task = asyncio.ensure_future(
+            in_work_thread(_unless_stopped, stopped, work, *args, native=native)
+        )
         left = self.deadline - asyncio.get_running_loop().time()
         try:
             return await asyncio.wait_for(asyncio.shield(task), max(0.0, left))
         except (TimeoutError, asyncio.CancelledError) as exc:
-            if interrupt is not None:
-                interrupt()
+            stopped.set()
             # Cancelled again while the thread ends (anyio cancels at every await) would
             # free the place early: the wait is shielded, and the thread's error dropped.
-            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                await task
+            with anyio.CancelScope(shield=True):
+                while not task.done():
+                    if interrupt is not None:
+                        interrupt()
+                    await asyncio.wait({task}, timeout=INTERRUPT_AGAIN)
+                with contextlib.suppress(BaseException):
+                    task.result()
             if isinstance(exc, TimeoutError):
                 raise timed_out(self.kind, self.seconds) from None
             raise
+
+
+class _Stopped(Exception):
+    """The work was stopped before its thread began it."""
+
+
+def _unless_stopped(stopped: threading.Event, work: Callable[..., T], *args: object) -> T:
+    if stopped.is_set():
+        raise _Stopped
+    return work(*args)
 
 
 def timed_out(kind: str, seconds: float) -> WorkTimedOut:

@@ -96,3 +96,33 @@ async def test_a_cancelled_request_interrupts_its_work_and_waits_for_the_thread(
     assert ended.is_set() and governor.held("table_query", 1) == 0
     async with governor.hold("table_query", 2):  # the place is free again
         pass
+
+
+async def test_an_interrupt_that_comes_before_the_work_can_hear_it_is_repeated() -> None:
+    """A request cancelled as its query starts: DuckDB's interrupt, called before the
+    query runs, is lost; one call left the query to run to its end for nobody."""
+    governor = _governor(total=1, per_user=1, seconds=30)
+    running, gate, listening, heard = (threading.Event() for _ in range(4))
+    interrupted = threading.Event()
+
+    def work() -> str:
+        running.set()
+        gate.wait(10)  # the query has not started: nothing to interrupt yet
+        listening.set()
+        heard.wait(10)
+        return "ran to its end"
+
+    def interrupt() -> None:
+        interrupted.set()
+        if listening.is_set():
+            heard.set()
+
+    async with governor.hold("table_query", 1) as held:
+        task = asyncio.ensure_future(held.run(work, interrupt=interrupt))
+        await asyncio.to_thread(running.wait, 10)
+        task.cancel()
+        await asyncio.to_thread(interrupted.wait, 10)
+        gate.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert heard.is_set()
