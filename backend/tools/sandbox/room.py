@@ -16,7 +16,7 @@ import stat
 import time
 
 LIMIT_FILE = "limit"
-MIN_INTERVAL = 0.25  # seconds between two measures of the workspace
+MIN_INTERVAL = 0.1  # seconds between two measures of the workspace
 WALK_SHARE = 20  # ... and at least this many times what a measure took (5% of a core)
 
 
