@@ -68,6 +68,7 @@ class DiskShares:
             await self._deal(user_id)
             yield
         finally:
+            self.disk.changed(user_id)  # it wrote what nobody knows: the next check walks
             writers.pop(writer, None)
             self._shares.pop(writer, None)
             if workspace is not None:

@@ -307,8 +307,9 @@ async function onListClick(event) {
   try {
     const done = await act(li, action);
     if (done === null) return;
-    tell("", done);
+    // Told once the list is drawn again: a click meanwhile would land on a row about to go.
     if (!KEEPS_LIST.has(action)) await load();
+    tell("", done);
   } catch (error) {
     tell(error.message);
   } finally {
