@@ -22,14 +22,13 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
-from backend.core.governor import Governor, in_work_thread
+from backend.core.governor import Governor, Held
 from backend.core.limits import MEGABYTE, LimitReached
 from backend.storage import ROOT, Message
 from backend.storage.message_tree import MessageTree
@@ -39,7 +38,6 @@ from backend.storage.snapshots import NoRoom, TooManyFiles, TurnSnapshots
 from backend.tools.sandbox.pool import SessionExecutors
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
 
 CLOSE_WAIT = 10.0  # seconds a turn waits for the session's previous one to be recorded
 # A checkpoint id no thread has: a graph run from it starts with no memory of other turns.
@@ -104,25 +102,6 @@ def fork_from(path: Sequence[Message], agent: str, *, linear: bool) -> str | Non
     return None if linear else FRESH_CHECKPOINT
 
 
-@contextlib.asynccontextmanager
-async def _no_quota() -> AsyncIterator[int | None]:
-    yield None
-
-
-class _Held(Protocol):
-    async def run(self, work: Callable[..., T], *args: object) -> T: ...
-
-
-class _Unbounded:
-    async def run(self, work: Callable[..., T], *args: object) -> T:
-        return await in_work_thread(work, *args)
-
-
-@contextlib.asynccontextmanager
-async def _unbounded() -> AsyncIterator[_Held]:
-    yield _Unbounded()
-
-
 class BranchStates:
     """Each session's data state, per branch: snapshots after turns, restores before."""
 
@@ -131,11 +110,11 @@ class BranchStates:
         snapshots: TurnSnapshots,
         executors: SessionExecutors,
         shared: SharedWorkspaces,
-        room: Callable[[str], AbstractAsyncContextManager[int | None]] = lambda key: _no_quota(),
-        governor: Governor | None = None,
+        room: Callable[[str], AbstractAsyncContextManager[int]],
+        governor: Governor,
     ) -> None:
         """`room(key)`: held while writing for the session's owner, the bytes they may
-        still write (None: no quota). `governor`: each snapshot and restore takes a
+        still write (`DiskShares.writing`). `governor`: each snapshot and restore takes a
         `snapshot` place (per user, in all, and a time limit)."""
         self.governor = governor
         self.snapshots = snapshots
@@ -209,9 +188,7 @@ class BranchStates:
         logger.debug("session %s: snapshot of turn %s: %s", key, message_id, cost)
         return None
 
-    def _placed(self, key: str) -> AbstractAsyncContextManager[_Held]:
-        if self.governor is None:
-            return _unbounded()
+    def _placed(self, key: str) -> AbstractAsyncContextManager[Held]:
         return self.governor.hold("snapshot", owner_of(key))
 
     def _target(self, key: str, path: Sequence[Message]) -> int | None:

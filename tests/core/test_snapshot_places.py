@@ -9,6 +9,8 @@ from typing import Any, cast
 
 from backend.config import load_settings
 from backend.core.branches import BranchStates
+from backend.core.disk_shares import DiskShares
+from backend.core.disk_usage import DiskUsage
 from backend.core.governor import Governor
 from backend.storage.shared import SharedWorkspaces
 from backend.storage.snapshots import TurnSnapshots
@@ -27,8 +29,9 @@ def _branches(tmp_path: Path) -> tuple[BranchStates, Governor, TurnSnapshots]:
         (workspaces.ensure(key) / "outputs" / "a.txt").write_text("kept")
     snapshots = TurnSnapshots(tmp_path, workspaces)
     no_executors = cast("Any", None)  # only a restore stops a sandbox
+    room = DiskShares(DiskUsage(workspaces.root), lambda user_id: 10**9).writing
     states = BranchStates(
-        snapshots, no_executors, SharedWorkspaces(workspaces, None), governor=governor
+        snapshots, no_executors, SharedWorkspaces(workspaces, None), room, governor
     )
     return states, governor, snapshots
 
