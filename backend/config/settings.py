@@ -28,20 +28,24 @@ WorkKind = Literal[
 
 
 class WorkShare(BaseModel):
-    """What one kind of server work may hold: places on this server, places per user, and
-    seconds one piece of it may run. In WORK_LIMITS any of the three may be left out."""
+    """What one kind of server work may hold: places on this server, places per user,
+    seconds one piece of it may run, and (for downloads) the megabytes per second one user's
+    may send, all of them together (0: no pace). In WORK_LIMITS any may be left out."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     total: int = Field(default=1, ge=1, le=1024)
     per_user: int = Field(default=1, ge=1, le=1024)
     seconds: float = Field(default=60, gt=0, le=86_400)
+    mb_per_second: float = Field(default=0, ge=0, le=100_000)
 
+
+PACED_KINDS = {"table_download"}  # the kinds that send what they build, and so have a pace
 
 # Each kind's share unless WORK_LIMITS says otherwise (docs/security.md lists them).
 WORK_DEFAULTS: dict[str, WorkShare] = {
     "table_query": WorkShare(total=4, per_user=2, seconds=30),
-    "table_download": WorkShare(total=8, per_user=2, seconds=600),
+    "table_download": WorkShare(total=8, per_user=2, seconds=600, mb_per_second=64),
     "export": WorkShare(total=2, per_user=1, seconds=300),
     "chat_stream": WorkShare(total=32, per_user=4, seconds=3600),
     "rag_index": WorkShare(total=2, per_user=1, seconds=300),
@@ -449,9 +453,12 @@ class Settings(BaseSettings):
         description="Bounds on the expensive work the server does for users, by kind, as JSON "
         'over the defaults, e.g. `{"table_query": {"total": 8, "seconds": 60}}`: '
         "`total` at once on this server, `per_user` at once per user (one more: a 429), "
-        "`seconds` one may run (past it: a 503). Kinds and defaults: "
+        "`seconds` one may run (past it: a 503), and for `table_download` "
+        "`mb_per_second`, the pace of one user's downloads together (0: none). Kinds and "
+        "defaults (total/per user/seconds): "
         + "; ".join(
             f"`{kind}` {share.total}/{share.per_user}/{share.seconds:g} s"
+            + (f", {share.mb_per_second:g} MB/s" if share.mb_per_second else "")
             for kind, share in WORK_DEFAULTS.items()
         )
         + ". A request waits up to WORK_WAIT_SECONDS for a place on the server, then gets a "
@@ -551,6 +558,9 @@ class Settings(BaseSettings):
     def _known_shares(cls, value: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
         for kind, given in value.items():
             WorkShare(**{**WORK_DEFAULTS[kind].model_dump(), **given})  # ValueError if bad
+            if "mb_per_second" in given and kind not in PACED_KINDS:
+                paced = ", ".join(sorted(PACED_KINDS))
+                raise ValueError(f"{kind} has no download to pace: mb_per_second is for {paced}")
         return value
 
     def work_share(self, kind: str) -> WorkShare:

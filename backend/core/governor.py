@@ -1,8 +1,9 @@
 """One bound for the expensive work the server does on a user's behalf.
 
 Each kind of work (WORK_LIMITS: table queries, table downloads, exports, plain chat
-streams) has a share: places on this server (`total`), places per user (`per_user`) and
-seconds one piece may run. `Governor.hold(kind, user_id)` takes a place:
+streams) has a share: places on this server (`total`), places per user (`per_user`),
+seconds one piece may run, and for downloads a pace per user (`Held.sent`,
+backend/core/byte_pace.py). `Governor.hold(kind, user_id)` takes a place:
 
 - a user who holds `per_user` places of that kind waits for one of them to end (a page
   the UI asked for before the one it wants now, say), up to WORK_WAIT_SECONDS, then gets
@@ -44,6 +45,7 @@ import anyio
 
 from backend.config import Settings
 from backend.config.settings import WorkShare
+from backend.core.byte_pace import BytePace
 from backend.core.limits import LimitReached
 from backend.core.shared_places import SharedPlaces
 
@@ -106,6 +108,14 @@ class Held:
     kind: str
     seconds: float
     deadline: float  # the event loop's clock
+    user_id: int = 0
+    pace: BytePace | None = None  # the kind's bytes per second, per user
+
+    async def sent(self, size: int) -> None:
+        """`size` bytes of the work's answer went out: wait (on the event loop) for the
+        user's pace to allow more."""
+        if self.pace is not None:
+            await self.pace.sent(self.user_id, size)
 
     def check(self) -> None:
         """Between steps of work that cannot be interrupted: past the deadline, a 503."""
@@ -179,12 +189,20 @@ class Governor:
         self.wait = settings.WORK_WAIT_SECONDS
         self.shared = shared
         self._pools: dict[str, _Pool] = {}
+        self._paces: dict[str, BytePace] = {}
 
     def _pool(self, kind: str) -> _Pool:
         if kind not in self._pools:
             share = self.settings.work_share(kind)
             self._pools[kind] = _Pool(share, asyncio.Semaphore(share.total))
         return self._pools[kind]
+
+    def _pace(self, kind: str, share: WorkShare) -> BytePace | None:
+        if not share.mb_per_second:
+            return None
+        if kind not in self._paces:
+            self._paces[kind] = BytePace(share.mb_per_second * 1024 * 1024)
+        return self._paces[kind]
 
     def held(self, kind: str, user_id: int) -> int:
         """`user_id`'s places of `kind`, taken or waited for."""
@@ -240,7 +258,8 @@ class Governor:
                 retry_after=max(1.0, self.wait),
             ) from None
         seconds = share.seconds
-        held = Held(kind, seconds, asyncio.get_running_loop().time() + seconds)
+        deadline = asyncio.get_running_loop().time() + seconds
+        held = Held(kind, seconds, deadline, user_id, self._pace(kind, share))
         place = Place(pool, user_id, own, held)
         if self.shared is not None:
             await self._share_across_servers(place, kind, give_up)

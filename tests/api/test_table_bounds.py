@@ -8,6 +8,9 @@ interrupted (a 503). DuckDB spills only into DATA_DIR (emptied at start), and it
 
 from __future__ import annotations
 
+import json
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, closing
 from pathlib import Path
@@ -16,13 +19,16 @@ import httpx
 import pandas as pd
 import pytest
 
+from backend.core.byte_pace import BURST_SECONDS
 from tests.conftest import ADMIN_PASSWORD, write_replies
 from tests.support.live_server import LiveServer
 from tests.support.waiting import wait_for
 
 TABLE = "0123456789ab_1"
+MB = 1024 * 1024
 MEMORY_MB = "64"  # DuckDB's: a sort of ROWS spills (or, with no spill room, fails)
 ROWS = 2_000_000  # about 50 MB as CSV: more than a socket holds, so a stream stays open
+PACE_MB = 32  # a user's downloads together, per second
 
 
 def _person(server: LiveServer, name: str) -> tuple[int, httpx.Client]:
@@ -71,7 +77,9 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     (leftover / "duckdb_temp_block-1.block").write_bytes(b"x" * 4096)
     live = _start(
         root,
-        WORK_LIMITS='{"table_download": {"total": 3, "per_user": 2}}',
+        WORK_LIMITS=json.dumps(
+            {"table_download": {"total": 3, "per_user": 2, "mb_per_second": PACE_MB}}
+        ),
         WORK_WAIT_SECONDS="1",
         TABLE_QUERY_MEMORY_MB=MEMORY_MB,
     )
@@ -111,6 +119,31 @@ def test_downloads_take_places_per_user_and_in_all(shared: LiveServer) -> None:
         whole = b.get(b_url)
         assert whole.status_code == 200, whole.text
         assert whole.text.count("\n") == ROWS + 1
+
+
+def test_a_users_downloads_together_go_at_their_pace(shared: LiveServer) -> None:
+    """Unpaced, two downloads of a 50 MB CSV took a quarter of a second here, and at that
+    speed they kept both CPUs busy (noisy_neighbour): each would have had the pace alone."""
+    user_id, http = _person(shared, "downloader")
+    _big(_table(shared, user_id, http, "paced"))
+    url = f"/api/sessions/paced/tables/{TABLE}/download"
+    sizes: list[int] = []
+
+    def download() -> None:
+        with http.stream("GET", url) as answer:
+            assert answer.status_code == 200
+            sizes.append(sum(len(chunk) for chunk in answer.iter_bytes()))
+
+    with closing(http):
+        started = time.monotonic()
+        both = [threading.Thread(target=download) for _ in range(2)]
+        for each in both:
+            each.start()
+        for each in both:
+            each.join()
+        took = time.monotonic() - started
+    assert len(sizes) == 2 and sizes[0] == sizes[1] > 40 * MB
+    assert took >= sum(sizes) / (PACE_MB * MB) - BURST_SECONDS  # one budget for the two
 
 
 def test_duckdb_spills_under_data_dir_and_earlier_spill_is_removed(shared: LiveServer) -> None:

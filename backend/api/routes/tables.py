@@ -5,7 +5,8 @@ one and anything that is not a table id are all 404; a sort or filter the table
 cannot take is a 400 (a malformed one, 422); a file that is not a table DuckDB can read,
 a 422. Every query and download takes a place from the governor first (`table_query`,
 `table_download`: per user, in all, and a time limit, past which DuckDB is interrupted):
-a 429 or 503 with Retry-After when there is none, or when DuckDB has no memory left.
+a 429 or 503 with Retry-After when there is none, or when DuckDB has no memory left. A
+user's downloads together go at most at their kind's pace (`mb_per_second`).
 """
 
 from __future__ import annotations
@@ -306,6 +307,7 @@ async def _sent(
                 chunk := await held.run(next, chunks, None, interrupt=interrupt, native=native)
             ) is not None:
                 yield chunk
+                await held.sent(len(chunk))  # the user's pace (WORK_LIMITS mb_per_second)
         except (LimitReached, OSError) as exc:  # its time, or DuckDB's error through Arrow
             # The answer has begun: ending it early (no last chunk) is how a client hears.
             logger.warning("A table download was cut off: %s", str(exc).splitlines()[0][:200])
