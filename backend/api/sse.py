@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 
 import anyio
@@ -56,7 +57,20 @@ def sse_data(payload: Any, event: str | None = None) -> str:
 
 
 class SSEResponse(StreamingResponse):
+    """`content` as server-sent events; `source`, what `content` encodes, is closed when
+    the response ends too, even if `content` never began (its client went first)."""
+
     media_type = "text/event-stream"
+
+    def __init__(
+        self,
+        content: AsyncIterator[str],
+        *,
+        headers: Mapping[str, str] | None = None,
+        source: AsyncGenerator[Any, None] | None = None,
+    ) -> None:
+        super().__init__(content, headers=headers)
+        self.source = source
 
     async def stream_response(self, send: Send) -> None:
         await send(
@@ -90,6 +104,8 @@ class SSEResponse(StreamingResponse):
         aclose = getattr(self.body_iterator, "aclose", None)
         if aclose is not None:
             await aclose()
+        if self.source is not None:  # a body never begun has not closed it
+            await self.source.aclose()
 
 
 def _keepalive_seconds(scope: Scope) -> float:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import AsyncGenerator
+from types import TracebackType
+from typing import Any
 
 from backend.core.events import TurnEvent
 
 
-async def start_stream(
-    events: AsyncGenerator[TurnEvent, None],
-) -> AsyncGenerator[TurnEvent, None]:
+async def start_stream(events: AsyncGenerator[TurnEvent, None]) -> TurnStream:
     """Wait for the agent's first event, then stream everything.
 
     Failing to reach the LLM raises here, before the response starts, so the
@@ -22,16 +23,34 @@ async def start_stream(
         head.append(event)
         if event.type != "router":
             break
-    return _chain(head, events)
+    return TurnStream(head, events)
 
 
-async def _chain(
-    head: list[TurnEvent], rest: AsyncGenerator[TurnEvent, None]
-) -> AsyncGenerator[TurnEvent, None]:
-    try:
-        for event in head:
-            yield event
-        async for event in rest:
-            yield event
-    finally:
-        await rest.aclose()
+class TurnStream(AsyncGenerator[TurnEvent, None]):
+    """The turn's events, the first ones already read. Closing it closes the turn's own
+    generator even when nothing was read from here: a client gone before its response
+    began must have its turn recorded and its places given back now, not once the
+    garbage collector finds the turn, whose generators, all closed at once then, race
+    each other ("aclose(): asynchronous generator is already running")."""
+
+    def __init__(self, head: list[TurnEvent], rest: AsyncGenerator[TurnEvent, None]) -> None:
+        self._head = deque(head)
+        self._rest = rest
+
+    async def asend(self, value: None) -> TurnEvent:
+        if self._head:
+            return self._head.popleft()
+        return await self._rest.asend(value)
+
+    async def athrow(
+        self,
+        kind: Any,
+        value: Any = None,
+        traceback: TracebackType | None = None,
+    ) -> TurnEvent:
+        self._head.clear()
+        return await self._rest.athrow(kind, value, traceback)
+
+    async def aclose(self) -> None:
+        self._head.clear()
+        await self._rest.aclose()

@@ -101,4 +101,4 @@ async def create_chat_completion(
         return JSONResponse(completion(await unless_disconnected(http, turn.collect())))
     events = await start_stream(turn.events)
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
-    return SSEResponse(completion_chunks(events, include_usage), headers=SSE_HEADERS)
+    return SSEResponse(completion_chunks(events, include_usage), headers=SSE_HEADERS, source=events)

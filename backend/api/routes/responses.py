@@ -119,4 +119,5 @@ async def create_response(
     return SSEResponse(
         response_events(events, response_id, previous, code_interpreter=output),
         headers=SSE_HEADERS,
+        source=events,
     )
