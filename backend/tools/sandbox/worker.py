@@ -152,7 +152,8 @@ def drain(
             raise QuotaFull
         if result_done_at is not None and now - result_done_at > 0.2:
             break  # something the run spawned still holds stdout open; stop waiting
-        ready = select.select(list(open_fds), [], [], min(deadline - now, 0.05))[0]
+        wait = min(deadline - now, 0.05, space.due_in())
+        ready = select.select(list(open_fds), [], [], wait)[0]
         for fd in ready:
             chunk = os.read(fd, 65536)
             if not chunk:
@@ -197,6 +198,8 @@ def serve_run(
     try:
         out, err, res, truncated, timed_out = drain(pipes, started + timeout, space)
     except (DiskFull, QuotaFull) as full:
+        with contextlib.suppress(ProcessLookupError):  # its writes stop now; reaped below
+            os.killpg(pid, signal.SIGKILL)
         out = err = res = b""
         truncated, timed_out = False, False
         disk_full, quota_full = isinstance(full, DiskFull), isinstance(full, QuotaFull)
