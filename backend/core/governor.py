@@ -98,6 +98,7 @@ class _Pool:
     share: WorkShare
     places: asyncio.Semaphore  # the server's
     users: Counter[int] = field(default_factory=Counter)  # holding or waiting, per user
+    pace: BytePace | None = None  # the bytes a user's work sends, per second (downloads)
     own: dict[int, asyncio.Semaphore] = field(default_factory=dict)  # each user's places
 
 
@@ -189,20 +190,13 @@ class Governor:
         self.wait = settings.WORK_WAIT_SECONDS
         self.shared = shared
         self._pools: dict[str, _Pool] = {}
-        self._paces: dict[str, BytePace] = {}
 
     def _pool(self, kind: str) -> _Pool:
         if kind not in self._pools:
             share = self.settings.work_share(kind)
-            self._pools[kind] = _Pool(share, asyncio.Semaphore(share.total))
+            pace = BytePace(share.mb_per_second * 1024 * 1024) if share.mb_per_second else None
+            self._pools[kind] = _Pool(share, asyncio.Semaphore(share.total), pace=pace)
         return self._pools[kind]
-
-    def _pace(self, kind: str, share: WorkShare) -> BytePace | None:
-        if not share.mb_per_second:
-            return None
-        if kind not in self._paces:
-            self._paces[kind] = BytePace(share.mb_per_second * 1024 * 1024)
-        return self._paces[kind]
 
     def held(self, kind: str, user_id: int) -> int:
         """`user_id`'s places of `kind`, taken or waited for."""
@@ -259,7 +253,7 @@ class Governor:
             ) from None
         seconds = share.seconds
         deadline = asyncio.get_running_loop().time() + seconds
-        held = Held(kind, seconds, deadline, user_id, self._pace(kind, share))
+        held = Held(kind, seconds, deadline, user_id, pool.pace)
         place = Place(pool, user_id, own, held)
         if self.shared is not None:
             await self._share_across_servers(place, kind, give_up)
