@@ -97,7 +97,7 @@ class _Digests:
         return size, digest.hexdigest()
 
 
-HASH_CHUNK = 8 << 20  # few reads: each takes the GIL in a low-priority thread
+HASH_CHUNK = 8 << 20  # few reads: each takes the GIL once; hashing and reading release it
 _digests = _Digests()
 
 
