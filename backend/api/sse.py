@@ -21,8 +21,9 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 
 import anyio
-from starlette.responses import StreamingResponse
 from starlette.types import Message, Receive, Scope, Send
+
+from backend.api.streamed import ClosingStreamingResponse
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 KEEPALIVE_SECONDS = 15.0
@@ -56,7 +57,7 @@ def sse_data(payload: Any, event: str | None = None) -> str:
     return f"{prefix}data: {data}\n\n"
 
 
-class SSEResponse(StreamingResponse):
+class SSEResponse(ClosingStreamingResponse):
     """`content` as server-sent events; `source`, what `content` encodes, is closed when
     the response ends too, even if `content` never began (its client went first)."""
 
@@ -87,7 +88,7 @@ class SSEResponse(StreamingResponse):
             await send({"type": "http.response.body", "body": body, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def respond(self, scope: Scope, receive: Receive, send: Send) -> None:
         sender = _KeptAlive(send)
         keepalive = _keepalive_seconds(scope)
         async with anyio.create_task_group() as group:
@@ -101,9 +102,9 @@ class SSEResponse(StreamingResponse):
             group.start_soon(sender.ping, keepalive)
             await self.listen_for_disconnect(receive)
             group.cancel_scope.cancel()
-        aclose = getattr(self.body_iterator, "aclose", None)
-        if aclose is not None:
-            await aclose()
+
+    async def close_body(self) -> None:
+        await super().close_body()
         if self.source is not None:  # a body never begun has not closed it
             await self.source.aclose()
 

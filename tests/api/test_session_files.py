@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import scripted_server
 from tests.support.agent_script import SALES, react_turn, sse_events, upload
 from tests.support.live_server import LiveServer
+from tests.support.waiting import wait_for
 
 # Saves a DataFrame variable, writes a file of its own and shows a table.
 CODE = (
@@ -65,3 +66,17 @@ def test_the_servers_files_are_still_served_by_path(server: LiveServer) -> None:
     assert notepad.status_code == 200 and "entries" in notepad.json()
     assert variable.status_code == 200 and variable.content.startswith(b"PAR1")
     assert upload_.content == SALES
+
+
+def test_a_download_whose_client_went_away_closes_its_file(server: LiveServer) -> None:
+    """Starlette reads a file's chunks in a thread and, when the client goes, leaves the
+    file open until the garbage collector finds its iterator."""
+    big = _workspace(server) / "outputs" / "big.bin"
+    with big.open("wb") as sparse:  # far more than loopback's buffers hold (36 MB here)
+        sparse.truncate(512 * 1024 * 1024)
+    url = "/api/sessions/files/files/outputs/big.bin"
+    with server.client() as http, http.stream("GET", url) as download:
+        assert download.status_code == 200
+        next(download.iter_bytes())
+        assert server.has_open(big)
+    wait_for(lambda: not server.has_open(big), timeout=10)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -103,6 +104,16 @@ class LiveServer:
         )
         response.raise_for_status()
         return str(response.json()["access_token"])
+
+    def has_open(self, path: Path) -> bool:
+        """Whether the server's process holds `path` open."""
+        assert self.process is not None
+        target = str(path.resolve())
+        for each in Path(f"/proc/{self.process.pid}/fd").iterdir():
+            with contextlib.suppress(OSError):  # closed meanwhile
+                if os.readlink(each) == target:
+                    return True
+        return False
 
     def client(self, token: str | None = None, **kwargs: Any) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token or self.token()}"}

@@ -25,6 +25,7 @@ from backend.api.errors import OPENAI_CLIENT_ERRORS, ApiError
 from backend.api.routes.openai import check_parameters
 from backend.api.routes.openai_files import file_not_found
 from backend.api.routes.uploads import checked_name, stored_file_errors
+from backend.api.streamed import ClosingStreamingResponse
 from backend.core.containers import (
     ContainerExpired,
     ContainerFile,
@@ -259,7 +260,7 @@ async def read_container_file_content(
         raise _container_file_not_found(file_id) from None
     media_type = mimetypes.guess_type(file.path)[0] or "application/octet-stream"
     headers = download_headers(file.path.rsplit("/", 1)[-1])
-    return StreamingResponse(chunks, media_type=media_type, headers=headers)
+    return ClosingStreamingResponse(chunks, media_type=media_type, headers=headers)
 
 
 @router.delete("/containers/{container_id}/files/{file_id}")

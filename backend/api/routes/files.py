@@ -25,6 +25,7 @@ from backend.api.deps import (
 )
 from backend.api.downloads import download_headers
 from backend.api.errors import CLIENT_ERRORS, ApiError
+from backend.api.streamed import ClosingStreamingResponse
 from backend.files import (
     ArchiveLimits,
     UnsafeArchive,
@@ -251,4 +252,4 @@ async def read_session_file(
     media_type = mimetypes.guess_type(path)[0] or "application/octet-stream"
     disposition = "inline" if media_type in _INLINE_TYPES else "attachment"
     headers = download_headers(path.rsplit("/", 1)[-1], disposition)
-    return StreamingResponse(chunks, media_type=media_type, headers=headers)
+    return ClosingStreamingResponse(chunks, media_type=media_type, headers=headers)

@@ -18,6 +18,7 @@ from backend.api.deps import CurrentUser, FilesDep, LimitsDep, SettingsDep
 from backend.api.downloads import download_headers
 from backend.api.errors import OPENAI_CLIENT_ERRORS, ApiError
 from backend.api.routes.uploads import checked_name, stored_file_errors
+from backend.api.streamed import ClosingStreamingResponse
 from backend.core.user_files import UserFileNotFound
 from backend.models.openai_files import FileDeleted, FileObject, FilePurpose, Order, Page
 
@@ -86,7 +87,7 @@ async def read_file_content(file_id: str, user: CurrentUser, files: FilesDep) ->
     except UserFileNotFound:
         raise file_not_found(file_id) from None
     headers = download_headers(stored.filename)
-    return StreamingResponse(chunks, media_type="application/octet-stream", headers=headers)
+    return ClosingStreamingResponse(chunks, media_type="application/octet-stream", headers=headers)
 
 
 @router.delete("/files/{file_id}")

@@ -17,6 +17,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Annotated, Any, Literal
 
+import anyio
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import TypeAdapter, ValidationError
@@ -33,6 +34,7 @@ from backend.api.deps import (
 )
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.api.routes.files import current_session
+from backend.api.streamed import ClosingStreamingResponse
 from backend.config import Settings
 from backend.core.governor import Held, in_work_thread
 from backend.core.limits import LimitReached
@@ -288,7 +290,7 @@ async def download_table(
         "X-Content-Type-Options": "nosniff",
     }
     body = _sent(work, held, chunks, interrupt, native=heavy and format != "xlsx")
-    return StreamingResponse(body, media_type=_MEDIA[format], headers=headers)
+    return ClosingStreamingResponse(body, media_type=_MEDIA[format], headers=headers)
 
 
 async def _sent(
@@ -312,8 +314,9 @@ async def _sent(
             # The answer has begun: ending it early (no last chunk) is how a client hears.
             logger.warning("A table download was cut off: %s", str(exc).splitlines()[0][:200])
             raise
-        finally:
-            await run_in_threadpool(_close, chunks)
+        finally:  # cut off (cancelled) too: the reader pins DuckDB's memory until closed
+            with anyio.CancelScope(shield=True):
+                await run_in_threadpool(_close, chunks)
 
 
 def _close(chunks: Iterator[bytes]) -> None:
