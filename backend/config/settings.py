@@ -29,8 +29,9 @@ WorkKind = Literal[
 
 class WorkShare(BaseModel):
     """What one kind of server work may hold: places on this server, places per user,
-    seconds one piece of it may run, and (for downloads) the megabytes per second one user's
-    may send, all of them together (0: no pace). In WORK_LIMITS any may be left out."""
+    seconds one piece of it may run, (for downloads) the megabytes per second one user's
+    may send, all of them together, and the share of a thread's time one user's may keep
+    busy, on average, after a burst (0: no pace). In WORK_LIMITS any may be left out."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -38,15 +39,19 @@ class WorkShare(BaseModel):
     per_user: int = Field(default=1, ge=1, le=1024)
     seconds: float = Field(default=60, gt=0, le=86_400)
     mb_per_second: float = Field(default=0, ge=0, le=100_000)
+    busy_share: float = Field(default=0, ge=0, le=1)
 
 
 PACED_KINDS = {"table_download"}  # the kinds that send what they build, and so have a pace
+# The kinds whose work runs in the server's threads, and so can have a busy_share.
+THREADED_KINDS = {"table_query", "table_download", "export", "snapshot"}
+BUSY_BURST_SECONDS = 0.5  # of work a user may do at once after a pause, whatever busy_share
 
 # Each kind's share unless WORK_LIMITS says otherwise (docs/security.md lists them).
 WORK_DEFAULTS: dict[str, WorkShare] = {
     "table_query": WorkShare(total=4, per_user=2, seconds=30),
     "table_download": WorkShare(total=8, per_user=2, seconds=600, mb_per_second=64),
-    "export": WorkShare(total=2, per_user=1, seconds=300),
+    "export": WorkShare(total=2, per_user=1, seconds=300, busy_share=0.1),
     "chat_stream": WorkShare(total=32, per_user=4, seconds=3600),
     "rag_index": WorkShare(total=2, per_user=1, seconds=300),
     "snapshot": WorkShare(total=4, per_user=2, seconds=600),
@@ -453,12 +458,15 @@ class Settings(BaseSettings):
         description="Bounds on the expensive work the server does for users, by kind, as JSON "
         'over the defaults, e.g. `{"table_query": {"total": 8, "seconds": 60}}`: '
         "`total` at once on this server, `per_user` at once per user (one more: a 429), "
-        "`seconds` one may run (past it: a 503), and for `table_download` "
-        "`mb_per_second`, the pace of one user's downloads together (0: none). Kinds and "
+        "`seconds` one may run (past it: a 503), for `table_download` "
+        "`mb_per_second`, the pace of one user's downloads together, and `busy_share`, the "
+        "share of a thread's time one user's work of a kind may keep busy on average, after "
+        f"a burst of {BUSY_BURST_SECONDS:g} s (past it: a wait, or a 429; 0: none). Kinds and "
         "defaults (total/per user/seconds): "
         + "; ".join(
             f"`{kind}` {share.total}/{share.per_user}/{share.seconds:g} s"
             + (f", {share.mb_per_second:g} MB/s" if share.mb_per_second else "")
+            + (f", busy {share.busy_share:g}" if share.busy_share else "")
             for kind, share in WORK_DEFAULTS.items()
         )
         + ". A request waits up to WORK_WAIT_SECONDS for a place on the server, then gets a "
@@ -561,6 +569,9 @@ class Settings(BaseSettings):
             if "mb_per_second" in given and kind not in PACED_KINDS:
                 paced = ", ".join(sorted(PACED_KINDS))
                 raise ValueError(f"{kind} has no download to pace: mb_per_second is for {paced}")
+            if "busy_share" in given and kind not in THREADED_KINDS:
+                threaded = ", ".join(sorted(THREADED_KINDS))
+                raise ValueError(f"{kind} runs in no server thread: busy_share is for {threaded}")
         return value
 
     def work_share(self, kind: str) -> WorkShare:

@@ -2,13 +2,17 @@
 
 Each kind of work (WORK_LIMITS: table queries, table downloads, exports, plain chat
 streams) has a share: places on this server (`total`), places per user (`per_user`),
-seconds one piece may run, and for downloads a pace per user (`Held.sent`,
-backend/core/byte_pace.py). `Governor.hold(kind, user_id)` takes a place:
+seconds one piece may run, and two paces per user (backend/core/pace.py): the bytes a
+user's downloads send (`Held.sent`), and the share of a thread's time a user's work may
+keep busy (`busy_share`, exports). `Governor.hold(kind, user_id)` takes a place:
 
 - a user who holds `per_user` places of that kind waits for one of them to end (a page
   the UI asked for before the one it wants now, say), up to WORK_WAIT_SECONDS, then gets
-  a 429; with as many waiting as holding, one more gets the 429 at once, so one user can
-  never queue the server full;
+  a 429; past WAITING_PER_USER waiting, one more gets the 429 at once. Waiting costs
+  the server nothing but a sleeping task, where a refusal at once invited a client to
+  ask again at once: 50 of one user's export requests were answered 60 times a second;
+- a user whose work of the kind has spent its `busy_share` waits too, until it has
+  time again, or gets a 429 at once with that time as its Retry-After;
 - with every place on the server taken, the request waits its turn on the event loop
   (never in a thread-pool thread) within the same WORK_WAIT_SECONDS, then gets a 503;
 - the place is given back however the work ends: done, failed, cancelled, disconnected.
@@ -33,6 +37,7 @@ import concurrent.futures
 import contextlib
 import functools
 import logging
+import math
 import os
 import threading
 import weakref
@@ -44,9 +49,9 @@ from typing import TypeVar
 import anyio
 
 from backend.config import Settings
-from backend.config.settings import WorkShare
-from backend.core.byte_pace import BytePace
+from backend.config.settings import BUSY_BURST_SECONDS, WorkShare
 from backend.core.limits import LimitReached
+from backend.core.pace import Pace
 from backend.core.shared_places import SharedPlaces
 
 logger = logging.getLogger(__name__)
@@ -55,6 +60,7 @@ T = TypeVar("T")
 WORK_NICE = 10  # CFS weight 110 against 1024 at nice 0: about a tenth of a busy CPU's time
 INTERRUPT_AGAIN = 0.05  # seconds between interrupts of work that has not ended yet
 WORK_THREADS = 32  # more than the places of every kind run in threads (4 + 8 + 2), and snapshots
+WAITING_PER_USER = 64  # of one user's requests for a kind, waiting for its places
 
 
 def _lower_priority() -> None:
@@ -98,7 +104,8 @@ class _Pool:
     share: WorkShare
     places: asyncio.Semaphore  # the server's
     users: Counter[int] = field(default_factory=Counter)  # holding or waiting, per user
-    pace: BytePace | None = None  # the bytes a user's work sends, per second (downloads)
+    pace: Pace | None = None  # the bytes a user's work sends, per second (downloads)
+    busy: Pace | None = None  # the seconds a user's work keeps a thread busy, per second
     own: dict[int, asyncio.Semaphore] = field(default_factory=dict)  # each user's places
 
 
@@ -110,7 +117,8 @@ class Held:
     seconds: float
     deadline: float  # the event loop's clock
     user_id: int = 0
-    pace: BytePace | None = None  # the kind's bytes per second, per user
+    pace: Pace | None = None  # the kind's bytes per second, per user
+    busy: Pace | None = None  # the kind's seconds of work per second, per user
 
     async def sent(self, size: int) -> None:
         """`size` bytes of the work's answer went out: wait (on the event loop) for the
@@ -140,7 +148,11 @@ class Held:
         task = asyncio.ensure_future(
             in_work_thread(_unless_stopped, stopped, work, *args, native=native)
         )
-        left = self.deadline - asyncio.get_running_loop().time()
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        if self.busy is not None:  # however the thread ends, its time is the user's
+            task.add_done_callback(functools.partial(_spent, self.busy, self.user_id, began))
+        left = self.deadline - began
         try:
             return await asyncio.wait_for(asyncio.shield(task), max(0.0, left))
         except (TimeoutError, asyncio.CancelledError) as exc:
@@ -157,6 +169,10 @@ class Held:
             if isinstance(exc, TimeoutError):
                 raise timed_out(self.kind, self.seconds) from None
             raise
+
+
+def _spent(busy: Pace, user_id: int, began: float, _: object) -> None:
+    busy.due(user_id, asyncio.get_running_loop().time() - began)
 
 
 class _Stopped(Exception):
@@ -194,8 +210,12 @@ class Governor:
     def _pool(self, kind: str) -> _Pool:
         if kind not in self._pools:
             share = self.settings.work_share(kind)
-            pace = BytePace(share.mb_per_second * 1024 * 1024) if share.mb_per_second else None
-            self._pools[kind] = _Pool(share, asyncio.Semaphore(share.total), pace=pace)
+            pace = Pace(share.mb_per_second * 1024 * 1024) if share.mb_per_second else None
+            busy = None
+            if share.busy_share:
+                burst = BUSY_BURST_SECONDS / share.busy_share  # in the pace's seconds
+                busy = Pace(share.busy_share, burst_seconds=burst)
+            self._pools[kind] = _Pool(share, asyncio.Semaphore(share.total), pace=pace, busy=busy)
         return self._pools[kind]
 
     def held(self, kind: str, user_id: int) -> int:
@@ -217,18 +237,26 @@ class Governor:
         share = pool.share
         what = _WHAT.get(kind, kind)
         mine = f"You already have {share.per_user} {what} in progress, the most one person "
-        if pool.users[user_id] >= 2 * share.per_user:
+        if pool.users[user_id] >= share.per_user + WAITING_PER_USER:
             raise LimitReached(
-                429, mine + "may have at once. Wait for one to finish.", "too_many_requests", 2
+                429,
+                mine + f"may have at once, and {WAITING_PER_USER} more wait. Wait for them.",
+                "too_many_requests",
+                retry_after=max(1.0, self.wait),
             )
         pool.users[user_id] += 1
         own = pool.own.setdefault(user_id, asyncio.Semaphore(share.per_user))
         got_own = False
+        waiting_for = "own"
         give_up = asyncio.get_running_loop().time() + self.wait
         try:
             async with asyncio.timeout(self.wait):
                 await own.acquire()
                 got_own = True
+                if pool.busy is not None:
+                    waiting_for = "busy"
+                    await self._until_busy_allows(pool.busy, kind, user_id, give_up)
+                waiting_for = "server"
                 await pool.places.acquire()
         except BaseException as exc:
             if got_own:
@@ -236,7 +264,9 @@ class Governor:
             _leave(pool, user_id)
             if not isinstance(exc, TimeoutError):
                 raise
-            if not got_own:
+            if waiting_for == "busy":  # its sleep outlasted the timeout by a hair
+                raise self._too_busy(kind, 1.0) from None
+            if waiting_for == "own":
                 raise LimitReached(
                     429,
                     mine + f"may have at once, and none ended within {self.wait:g} s. "
@@ -253,11 +283,31 @@ class Governor:
             ) from None
         seconds = share.seconds
         deadline = asyncio.get_running_loop().time() + seconds
-        held = Held(kind, seconds, deadline, user_id, pool.pace)
+        held = Held(kind, seconds, deadline, user_id, pool.pace, pool.busy)
         place = Place(pool, user_id, own, held)
         if self.shared is not None:
             await self._share_across_servers(place, kind, give_up)
         return place
+
+    async def _until_busy_allows(self, busy: Pace, kind: str, user_id: int, give_up: float) -> None:
+        """Wait until the user's work of `kind` may keep a thread busy again, or a 429 now
+        if that is after `give_up`."""
+        loop = asyncio.get_running_loop()
+        while wait := busy.due(user_id, 0):
+            if loop.time() + wait > give_up:
+                raise self._too_busy(kind, wait)
+            await asyncio.sleep(wait)
+
+    def _too_busy(self, kind: str, wait: float) -> LimitReached:
+        share = self._pool(kind).share
+        return LimitReached(
+            429,
+            f"Your {_WHAT.get(kind, kind)} have kept the server busy for more than the "
+            f"{share.busy_share:.0%} of its time one person's may take; try again in "
+            f"{math.ceil(wait)} s.",
+            "too_many_requests",
+            retry_after=math.ceil(wait),
+        )
 
     async def _share_across_servers(self, place: Place, kind: str, give_up: float) -> None:
         """The user's place counted on every server too, or a 429 (the local one given back)."""

@@ -2,8 +2,9 @@
 
 Before, a plain chat turn took no run slot, so one user could hold any number of streams
 on the model everyone shares. Now each takes a `chat_stream` place from the governor: one
-more than a user's share is a 429 at once, one more than the server's a 503 after
-WORK_WAIT_SECONDS, both with Retry-After; a stream that ends gives its place back.
+more than a user's share waits for one of theirs, one more than the server's for anyone's,
+then, after WORK_WAIT_SECONDS, a 429 and a 503, both with Retry-After; a stream that ends
+gives its place back.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import httpx
 import pandas as pd
 import pytest
 
-from backend.core.byte_pace import BURST_SECONDS
+from backend.core.pace import BURST_SECONDS
 from tests.conftest import ADMIN_PASSWORD, write_replies
 from tests.support.live_server import LiveServer
 from tests.support.waiting import wait_for

@@ -1,14 +1,15 @@
-"""Downloads' pace (issue 40): one budget of bytes per second per user, shared by that
-user's downloads and by nobody else's; a quarter of a second of it may go at once, and
-idle time is not saved up for later."""
+"""Users' paces (issue 40): one budget per user, of a download's bytes per second or of
+seconds of work per second, shared by that user's work of a kind and by nobody else's; a
+burst of it may go at once (a quarter second's bytes, half a second of work), and idle time is not
+saved up for later."""
 
 from __future__ import annotations
 
 import pytest
 
 from backend.config import ConfigError, load_settings
-from backend.core.byte_pace import BURST_SECONDS, BytePace
 from backend.core.governor import Governor
+from backend.core.pace import BURST_SECONDS, Pace
 
 MB = 1024 * 1024
 
@@ -23,7 +24,7 @@ class Clock:
 
 def test_a_user_waits_once_past_a_quarter_second_of_their_pace() -> None:
     clock = Clock()
-    pace = BytePace(4 * MB, clock)
+    pace = Pace(4 * MB, clock)
     assert pace.due(1, MB) == 0  # a quarter of a second's worth goes at once
     assert pace.due(1, MB) == pytest.approx(0.25)
     assert pace.due(1, 2 * MB) == pytest.approx(0.75)
@@ -33,7 +34,7 @@ def test_a_user_waits_once_past_a_quarter_second_of_their_pace() -> None:
 
 def test_one_users_bytes_never_delay_another_user() -> None:
     clock = Clock()
-    pace = BytePace(4 * MB, clock)
+    pace = Pace(4 * MB, clock)
     assert pace.due(1, 40 * MB) == pytest.approx(10 - BURST_SECONDS)  # the hoarder
     assert pace.due(2, MB) == 0  # the neighbour's budget is their own
     assert pace.due(2, MB) == pytest.approx(0.25)
@@ -42,7 +43,7 @@ def test_one_users_bytes_never_delay_another_user() -> None:
 
 def test_idle_time_is_not_saved_up() -> None:
     clock = Clock()
-    pace = BytePace(4 * MB, clock)
+    pace = Pace(4 * MB, clock)
     pace.due(1, MB)
     clock.now += 3600  # an hour without a download buys no burst of an hour's bytes
     assert pace.due(1, MB) == 0
@@ -51,7 +52,7 @@ def test_idle_time_is_not_saved_up() -> None:
 
 def test_users_whose_budget_is_whole_are_forgotten() -> None:
     clock = Clock()
-    pace = BytePace(4 * MB, clock)
+    pace = Pace(4 * MB, clock)
     for user_id in range(1000):
         pace.due(user_id, MB)
     clock.now += 1
@@ -60,7 +61,7 @@ def test_users_whose_budget_is_whole_are_forgotten() -> None:
 
 
 def test_no_pace_is_no_wait() -> None:
-    pace = BytePace(0, Clock())
+    pace = Pace(0, Clock())
     assert pace.due(1, 10**12) == 0
 
 
