@@ -30,7 +30,7 @@ WorkKind = Literal[
 class WorkShare(BaseModel):
     """What one kind of server work may hold: places on this server, places per user,
     seconds one piece of it may run, (for downloads) the megabytes per second one user's
-    may send, all of them together, and the share of a thread's time one user's may keep
+    may send, all of them together, and the share of a CPU's time one user's may keep
     busy, on average, after a burst (0: no pace). In WORK_LIMITS any may be left out."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -460,7 +460,7 @@ class Settings(BaseSettings):
         "`total` at once on this server, `per_user` at once per user (one more: a 429), "
         "`seconds` one may run (past it: a 503), for `table_download` "
         "`mb_per_second`, the pace of one user's downloads together, and `busy_share`, the "
-        "share of a thread's time one user's work of a kind may keep busy on average, after "
+        "share of a CPU's time one user's work of a kind may keep busy on average, after "
         f"a burst of {BUSY_BURST_SECONDS:g} s (past it: a wait, or a 429; 0: none). Kinds and "
         "defaults (total/per user/seconds): "
         + "; ".join(

@@ -3,7 +3,7 @@
 Each kind of work (WORK_LIMITS: table queries, table downloads, exports, plain chat
 streams) has a share: places on this server (`total`), places per user (`per_user`),
 seconds one piece may run, and two paces per user (backend/core/pace.py): the bytes a
-user's downloads send (`Held.sent`), and the share of a thread's time a user's work may
+user's downloads send (`Held.sent`), and the share of a CPU's time a user's work may
 keep busy (`busy_share`, exports). `Governor.hold(kind, user_id)` takes a place:
 
 - a user who holds `per_user` places of that kind waits for one of them to end (a page
@@ -40,6 +40,7 @@ import logging
 import math
 import os
 import threading
+import time
 import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -145,14 +146,13 @@ class Held:
         an interrupt could come before there is anything to interrupt (DuckDB's query not
         started yet) and be lost, so it is repeated until the thread has ended."""
         stopped = threading.Event()
+        clocked = _Clocked()
         task = asyncio.ensure_future(
-            in_work_thread(_unless_stopped, stopped, work, *args, native=native)
+            in_work_thread(_unless_stopped, stopped, clocked, work, *args, native=native)
         )
-        loop = asyncio.get_running_loop()
-        began = loop.time()
-        if self.busy is not None:  # however the thread ends, its time is the user's
-            task.add_done_callback(functools.partial(_spent, self.busy, self.user_id, began))
-        left = self.deadline - began
+        if self.busy is not None:  # however the thread ends, its CPU time is the user's
+            task.add_done_callback(functools.partial(_spent, self.busy, self.user_id, clocked))
+        left = self.deadline - asyncio.get_running_loop().time()
         try:
             return await asyncio.wait_for(asyncio.shield(task), max(0.0, left))
         except (TimeoutError, asyncio.CancelledError) as exc:
@@ -171,18 +171,33 @@ class Held:
             raise
 
 
-def _spent(busy: Pace, user_id: int, began: float, _: object) -> None:
-    busy.due(user_id, asyncio.get_running_loop().time() - began)
+@dataclass
+class _Clocked:
+    """The CPU seconds a work thread spent on one piece of work (its own: DuckDB's threads'
+    are not counted). CPU, not the time it took: on a busy server that grows, and so would
+    every user's bill."""
+
+    seconds: float = 0.0
+
+
+def _spent(busy: Pace, user_id: int, clocked: _Clocked, _: object) -> None:
+    busy.due(user_id, clocked.seconds)
 
 
 class _Stopped(Exception):
     """The work was stopped before its thread began it."""
 
 
-def _unless_stopped(stopped: threading.Event, work: Callable[..., T], *args: object) -> T:
+def _unless_stopped(
+    stopped: threading.Event, clocked: _Clocked, work: Callable[..., T], *args: object
+) -> T:
     if stopped.is_set():
         raise _Stopped
-    return work(*args)
+    began = time.thread_time()
+    try:
+        return work(*args)
+    finally:
+        clocked.seconds = time.thread_time() - began
 
 
 def timed_out(kind: str, seconds: float) -> WorkTimedOut:

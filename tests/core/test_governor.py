@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 
@@ -138,15 +139,26 @@ def _busy_governor(wait: float) -> Governor:
     return Governor(load_settings(WORK_LIMITS=limits, WORK_WAIT_SECONDS=wait))
 
 
+def _busy(seconds: float) -> None:
+    """Keep this thread busy for `seconds` of its CPU time."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
 async def _work(governor: Governor, user_id: int, seconds: float) -> None:
     """A piece of `user_id`'s export work that keeps a thread busy `seconds`."""
     async with governor.hold("export", user_id) as held:
-        await held.run(threading.Event().wait, seconds)
+        await held.run(_busy, seconds)
 
 
 async def test_a_user_past_their_busy_share_waits_for_it() -> None:
     """An export whose inputs' digests are kept takes a few ms of Python: one user asking
     for them back to back kept a thread, and the GIL, busy for everyone (noisy_neighbour)."""
+    governor = _busy_governor(wait=0.1)
+    async with governor.hold("export", 1) as held:  # waiting is not work: no CPU time
+        await held.run(threading.Event().wait, BUSY_BURST_SECONDS + 0.2)
+    await _work(governor, 1, 0)  # not refused: there is nothing to wait for
     governor = _busy_governor(wait=5)
     loop = asyncio.get_running_loop()
     await _work(governor, 1, BUSY_BURST_SECONDS + 0.2)  # the burst, and 0.2 s past it
