@@ -3,11 +3,10 @@
 Starlette's `StreamingResponse` stops iterating its body when the client goes, but leaves
 the body open: a generator suspended at its `yield` keeps what it holds (a governor's
 place, a DuckDB cursor and the engine memory its query pins, an open file) until the
-garbage collector finds it, which, in a cycle, may be minutes later or never. A table
-sort after two abandoned downloads ran out of DuckDB's memory that way (CI, stop 47).
-Here the body is closed when the response ends: sent in full, failed, or cut off, in a
-scope that cancellation cannot interrupt. A synchronous iterator, which Starlette reads
-in a thread, is closed in one.
+garbage collector finds it, which, in a cycle, may be minutes later or never (a table
+stayed open over 10 s after two clients left its download). Here the body is closed when
+the response ends: sent in full, failed, or cut off, in a scope that cancellation cannot
+interrupt. A synchronous iterator, which Starlette reads in a thread, is closed in one.
 """
 
 from __future__ import annotations
