@@ -261,20 +261,18 @@ class Governor:
             )
         pool.users[user_id] += 1
         own = pool.own.setdefault(user_id, asyncio.Semaphore(share.per_user))
-        got_own = False
         waiting_for = "own"
         give_up = asyncio.get_running_loop().time() + self.wait
         try:
             async with asyncio.timeout(self.wait):
                 await own.acquire()
-                got_own = True
                 if pool.busy is not None:
                     waiting_for = "busy"
                     await self._until_busy_allows(pool.busy, kind, user_id, give_up)
                 waiting_for = "server"
                 await pool.places.acquire()
         except BaseException as exc:
-            if got_own:
+            if waiting_for != "own":  # it holds one of the user's places
                 own.release()
             _leave(pool, user_id)
             if not isinstance(exc, TimeoutError):
