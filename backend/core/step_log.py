@@ -26,9 +26,12 @@ class StoreStepLog:
             log.warning("session %s: step %s not kept for export: %r", session_id, step.run_id, exc)
 
     async def steps(self, session_id: str) -> list[SessionStep]:
-        stored = await run_in_threadpool(self.store.list_session_steps, session_id)
+        return await run_in_threadpool(self.read, session_id)
+
+    def read(self, session_id: str) -> list[SessionStep]:
+        """The session's steps (blocking: it reads the store)."""
         steps = []
-        for record in stored:
+        for record in self.store.list_session_steps(session_id):
             try:
                 steps.append(SessionStep.model_validate(record))
             except ValidationError:  # written by another version: left out, not a failure

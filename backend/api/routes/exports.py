@@ -1,7 +1,8 @@
 """A session as a notebook or a script that reruns (`core/export`).
 
-Building one reads the session's input files (their SHA-256) and writes the notebook in
-memory: it takes an `export` place from the governor (per user, in all, and a time limit).
+Building one reads the session's messages and steps from the store and its input files
+(their SHA-256), and writes the notebook in memory: all of it in the thread of an `export`
+place from the governor (per user, in all, a time limit and a share of a thread's time).
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from backend.api.deps import (
 )
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.api.routes.files import current_session
-from backend.core.export import ExportFormat, export_session
+from backend.core.export import Export, ExportFormat, export_session
+from backend.core.step_log import StoreStepLog
 from backend.models.common import SessionId
-from backend.storage import Message
+from backend.storage import Message, Store
 from backend.storage.message_tree import MessageTree
+from backend.storage.workspaces import Workspaces
 
 router = APIRouter(prefix="/api", tags=["sessions"], responses=CLIENT_ERRORS)
 
@@ -57,25 +60,40 @@ async def export_session_steps(
     key = await current_session(store, shared, user, session_id)
     if chat.branches is not None:
         await chat.branches.settled(key)  # a turn just streamed is recorded
-    conversation = store.conversation_for_session(user.id, key, "")
-    tree = MessageTree(store.list_messages(conversation.id))
-    if leaf is not None and leaf not in tree:
-        raise ApiError(404, "Message not found in this conversation.", code="message_not_found")
-    kept = await steps.steps(key)
-    if leaf is not None or tree.forks():
-        runs = branch_runs(tree.path(tree.latest_leaf(leaf) if leaf else tree.latest))
-        kept = [step for step in kept if step.run_id in runs]
     async with governor.hold("export", user.id) as held:
-        # At the normal priority: with its inputs' digests kept (core/export/inputs.py),
-        # an export is mostly Python, holding the GIL, which a low-priority thread
-        # descheduled while holding it would keep from everyone (noisy_neighbour: B's
-        # p99 5.2x while A exported 70 times a second).
-        work = held.run(export_session, workspaces, key, conversation.title, kept, format)
+        # All of it in the place's thread, the store's reads too, so that the kind's
+        # busy_share counts all of it and none is on the event loop. At the normal
+        # priority: an export is mostly Python, holding the GIL, which a low-priority
+        # thread descheduled while holding it would keep from everyone (noisy_neighbour:
+        # B's p99 5.2x while A exported 70 times a second).
+        work = held.run(build, store, steps, workspaces, user.id, key, leaf, format)
         export = await until_gone(request, work, "session export")
     disposition = f'attachment; filename="{export.filename}"'  # a name of [A-Za-z0-9_-]
     return Response(
         export.body, media_type=export.media_type, headers={"Content-Disposition": disposition}
     )
+
+
+def build(
+    store: Store,
+    steps: StoreStepLog,
+    workspaces: Workspaces,
+    user_id: int,
+    key: str,
+    leaf: int | None,
+    format: ExportFormat,
+) -> Export:
+    """The export of session `key`'s steps, of the branch through `leaf` or its latest
+    (blocking: it reads the store and the session's files)."""
+    conversation = store.conversation_for_session(user_id, key, "")
+    tree = MessageTree(store.list_messages(conversation.id))
+    if leaf is not None and leaf not in tree:
+        raise ApiError(404, "Message not found in this conversation.", code="message_not_found")
+    kept = steps.read(key)
+    if leaf is not None or tree.forks():
+        runs = branch_runs(tree.path(tree.latest_leaf(leaf) if leaf else tree.latest))
+        kept = [step for step in kept if step.run_id in runs]
+    return export_session(workspaces, key, conversation.title, kept, format)
 
 
 def branch_runs(path: list[Message]) -> set[str]:
