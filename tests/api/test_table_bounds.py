@@ -8,12 +8,15 @@ interrupted (a 503). DuckDB spills only into DATA_DIR (emptied at start), and it
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, closing
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import pandas as pd
@@ -141,6 +144,43 @@ def test_a_download_whose_client_went_away_lets_go_of_its_table(shared: LiveServ
                 next(unread.iter_bytes())
         wait_for(lambda: not shared.has_open(table), timeout=10)
         with ExitStack() as streams:  # both of the user's places are back
+            for _ in range(2):
+                assert streams.enter_context(http.stream("GET", url)).status_code == 200
+
+
+def _xlsx_builders(server: LiveServer) -> list[int]:
+    """The server's XLSX builder processes (each in a session of its own)."""
+    assert server.process is not None
+    found = []
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):  # gone meanwhile
+            if not proc.name.isdigit() or b"xlsx_worker" not in (proc / "cmdline").read_bytes():
+                continue
+            if int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) == server.process.pid:
+                found.append(int(proc.name))
+    return found
+
+
+def test_an_xlsx_download_whose_client_went_away_before_it_began_is_stopped(
+    shared: LiveServer,
+) -> None:
+    """An XLSX file is built whole before the answer begins: Starlette ran that to its end
+    for a client long gone, a core and a place for a minute (noisy_neighbour: A's cut
+    downloads went on building through the phases after theirs, B's p50 2.5x)."""
+    user_id, http = _person(shared, "quitter")
+    _big(_table(shared, user_id, http, "sheet"))
+    rows = json.dumps([{"column": "id", "op": "lt", "value": 1_000_000}])  # fits a sheet
+    query = f"format=xlsx&filters={quote(rows)}"
+    request = f"GET /api/sessions/sheet/tables/{TABLE}/download?{query} HTTP/1.1\r\n"
+    headers = f"Host: x\r\nAuthorization: {http.headers['Authorization']}\r\n\r\n"
+    with closing(http):
+        with socket.create_connection(("127.0.0.1", shared.port)) as raw:
+            raw.sendall((request + headers).encode())
+            wait_for(lambda: _xlsx_builders(shared), timeout=60)  # the sheet is being built
+        wait_for(lambda: "A table download was stopped: its client went away" in shared.log())
+        wait_for(lambda: not _xlsx_builders(shared), timeout=10)
+        with ExitStack() as streams:  # both of the user's places are back
+            url = f"/api/sessions/sheet/tables/{TABLE}/download"
             for _ in range(2):
                 assert streams.enter_context(http.stream("GET", url)).status_code == 200
 

@@ -60,14 +60,17 @@ async def export_session_steps(
     key = await current_session(store, shared, user, session_id)
     if chat.branches is not None:
         await chat.branches.settled(key)  # a turn just streamed is recorded
-    async with governor.hold("export", user.id) as held:
-        # All of it in the place's thread, the store's reads too, so that the kind's
-        # busy_share counts all of it and none is on the event loop. At the normal
-        # priority: an export is mostly Python, holding the GIL, which a low-priority
-        # thread descheduled while holding it would keep from everyone (noisy_neighbour:
-        # B's p99 5.2x while A exported 70 times a second).
-        work = held.run(build, store, steps, workspaces, user.id, key, leaf, format)
-        export = await until_gone(request, work, "session export")
+
+    async def built() -> Export:
+        async with governor.hold("export", user.id) as held:
+            # All of it in the place's thread, the store's reads too, so that the kind's
+            # busy_share counts all of it and none is on the event loop. At the normal
+            # priority: an export is mostly Python, holding the GIL, which a low-priority
+            # thread descheduled while holding it would keep from everyone (noisy_neighbour:
+            # B's p99 5.2x while A exported 70 times a second).
+            return await held.run(build, store, steps, workspaces, user.id, key, leaf, format)
+
+    export = await until_gone(request, built(), "session export")  # its wait for a place too
     disposition = f'attachment; filename="{export.filename}"'  # a name of [A-Za-z0-9_-]
     return Response(
         export.body, media_type=export.media_type, headers={"Content-Disposition": disposition}

@@ -45,7 +45,7 @@ from backend.files.table_downloads import (
     parquet_chunks,
     xlsx_file,
 )
-from backend.files.table_summary import summarize
+from backend.files.table_summary import TableSummary, summarize
 from backend.files.tables import (
     HEAVY_TABLE_BYTES,
     MAX_PAGE,
@@ -55,6 +55,7 @@ from backend.files.tables import (
     TableBusy,
     TableEngine,
     TableNotFound,
+    TablePage,
     TableQuery,
     TableUnreadable,
     engine,
@@ -175,16 +176,19 @@ async def read_table(
 ) -> TableSummaryPublic:
     """A table's row count, and per column its type, nulls, distinct values, range and mean."""
     key = await _table(store, shared, user, session_id, table_id)
-    async with governor.hold("table_query", user.id) as held:
-        with _answers():
-            tables, heavy = await _lane(settings, workspaces, key, table_id)
-            with tables.cursor() as cursor:
-                work = held.run(
-                    *(summarize, cursor, workspaces, key, table_id),
-                    interrupt=cursor.interrupt,
-                    native=heavy,
-                )
-                summary = await until_gone(request, work, "table summary")
+
+    async def summarized() -> TableSummary:
+        async with governor.hold("table_query", user.id) as held:
+            with _answers():
+                tables, heavy = await _lane(settings, workspaces, key, table_id)
+                with tables.cursor() as cursor:
+                    return await held.run(
+                        *(summarize, cursor, workspaces, key, table_id),
+                        interrupt=cursor.interrupt,
+                        native=heavy,
+                    )
+
+    summary = await until_gone(request, summarized(), "table summary")  # its wait too
     return TableSummaryPublic.of(table_id, summary)
 
 
@@ -208,17 +212,20 @@ async def read_table_rows(
     """A page of the table's rows, sorted by a column and filtered, as DuckDB reads them."""
     key = await _table(store, shared, user, session_id, table_id)
     query = _query(sort, order, filters)
-    async with governor.hold("table_query", user.id) as held:
-        with _answers():
-            tables, heavy = await _lane(settings, workspaces, key, table_id)
-            with tables.cursor() as cursor:
-                work = held.run(
-                    read_page,
-                    *(cursor, workspaces, key, table_id, query, offset, limit),
-                    interrupt=cursor.interrupt,
-                    native=heavy,  # DuckDB's: outside the GIL
-                )
-                page = await until_gone(request, work, "table page")
+
+    async def read() -> TablePage:
+        async with governor.hold("table_query", user.id) as held:
+            with _answers():
+                tables, heavy = await _lane(settings, workspaces, key, table_id)
+                with tables.cursor() as cursor:
+                    return await held.run(
+                        read_page,
+                        *(cursor, workspaces, key, table_id, query, offset, limit),
+                        interrupt=cursor.interrupt,
+                        native=heavy,  # DuckDB's: outside the GIL
+                    )
+
+    page = await until_gone(request, read(), "table page")  # its wait for a place too
     return TablePagePublic.of(page)
 
 
@@ -244,6 +251,7 @@ async def download_table(
     workspaces: WorkspacesDep,
     settings: SettingsDep,
     governor: GovernorDep,
+    request: Request,
     format: Annotated[Literal["csv", "parquet", "xlsx"], Query()] = "csv",
     sort: Sort = None,
     order: Order = "asc",
@@ -254,34 +262,39 @@ async def download_table(
     key = await _table(store, shared, user, session_id, table_id)
     query = _query(sort, order, filters)
     work = contextlib.AsyncExitStack()  # the place and the cursor, until the stream ends
-    try:
+    stop = threading.Event()
+
+    async def begun() -> tuple[Held, Iterator[bytes], Callable[[], None], bool]:
         held = await work.enter_async_context(governor.hold("table_download", user.id))
         with _answers():
             tables, heavy = await _lane(settings, workspaces, key, table_id)
         cursor = work.enter_context(tables.cursor())
-        stop = threading.Event()
 
         def interrupt() -> None:
             stop.set()
             cursor.interrupt()
 
         with _answers():
-            chunks: Iterator[bytes]
             if format == "parquet":
                 chunks = await held.run(parquet_chunks, workspaces, key, table_id, native=heavy)
-            elif format == "xlsx":
+                return held, chunks, interrupt, heavy
+            if format == "xlsx":  # built whole (in a process of its own) before it is sent
                 spill = settings.DATA_DIR / SPILL_FOLDER
-                chunks = await held.run(
+                built = await held.run(
                     xlsx_file,
                     *(cursor, workspaces, key, table_id, query, spill, stop),
                     interrupt=interrupt,
                 )
-            else:
-                chunks = await held.run(
-                    *(csv_chunks, cursor, workspaces, key, table_id, query),
-                    interrupt=interrupt,
-                    native=heavy,
-                )
+                return held, built, interrupt, False  # a file's reads: no native code
+            chunks = await held.run(
+                *(csv_chunks, cursor, workspaces, key, table_id, query),
+                interrupt=interrupt,
+                native=heavy,
+            )
+            return held, chunks, interrupt, heavy
+
+    try:  # a client gone while it waits for a place, or while its XLSX is built, stops it
+        held, chunks, interrupt, native = await until_gone(request, begun(), "table download")
     except BaseException:
         await work.aclose()
         raise
@@ -289,7 +302,7 @@ async def download_table(
         "Content-Disposition": f'attachment; filename="table_{table_id}.{format}"',
         "X-Content-Type-Options": "nosniff",
     }
-    body = _sent(work, held, chunks, interrupt, native=heavy and format != "xlsx")
+    body = _sent(work, held, chunks, interrupt, native=native)
     return ClosingStreamingResponse(body, media_type=_MEDIA[format], headers=headers)
 
 
