@@ -257,6 +257,7 @@ def main() -> None:
             LLM_BACKEND="openai",
             OPENAI_BASE_URL=upstream_url,
             OPENAI_MODEL="fake-upstream",
+            MODEL_PROBE="false",  # the stand-in answers every call alike
             ADMIN_PASSWORD="benchmark-password",
             LOG_LEVEL="WARNING",
         )

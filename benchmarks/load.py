@@ -578,7 +578,7 @@ async def observability(
 
 def observability_main(args: argparse.Namespace, tmp: Path) -> int:
     upstream = ("--tokens", str(args.tokens), "--delay-ms", str(args.delay_ms))
-    model = {"LLM_BACKEND": "openai", "OPENAI_MODEL": "fake-upstream"}
+    model = {"LLM_BACKEND": "openai", "OPENAI_MODEL": "fake-upstream", "MODEL_PROBE": "false"}
     with (
         serving("tests.support.fake_openai", *upstream) as upstream_url,
         receiving(keep=False) as receiver,
@@ -685,6 +685,7 @@ def parts(args: argparse.Namespace) -> int:
                     LLM_BACKEND="openai",
                     OPENAI_BASE_URL=upstream_url,
                     OPENAI_MODEL="fake-upstream",
+                    MODEL_PROBE="false",  # the stand-in answers every call alike
                 ) as server,
             ):
                 if "streams" not in args.skip:

@@ -152,6 +152,7 @@ def run_tree(run: TreeRun, tree: Path, upstream: SimulatedServer, args: argparse
         LLM_BACKEND="openai",
         OPENAI_BASE_URL=upstream.url,
         OPENAI_MODEL=MODEL,
+        MODEL_PROBE="false",  # the simulated server stands in for a capable model
         ADMIN_PASSWORD=PASSWORD,
         LOG_LEVEL="WARNING",
     )

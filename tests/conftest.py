@@ -53,6 +53,9 @@ def start_server(tmp_path: Path) -> Iterator[StartServer]:
     def start(**env: str) -> LiveServer:
         env.setdefault("ADMIN_PASSWORD", ADMIN_PASSWORD)
         env.setdefault("LLM_BACKEND", "scripted")
+        # A stand-in upstream answers what its test scripted, not the model probe's questions
+        # (tests/core/llm/test_model_profiles.py turns it on).
+        env.setdefault("MODEL_PROBE", "false")
         server = LiveServer(tmp_path / f"data{len(servers)}", **env)
         servers.append(server)
         return server.start()

@@ -18,6 +18,7 @@ from backend.api.routes import (
     health,
     keys,
     mcp_servers,
+    models,
     openai,
     openai_files,
     responses,
@@ -49,5 +50,6 @@ ROUTERS: tuple[APIRouter, ...] = (
     usage.router,
     keys.router,
     mcp_servers.router,
+    models.router,
     health.router,
 )

@@ -43,6 +43,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "OLLAMA_KEEP_ALIVE",
             "OLLAMA_NUM_CTX",
             "LLM_CONTEXT_WINDOW",
+            "MODEL_PROFILES",
+            "MODEL_PROBE",
             "OPENAI_BASE_URL",
             "OPENAI_API_KEY",
             "OPENAI_MODEL",

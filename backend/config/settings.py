@@ -65,6 +65,18 @@ class ConfigError(Exception):
     """A setting has an invalid value; the message names the variable."""
 
 
+class ModelSetting(BaseModel):
+    """An operator's word on one model (MODEL_PROFILES): what it can do, in place of the
+    probe at its first use. Left out: `size` capable, `native_tools` the backend's, and
+    `context_window` as learned."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    size: Literal["small", "capable"] = "capable"
+    native_tools: bool | None = None
+    context_window: int | None = Field(default=None, ge=512, le=10_000_000)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_file=".env", env_file_encoding="utf-8", extra="ignore", case_sensitive=True
@@ -171,6 +183,22 @@ class Settings(BaseSettings):
         "(Ollama: OLLAMA_NUM_CTX and `/api/show`; llama.cpp: `/props`; vLLM: `/v1/models`; "
         "the embedded model: EMBEDDED_CONTEXT_SIZE; otherwise 8,192). Prompts are fitted "
         "into it before they are sent; set it for OpenAI's own API or LM Studio.",
+    )
+    MODEL_PROFILES: dict[str, ModelSetting] = Field(
+        default_factory=dict,
+        description="What each model can do, by its name, as JSON, e.g. "
+        '`{"llama3.2:3b": {"size": "small"}, "qwen2.5-coder:32b": {"context_window": 32768}}`: '
+        "`size` `small` (the embedded model's paths: code from a template, no review, no "
+        "planning) or `capable`, `native_tools` (whether it calls tools in the API's own "
+        "format) and `context_window`. A model not named here is probed at its first use "
+        "(a tool call and a JSON reply; its window as learned), and what was found is kept "
+        "while the server runs; `/api/status` shows it.",
+    )
+    MODEL_PROBE: bool = Field(
+        default=True,
+        description="Probe an Ollama or OpenAI-compatible model not in MODEL_PROFILES at its "
+        "first use (two short calls). false: every such model is taken as capable, with "
+        "the backend's tool calling.",
     )
     OPENAI_BASE_URL: str = Field(
         default="",

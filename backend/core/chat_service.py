@@ -148,8 +148,14 @@ class ChatService:
                 ours = bool(point.path)
                 messages = _with_history(point.path, messages)
         session_id = conversation.session_key
+        abilities = await self.llm.abilities(model)  # probed at the model's first use
         coder_llm = TurnLLM.for_backend(
-            self.llm, model, self.audit, user=user.username, session_id=session_id
+            self.llm,
+            model,
+            self.audit,
+            user=user.username,
+            session_id=session_id,
+            profile=abilities.profile,
         )
         # Begun in the request's context: the turn's trace is the HTTP request's.
         trace = TurnTrace(request.agent_type, conversation.id, model, self.llm.name)
@@ -191,7 +197,7 @@ class ChatService:
         if decision.agent_type == "chat" or self.agents is None:
             assert chat_prompt is not None  # fitted above, for this same condition
             turn.chat_span = trace.llm_call("chat", messages)
-            agent_events = with_context_notes(chat_prompt, self._chat(model, messages, request))
+            agent_events = with_context_notes(chat_prompt, self._chat(coder_llm, messages, request))
         else:
             history = [
                 ("user" if m.type == "human" else "assistant", str(m.text))
@@ -243,19 +249,20 @@ class ChatService:
             turn.reply_to = first.id
 
     def _chat(
-        self, model: str, messages: list[BaseMessage], request: TurnRequest
+        self, llm: TurnLLM, messages: list[BaseMessage], request: TurnRequest
     ) -> AsyncGenerator[AgentEvent, None]:
         tools = request.tools
         native = forced = None
-        if not self.llm.profile.native_tools:
+        if not llm.profile.native_tools:
             # Earlier calls of the client's tools and their results reach the model as text.
             messages = as_plain_messages(messages)
         if tools is not None:
-            native = self.llm.tool_kwargs(tools.tools, tools.choice)
+            if llm.profile.native_tools:  # else they are offered in a prompt
+                native = self.llm.tool_kwargs(tools.tools, tools.choice)
             if tools.required:
                 forced = self.llm.structured_kwargs(tools.call_schema())
         return run_chat(
-            self.llm.chat_stream(model),
+            self.llm.chat_stream(llm.model_name),
             messages,
             self.llm.call_kwargs(request.options),
             tools,

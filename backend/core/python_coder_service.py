@@ -244,7 +244,10 @@ class PythonCoderService:
         if self.store.session_owner(key) != user.id:
             raise UnknownSession(session_id)
         name = await self.llm.resolve_model(model or self.llm.default_model)
-        llm = TurnLLM.for_backend(self.llm, name, self.audit, user=user.username, session_id=key)
+        profile = (await self.llm.abilities(name)).profile
+        llm = TurnLLM.for_backend(
+            self.llm, name, self.audit, user=user.username, session_id=key, profile=profile
+        )
         executor = self._executor(key)
         await self.shared.pull(key)
         return key, llm, executor

@@ -10,10 +10,12 @@ whose model runs in the server's own process are in `in_process.py`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
@@ -21,9 +23,11 @@ import httpx
 from langchain_core.language_models import BaseChatModel
 
 from backend.config import ConfigError, Settings
+from backend.config.settings import ModelSetting
 from backend.llm.chat_stream import ChatStream, langchain_stream
 from backend.llm.context import Counter, estimate_messages
 from backend.llm.errors import LLMError
+from backend.llm.model_probe import ModelAbilities, from_setting, probe
 from backend.llm.options import GenerationOptions
 from backend.llm.profile import CAPABLE, CAPABLE_NATIVE_TOOLS, ModelProfile
 from backend.llm.upstream import Upstream, UpstreamError, ollama_stream, openai_stream
@@ -44,15 +48,60 @@ class LLMBackend(ABC):
     # checked after each call); a model in our own process refuses one that is too long.
     may_cut_prompts = False
 
-    def __init__(self, default_model: str, reason: str, context_window: int = 0) -> None:
+    def __init__(
+        self,
+        default_model: str,
+        reason: str,
+        context_window: int = 0,
+        models: Mapping[str, ModelSetting] | None = None,
+        probe: bool = False,
+    ) -> None:
+        """`models`: MODEL_PROFILES; `probe`: whether a model not named there is probed."""
         self.default_model = default_model
         self.reason = reason
         self.configured_window = context_window  # LLM_CONTEXT_WINDOW; 0: learn it
         self._windows: dict[str, int] = {}
+        self.model_settings = dict(models or {})
+        self.probes = probe
+        self._abilities: dict[str, ModelAbilities] = {}
+        self._probing: dict[str, asyncio.Lock] = {}
+
+    async def abilities(self, model: str) -> ModelAbilities:
+        """What `model` can do (`model_probe.py`): MODEL_PROFILES, else the probe at its
+        first use (kept while the server runs; a probe that fails is tried again at the
+        next use, meanwhile the backend's own profile holds), else the backend's profile."""
+        known = self._abilities.get(model)
+        if known is not None:
+            return known
+        async with self._probing.setdefault(model, asyncio.Lock()):
+            known = self._abilities.get(model)
+            if known is not None:
+                return known
+            window = await self.context_window(model)
+            setting = self.model_settings.get(model)
+            if setting is not None:
+                known = from_setting(setting, self.profile.native_tools, window)
+            elif not self.probes:
+                known = ModelAbilities(self.profile, window, "backend")
+            else:
+                try:
+                    known = await probe(self, model, window)
+                except Exception as exc:
+                    logger.warning("Model %r could not be probed: %s", model, self.explain(exc))
+                    return ModelAbilities(self.profile, window, "backend")
+            self._abilities[model] = known
+            return known
+
+    def knows_without_probe(self, model: str) -> bool:
+        """Whether `abilities(model)` asks the model nothing (its window aside)."""
+        return model in self._abilities or model in self.model_settings or not self.probes
 
     async def context_window(self, model: str) -> int:
-        """The model's context window in tokens: the setting, else what its server says
-        (asked once per model), else `FALLBACK_WINDOW`."""
+        """The model's context window in tokens: MODEL_PROFILES' or LLM_CONTEXT_WINDOW,
+        else what its server says (asked once per model), else `FALLBACK_WINDOW`."""
+        setting = self.model_settings.get(model)
+        if setting is not None and setting.context_window:
+            return setting.context_window
         if self.configured_window:
             return self.configured_window
         window = self._windows.get(model)
@@ -158,7 +207,13 @@ class OllamaBackend(LLMBackend):
     may_cut_prompts = True
 
     def __init__(self, settings: Settings, reason: str) -> None:
-        super().__init__(settings.OLLAMA_MODEL, reason, settings.LLM_CONTEXT_WINDOW)
+        super().__init__(
+            settings.OLLAMA_MODEL,
+            reason,
+            settings.LLM_CONTEXT_WINDOW,
+            settings.MODEL_PROFILES,
+            probe=settings.MODEL_PROBE,
+        )
         self.host = settings.OLLAMA_HOST
         # Sent with every call, always the same, so Ollama never reloads the model for it.
         self.num_ctx = settings.OLLAMA_NUM_CTX
@@ -307,7 +362,13 @@ class OpenAIBackend(LLMBackend):
         for variable in ("OPENAI_BASE_URL", "OPENAI_MODEL"):
             if not getattr(settings, variable):
                 raise ConfigError(f"{variable}: required when LLM_BACKEND=openai")
-        super().__init__(settings.OPENAI_MODEL, reason, settings.LLM_CONTEXT_WINDOW)
+        super().__init__(
+            settings.OPENAI_MODEL,
+            reason,
+            settings.LLM_CONTEXT_WINDOW,
+            settings.MODEL_PROFILES,
+            probe=settings.MODEL_PROBE,
+        )
         self.base_url = settings.OPENAI_BASE_URL
         self.api_key = settings.OPENAI_API_KEY or "unused"
         self.timeout = httpx.Timeout(settings.LLM_REQUEST_TIMEOUT, connect=_CONNECT_TIMEOUT)

@@ -102,7 +102,10 @@ class ScriptedBackend(LLMBackend):
             ) from None
         # A script's prompts are the test's: a large window unless the test sets one.
         super().__init__(
-            self._model.model_name, reason, settings.LLM_CONTEXT_WINDOW or SCRIPTED_WINDOW
+            self._model.model_name,
+            reason,
+            settings.LLM_CONTEXT_WINDOW or SCRIPTED_WINDOW,
+            settings.MODEL_PROFILES,  # a test's stand-in for an operator's word; never probed
         )
 
     async def list_models(self) -> list[str]:

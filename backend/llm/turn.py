@@ -18,9 +18,7 @@ that reuse where it has a switch for it (`LLMBackend.cache_kwargs`).
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 import time
 from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractContextManager, aclosing, asynccontextmanager, nullcontext
@@ -41,6 +39,7 @@ from backend.llm.context import (
     trimmed_notice,
 )
 from backend.llm.errors import LLMError
+from backend.llm.json_values import json_values
 from backend.llm.profile import ModelProfile
 from backend.observability.metrics import (
     LLM_CALLS,
@@ -93,8 +92,6 @@ _MAX_TOKENS: dict[Stage, int] = {
     "analysis_spec": 60,
 }
 _DEFAULT_MAX_TOKENS = 1024
-
-_JSON_FENCE = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
 
 
 class StructuredReplyError(Exception):
@@ -174,6 +171,8 @@ class TurnLLM:
     question: str = ""  # the turn's question: never left out of a prompt fitted to the window
     # Shows a `ContextFitted` in the turn (set by the agent runner); else it is only logged.
     report: Callable[[ContextFitted], None] | None = None
+    # What this model can do (`LLMBackend.abilities`); None: the backend's own profile.
+    model_profile: ModelProfile | None = None
 
     @classmethod
     def for_backend(
@@ -184,6 +183,7 @@ class TurnLLM:
         *,
         user: str = "",
         session_id: str = "",
+        profile: ModelProfile | None = None,
     ) -> TurnLLM:
         return cls(
             backend=backend,
@@ -192,6 +192,7 @@ class TurnLLM:
             audit=audit,
             user=user,
             session_id=session_id,
+            model_profile=profile,
         )
 
     def tool_span(self, name: str) -> AbstractContextManager[Any]:
@@ -204,7 +205,7 @@ class TurnLLM:
 
     @property
     def profile(self) -> ModelProfile:
-        return self.backend.profile
+        return self.model_profile or self.backend.profile
 
     def _limits(self, stage: Stage, max_tokens: int | None) -> dict[str, Any]:
         limit = max_tokens or _MAX_TOKENS.get(stage, _DEFAULT_MAX_TOKENS)
@@ -445,23 +446,3 @@ def parse_json_reply(reply: str, schema: type[T]) -> T:
         except ValidationError:
             continue
     raise StructuredReplyError(f"the reply is not a JSON object matching {schema.__name__}")
-
-
-def json_values(reply: str) -> list[Any]:
-    """The JSON values in `reply` (eight at most): those in fences first, then bare ones or
-    ones after prose."""
-    texts = [*_JSON_FENCE.findall(reply), reply]
-    found: list[Any] = []
-    decoder = json.JSONDecoder()
-    for text in texts:
-        for start, char in enumerate(text):
-            if char not in "{[":
-                continue
-            try:
-                value, _ = decoder.raw_decode(text, start)
-            except ValueError:
-                continue
-            found.append(value)
-            if len(found) >= 8:
-                return found
-    return found

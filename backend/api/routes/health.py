@@ -66,8 +66,11 @@ async def read_status(
     """The LLM backend and model, the sandbox isolation and whether a sandbox runs code
     here, and the upload limits: what the UI's status line shows and what an upload may
     be (no paths, hosts or buckets)."""
+    model = llm.default_model
+    known = await llm.abilities(model) if model and llm.knows_without_probe(model) else None
     return {
-        "llm": {"backend": llm.name, "model": llm.default_model},
+        # The default model's profile: null until it is probed at its first use.
+        "llm": {"backend": llm.name, "model": model, "profile": known and known.public()},
         "sandbox": _sandbox(sandbox, check),
         "upload": _upload_limits(settings),
     }

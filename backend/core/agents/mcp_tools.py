@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from backend.core.agents.tools import ToolContext, ToolResult
-from backend.llm.turn import StructuredReplyError, TurnLLM, json_values
+from backend.llm.json_values import json_values
+from backend.llm.turn import StructuredReplyError, TurnLLM
 from backend.tools.mcp_client import ServerLink, ToolInfo
 
 SEPARATOR = "__"  # between the server's name and the tool's: OpenAI-safe, and rare in names

@@ -16,6 +16,7 @@ import { mountLightbox } from "./lightbox.js";
 import { hideLogin, mountLogin, showLogin } from "./login.js";
 import { mountMcpAdmin } from "./mcp-admin.js";
 import { mountMessages } from "./messages.js";
+import { mountModels } from "./models.js";
 import { detachAll, retry, send } from "./runs.js";
 import { mountSidebar } from "./sidebar.js";
 import { emit, on, state, STORAGE, storage } from "./state.js";
@@ -78,6 +79,7 @@ async function start() {
   mountUsage();
   mountAdmin();
   mountMcpAdmin();
+  mountModels();
   on("retry", (turn) => retry(turn));
   on("send-branch", ({ text, keep, parentId, regenerate }) => {
     send(text, byId("agent-select").value, { keep, parentId, regenerate });

@@ -7,6 +7,7 @@
  */
 
 import { ApiError, request, streamEvents } from "./api.js";
+import { chosenModel } from "./models.js";
 import { emit, state, STORAGE, storage } from "./state.js";
 import { applyEvent, createTurn, markStopped } from "./turn.js";
 
@@ -84,6 +85,7 @@ export async function send(text, agentType = "auto", branch = null) {
         message,
         session_id: sessionId,
         agent_type: agentType,
+        ...(chosenModel() ? { model: chosenModel() } : {}),
         ...(parentId === null || parentId === undefined ? {} : { parent_message_id: parentId }),
       },
     });

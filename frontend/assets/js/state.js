@@ -16,6 +16,7 @@ export const STORAGE = {
   token: "pda.token",
   conversation: "pda.conversation",
   agent: "pda.agent",
+  model: "pda.model",
 };
 
 export const state = {
