@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class FeedbackIn(BaseModel):
+    """A thumb up or down on an answer, with an optional note (what was wrong, or right)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rating: Literal["up", "down"]
+    note: str = Field(default="", max_length=2_000)
+
+
+class FeedbackPublic(BaseModel):
+    message_id: int
+    rating: Literal["up", "down"]
+    note: str
+    model: str  # the model that gave the answer
+    updated_at: float
 
 
 class MessagePublic(BaseModel):
@@ -17,6 +34,7 @@ class MessagePublic(BaseModel):
     # The messages with the same parent, itself included, oldest first: more than one
     # where the user edited a message or regenerated an answer ("< 2 / 3 >").
     siblings: list[int] = []
+    feedback: FeedbackPublic | None = None  # the user's thumb on this answer, if given
 
 
 class BranchPublic(BaseModel):

@@ -31,6 +31,14 @@ class DailyLimits(BaseModel):
     max_disk_mb: int
 
 
+class FeedbackTally(BaseModel):
+    up: int = 0
+    down: int = 0
+
+
+FEEDBACK_BY_MODEL = "thumbs up and down on answers, by the model that answered"
+
+
 class UserUsage(BaseModel):
     user_id: int
     username: str
@@ -40,6 +48,7 @@ class UserUsage(BaseModel):
     disk_bytes: int = Field(description="what the user's workspaces hold now")
     limits: DailyLimits
     resets_at: float = Field(description="the next 00:00 UTC, epoch seconds")
+    feedback: dict[str, FeedbackTally] = Field(default_factory=dict, description=FEEDBACK_BY_MODEL)
 
 
 class UserUsageSummary(BaseModel):
@@ -53,3 +62,6 @@ class UserUsageSummary(BaseModel):
 class UsageOverview(BaseModel):
     day: str = Field(description="today, UTC")
     users: list[UserUsageSummary]
+    feedback: dict[str, FeedbackTally] = Field(
+        default_factory=dict, description=f"everyone's {FEEDBACK_BY_MODEL}"
+    )

@@ -48,6 +48,12 @@ TURNS = Counter(
     ["agent", "outcome"],
     registry=REGISTRY,
 )
+ANSWER_FEEDBACK = Counter(
+    "pda_answer_feedback",
+    "Thumbs given on answers, by the model that answered and rating (up, down).",
+    ["model", "rating"],
+    registry=REGISTRY,
+)
 TURN_SECONDS = Histogram(
     "pda_turn_duration_seconds",
     "A turn's time from its request to its end, by agent.",

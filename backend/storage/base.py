@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from backend.storage.feedback import Feedback, FeedbackCounts, Rating
 from backend.storage.mcp_servers import McpServer
 from backend.storage.openai_objects import Container, StoredFile
 from backend.storage.sessions import client_id, session_key
@@ -326,6 +327,18 @@ class Store(Protocol):
     def usage_totals(self, user_id: int | None = None) -> dict[int, UsageCounts]: ...
 
     def usage_on(self, day: str) -> dict[int, UsageCounts]: ...
+
+    # Feedback on answers (backend/storage/feedback.py)
+
+    def set_feedback(
+        self, user_id: int, conversation_id: str, message_id: int, rating: Rating, note: str
+    ) -> Feedback | None: ...
+
+    def delete_feedback(self, user_id: int, conversation_id: str, message_id: int) -> bool: ...
+
+    def feedback_in(self, user_id: int, conversation_id: str) -> dict[int, Feedback]: ...
+
+    def feedback_counts(self, user_id: int | None = None) -> dict[str, FeedbackCounts]: ...
 
     # The governor's places per user, shared by API servers (backend/storage/work_places.py)
 

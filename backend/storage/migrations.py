@@ -225,6 +225,20 @@ MIGRATIONS = [
     CREATE INDEX work_places_by_user ON work_places(user_id, kind);
     CREATE INDEX work_places_by_server ON work_places(server_id)
     """,
+    # Feedback on answers (backend/storage/feedback.py): one per answer, by the user whose
+    # conversation holds it; `rating` 1 (up) or -1 (down); the model that answered.
+    """
+    CREATE TABLE feedback (
+        message_id BIGINT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        rating INTEGER NOT NULL,
+        note TEXT NOT NULL DEFAULT '',
+        model TEXT NOT NULL DEFAULT '',
+        created_at {float} NOT NULL,
+        updated_at {float} NOT NULL
+    );
+    CREATE INDEX feedback_by_user ON feedback(user_id, model)
+    """,
 ]
 SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
 # In the order to copy; those with ids number on from the copied ones.
@@ -244,6 +258,7 @@ TABLES = (
     "openai_files",
     "containers",
     "usage_days",
+    "feedback",
 )
 NUMBERED = ("users", "messages", "session_steps", "api_keys", "mcp_servers")
 

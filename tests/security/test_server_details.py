@@ -61,7 +61,17 @@ def test_a_signed_in_user_gets_what_the_ui_shows_and_nothing_of_the_host(
         answer = member.get("/api/status")
     assert answer.status_code == 200, answer.text
     status = answer.json()
-    assert status["llm"] == {"backend": "scripted", "model": "scripted"}
+    assert status["llm"] == {
+        "backend": "scripted",
+        "model": "scripted",
+        "profile": {  # the scripted model's own, never probed
+            "size": "capable",
+            "native_tools": False,
+            "long_context": True,
+            "context_window": 131_072,
+            "source": "backend",
+        },
+    }
     assert {"mode", "isolated"} <= status["sandbox"].keys()
     assert {"max_file_mb", "max_upload_mb", "extensions"} <= status["upload"].keys()
     assert status.keys() == {"llm", "sandbox", "upload"}  # no database, executor or reason

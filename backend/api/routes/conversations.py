@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Response, status
 
 from backend.api.deps import CurrentUser, PurgeDep, RunsDep, StoreDep
 from backend.api.errors import CLIENT_ERRORS, ApiError
+from backend.api.routes.feedback import public as feedback_public
 from backend.core.runs import RunRegistry
 from backend.models.conversations import (
     BranchPublic,
@@ -58,6 +59,7 @@ async def read_conversation(
     if leaf is not None and leaf not in tree:
         raise ApiError(404, "Message not found in this conversation.", code="message_not_found")
     end = tree.latest_leaf(leaf) if leaf is not None else tree.latest
+    thumbs = store.feedback_in(user.id, conversation.id)
     messages = [
         MessagePublic(
             id=m.id,
@@ -67,6 +69,7 @@ async def read_conversation(
             metadata=m.metadata,
             parent_id=m.parent_id,
             siblings=tree.siblings(m.id),
+            feedback=feedback_public(thumbs[m.id]) if m.id in thumbs else None,
         )
         for m in tree.path(end)
     ]

@@ -17,6 +17,7 @@ from backend.core.limits import Limits
 from backend.core.usage import last_days, next_midnight, utc_day
 from backend.models.usage import (
     DailyLimits,
+    FeedbackTally,
     UsageAmounts,
     UsageDayPublic,
     UsageOverview,
@@ -24,6 +25,7 @@ from backend.models.usage import (
     UserUsageSummary,
 )
 from backend.storage import UsageCounts, User
+from backend.storage.feedback import FeedbackCounts
 
 router = APIRouter(prefix="/api", tags=["usage"], responses=CLIENT_ERRORS)
 
@@ -32,6 +34,10 @@ Days = Annotated[int, Query(ge=1, le=366, description="how many UTC days, today 
 
 def _amounts(counts: UsageCounts) -> UsageAmounts:
     return UsageAmounts(**dataclasses.asdict(counts), tokens=counts.tokens)
+
+
+def _tallies(counts: dict[str, FeedbackCounts]) -> dict[str, FeedbackTally]:
+    return {model: FeedbackTally(up=c.up, down=c.down) for model, c in counts.items()}
 
 
 def _limits(limits: Limits, user: User) -> DailyLimits:
@@ -59,6 +65,7 @@ def _usage(limits: Limits, user: User, days: int) -> UserUsage:
         disk_bytes=limits.disk.used(user.id),
         limits=_limits(limits, user),
         resets_at=next_midnight(now),
+        feedback=_tallies(limits.store.feedback_counts(user.id)),
     )
 
 
@@ -99,4 +106,5 @@ def read_usage(admin: CurrentAdmin, store: StoreDep, limits: LimitsDep) -> Usage
             )
             for user in store.list_users()
         ],
+        feedback=_tallies(store.feedback_counts()),
     )

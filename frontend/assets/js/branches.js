@@ -10,6 +10,7 @@
 
 import { request } from "./api.js";
 import { h } from "./dom.js";
+import { feedbackControls } from "./feedback.js";
 import { emit, on, state } from "./state.js";
 
 const ROOT = 0; // parent_message_id of a new first message
@@ -24,6 +25,8 @@ export function branchControls(item) {
   } else if (item.kind === "assistant" && item.turn.userText && item.turn.runState !== "running") {
     actions.push(button("Regenerate", "Write this answer again", () => emit("regenerate", item), busy, "regenerate"));
   }
+  const thumbs = feedbackControls(item, () => emit("item-meta"));
+  if (thumbs) actions.push(thumbs);
   const switcher = branchSwitch(item, busy);
   if (!actions.length && !switcher) return null;
   return h("div", { class: "message-actions", testid: "message-actions" }, switcher, ...actions);
@@ -108,6 +111,7 @@ export function setIds(item, message) {
   item.id = message.id;
   item.parentId = message.parent_id;
   item.siblings = message.siblings;
+  item.feedback = message.feedback || null;
 }
 
 export function mountBranches() {
