@@ -15,7 +15,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 from fastapi import APIRouter, Query, Request
@@ -36,7 +36,7 @@ from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.api.routes.files import current_session
 from backend.api.streamed import ClosingStreamingResponse
 from backend.config import Settings
-from backend.core.governor import Held, in_work_thread
+from backend.core.governor import Governor, Held, in_work_thread
 from backend.core.limits import LimitReached
 from backend.files.table_downloads import (
     TooManyRowsForXlsx,
@@ -45,7 +45,7 @@ from backend.files.table_downloads import (
     parquet_chunks,
     xlsx_file,
 )
-from backend.files.table_summary import TableSummary, summarize
+from backend.files.table_summary import summarize
 from backend.files.tables import (
     HEAVY_TABLE_BYTES,
     MAX_PAGE,
@@ -55,7 +55,6 @@ from backend.files.tables import (
     TableBusy,
     TableEngine,
     TableNotFound,
-    TablePage,
     TableQuery,
     TableUnreadable,
     engine,
@@ -66,6 +65,8 @@ from backend.files.tables import (
 from backend.models.common import SessionId
 from backend.models.tables import TablePagePublic, TableSummaryPublic
 from backend.storage.workspaces import Workspaces
+
+T = TypeVar("T")
 
 router = APIRouter(prefix="/api/sessions", tags=["tables"], responses=CLIENT_ERRORS)
 logger = logging.getLogger(__name__)
@@ -109,6 +110,30 @@ async def _lane(
     threads = settings.TABLE_QUERY_THREADS
     made = await in_work_thread(engine, memory, threads, spill, spill_mb, native=heavy)
     return made, heavy
+
+
+async def _queried(
+    governor: Governor,
+    user_id: int,
+    settings: Settings,
+    workspaces: Workspaces,
+    key: str,
+    table_id: str,
+    work: Callable[..., T],
+    *args: object,
+) -> T:
+    """`work(cursor, workspaces, key, table_id, *args)` in a `table_query` place, on the
+    table's engine, interrupted through its cursor."""
+    async with governor.hold("table_query", user_id) as held:
+        with _answers():
+            tables, heavy = await _lane(settings, workspaces, key, table_id)
+            with tables.cursor() as cursor:
+                return await held.run(
+                    work,
+                    *(cursor, workspaces, key, table_id, *args),
+                    interrupt=cursor.interrupt,
+                    native=heavy,  # DuckDB's: outside the GIL
+                )
 
 
 @contextlib.contextmanager
@@ -176,19 +201,8 @@ async def read_table(
 ) -> TableSummaryPublic:
     """A table's row count, and per column its type, nulls, distinct values, range and mean."""
     key = await _table(store, shared, user, session_id, table_id)
-
-    async def summarized() -> TableSummary:
-        async with governor.hold("table_query", user.id) as held:
-            with _answers():
-                tables, heavy = await _lane(settings, workspaces, key, table_id)
-                with tables.cursor() as cursor:
-                    return await held.run(
-                        *(summarize, cursor, workspaces, key, table_id),
-                        interrupt=cursor.interrupt,
-                        native=heavy,
-                    )
-
-    summary = await until_gone(request, summarized(), "table summary")  # its wait too
+    work = _queried(governor, user.id, settings, workspaces, key, table_id, summarize)
+    summary = await until_gone(request, work, "table summary")  # its wait for a place too
     return TableSummaryPublic.of(table_id, summary)
 
 
@@ -212,20 +226,11 @@ async def read_table_rows(
     """A page of the table's rows, sorted by a column and filtered, as DuckDB reads them."""
     key = await _table(store, shared, user, session_id, table_id)
     query = _query(sort, order, filters)
-
-    async def read() -> TablePage:
-        async with governor.hold("table_query", user.id) as held:
-            with _answers():
-                tables, heavy = await _lane(settings, workspaces, key, table_id)
-                with tables.cursor() as cursor:
-                    return await held.run(
-                        read_page,
-                        *(cursor, workspaces, key, table_id, query, offset, limit),
-                        interrupt=cursor.interrupt,
-                        native=heavy,  # DuckDB's: outside the GIL
-                    )
-
-    page = await until_gone(request, read(), "table page")  # its wait for a place too
+    work = _queried(
+        *(governor, user.id, settings, workspaces, key, table_id),
+        *(read_page, query, offset, limit),
+    )
+    page = await until_gone(request, work, "table page")  # its wait for a place too
     return TablePagePublic.of(page)
 
 
