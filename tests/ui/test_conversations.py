@@ -131,6 +131,7 @@ def test_the_ui_fits_a_375_px_phone(open_page: OpenPage, person: Person) -> None
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
     expect(page.get_by_test_id("send")).to_be_in_viewport()
     expect(page.get_by_test_id("agent-select")).to_be_in_viewport()
+    expect(page.get_by_test_id("model-select")).to_be_in_viewport()
     expect(page.get_by_test_id("status-line")).to_be_visible()
     screenshot(page, "phone-375")
 

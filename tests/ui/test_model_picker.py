@@ -23,8 +23,9 @@ def ollama() -> Iterator[StandInOllama]:
 
 
 def test_the_picked_model_answers_and_its_profile_is_shown(
-    open_page: OpenPage, start_server: StartServer, ollama: StandInOllama
+    start_server: StartServer, ollama: StandInOllama, open_page: OpenPage
 ) -> None:
+    # open_page last: its pages close before the server stops (their status polls would fail)
     server = start_server(
         LLM_BACKEND="ollama",
         OLLAMA_HOST=ollama.url,
