@@ -92,9 +92,12 @@ class LLMBackend(ABC):
             self._abilities[model] = known
             return known
 
-    def knows_without_probe(self, model: str) -> bool:
-        """Whether `abilities(model)` asks the model nothing (its window aside)."""
-        return model in self._abilities or model in self.model_settings or not self.probes
+    async def abilities_if_known(self, model: str) -> ModelAbilities | None:
+        """`abilities(model)` where that asks the model nothing (its window aside), else
+        None: a listing never probes."""
+        if model in self._abilities or model in self.model_settings or not self.probes:
+            return await self.abilities(model)
+        return None
 
     async def context_window(self, model: str) -> int:
         """The model's context window in tokens: MODEL_PROFILES' or LLM_CONTEXT_WINDOW,

@@ -67,7 +67,7 @@ async def read_status(
     here, and the upload limits: what the UI's status line shows and what an upload may
     be (no paths, hosts or buckets)."""
     model = llm.default_model
-    known = await llm.abilities(model) if model and llm.knows_without_probe(model) else None
+    known = await llm.abilities_if_known(model) if model else None
     return {
         # The default model's profile: null until it is probed at its first use.
         "llm": {"backend": llm.name, "model": model, "profile": known and known.public()},

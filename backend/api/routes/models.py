@@ -25,6 +25,6 @@ async def list_models(llm: LLMDep, user: CurrentUser) -> dict[str, Any]:
     ordered = sorted(names, key=lambda name: name != default)
     data = []
     for name in ordered:
-        known = await llm.abilities(name) if llm.knows_without_probe(name) else None
+        known = await llm.abilities_if_known(name)
         data.append({"id": name, "default": name == default, "profile": known and known.public()})
     return {"backend": llm.name, "data": data}
