@@ -18,6 +18,8 @@ from backend.config import Settings
 from backend.core.accounts import authenticate
 from backend.core.chat_service import ChatService
 from backend.core.containers import Containers
+from backend.core.evals.jobs import EvalJobs
+from backend.core.evals.sets import EvalSets
 from backend.core.governor import Governor
 from backend.core.limits import Limits
 from backend.core.purge import SessionPurge
@@ -123,6 +125,14 @@ async def get_containers(request: Request) -> Containers:
     return _services(request).containers
 
 
+async def get_eval_sets(request: Request) -> EvalSets:
+    return _services(request).eval_sets
+
+
+async def get_evals(request: Request) -> EvalJobs:
+    return _services(request).evals
+
+
 async def get_purge(request: Request) -> SessionPurge:
     return SessionPurge(_services(request))
 
@@ -147,6 +157,8 @@ PythonCoderDep = Annotated[PythonCoderService, Depends(get_python_coder)]
 PurgeDep = Annotated[SessionPurge, Depends(get_purge)]
 FilesDep = Annotated[UserFiles, Depends(get_files)]  # OpenAI's Files API
 ContainersDep = Annotated[Containers, Depends(get_containers)]
+EvalSetsDep = Annotated[EvalSets, Depends(get_eval_sets)]  # evaluation sets
+EvalJobsDep = Annotated[EvalJobs, Depends(get_evals)]  # evaluation runs
 
 
 # Set by login; HttpOnly and SameSite=Strict. Only GET routes that read session files

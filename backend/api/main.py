@@ -13,6 +13,7 @@ from backend.api.routes import (
     chat,
     containers,
     conversations,
+    evals,
     exports,
     feedback,
     files,
@@ -53,5 +54,6 @@ ROUTERS: tuple[APIRouter, ...] = (
     keys.router,
     mcp_servers.router,
     models.router,
+    evals.router,
     health.router,
 )

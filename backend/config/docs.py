@@ -112,6 +112,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "USER_MAX_SANDBOXES",
             "USER_MAX_RUNS",
+            "EVAL_MAX_RUNNING",
             "USER_MAX_MCP_SESSIONS",
             "USER_MAX_DISK_MB",
             "USER_MAX_TOKENS_PER_DAY",

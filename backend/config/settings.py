@@ -447,6 +447,13 @@ class Settings(BaseSettings):
         description="Concurrent agent turns per user, over `/api/chat`, `/api/runs`, "
         "`/v1/chat/completions` and `/v1/responses`; one more gets a 429.",
     )
+    EVAL_MAX_RUNNING: int = Field(
+        default=1,
+        ge=1,
+        description="Evaluation runs asked at once on the server (each user has at most one "
+        "going); the others wait `queued`. Each question is an agent turn within its user's "
+        "USER_MAX_RUNS.",
+    )
     USER_MAX_MCP_SESSIONS: int = Field(
         default=8,
         ge=1,

@@ -1,8 +1,8 @@
 """How much disk each user's workspaces take, kept cheap to ask.
 
 Every key of a user's sessions starts with `user_prefix(user_id)`, so their
-workspaces are the folders `DATA_DIR/scratch/<prefix>*` (and their snapshots, and the
-files of OpenAI's Files API). Walking them on every
+workspaces are the folders `DATA_DIR/scratch/<prefix>*` (and their snapshots, the
+files of OpenAI's Files API and of their evaluation sets). Walking them on every
 request would cost as much as the files are many: the total is cached, uploads add
 what they write, a run's end marks it stale, and it is walked again at most every
 `REFRESH_SECONDS` otherwise. Sizes are blocks on disk (a sparse file costs what it
@@ -17,6 +17,7 @@ import threading
 import time
 from pathlib import Path
 
+from backend.storage.eval_files import EVAL_SETS_FOLDER
 from backend.storage.file_blobs import FILES_FOLDER
 from backend.storage.sessions import user_prefix
 from backend.storage.workspaces import SNAPSHOTS_FOLDER
@@ -64,12 +65,14 @@ class DiskUsage:
 
 def _walk(scratch: Path, prefix: str) -> dict[str, int]:
     """The user's workspaces, their turns' snapshots (`DATA_DIR/snapshots/<key>`) and the
-    files they gave the Files API (`DATA_DIR/openai-files/u<id>-files`): the bytes of each
+    files they gave the Files API (`DATA_DIR/openai-files/u<id>-files`) and their evaluation
+    sets' (`DATA_DIR/eval-sets/u<id>-<set>`): the bytes of each
     (a file hard-linked from several counts in the first one walked)."""
     sizes: dict[str, int] = {}
     seen: set[tuple[int, int]] = set()
     tops = []
-    for root in (scratch, scratch.parent / SNAPSHOTS_FOLDER, scratch.parent / FILES_FOLDER):
+    roots = (SNAPSHOTS_FOLDER, FILES_FOLDER, EVAL_SETS_FOLDER)
+    for root in (scratch, *(scratch.parent / folder for folder in roots)):
         with contextlib.suppress(OSError):
             tops += [entry.path for entry in os.scandir(root) if entry.name.startswith(prefix)]
     for top in tops:

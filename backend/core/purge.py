@@ -49,9 +49,11 @@ class SessionPurge:
         """Every session of the user, then what they kept across sessions: their TDD cache
         and their passage index (before the user's row is deleted)."""
         services = self.services
+        await services.evals.cancel_user(user_id)  # no question may start in a deleted session
         for conversation in services.store.list_conversations(user_id):
             await self.session(user_id, conversation.id)
         await services.files.remove_user(user_id)  # the Files API's (their rows go with the user)
+        await run_in_threadpool(services.eval_sets.files.remove_user, user_id)
         cache = user_cache_dir(services.settings.DATA_DIR / TDD_CACHE, user_id)
         await run_in_threadpool(shutil.rmtree, cache, True)
         if services.chat.agents is not None:

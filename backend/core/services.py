@@ -18,6 +18,8 @@ from backend.core.chat_service import ChatService
 from backend.core.containers import Containers
 from backend.core.disk_shares import DiskShares
 from backend.core.disk_usage import DiskUsage
+from backend.core.evals.jobs import EvalJobs
+from backend.core.evals.sets import EvalSets
 from backend.core.governor import Governor
 from backend.core.instance import server_id
 from backend.core.limits import Limits
@@ -38,6 +40,7 @@ from backend.files.tables import close_engines
 from backend.llm import LLMBackend, create_llm_backend
 from backend.storage import Store, is_postgres, open_store
 from backend.storage.audit import AuditLog
+from backend.storage.eval_files import EvalSetFiles
 from backend.storage.file_blobs import FileBlobs
 from backend.storage.legacy_sessions import adopt_legacy_workspaces
 from backend.storage.mirror import WorkspaceMirror
@@ -85,8 +88,11 @@ class Services:
     mcp: McpRegistry  # the MCP servers an admin registered for the agents
     files: UserFiles  # OpenAI's Files API
     containers: Containers  # OpenAI's containers: sessions by another name
+    eval_sets: EvalSets  # evaluation sets: questions over files, with their answers
+    evals: EvalJobs  # evaluation runs, in the background
 
     async def close(self) -> None:
+        await self.evals.close()  # before the runs: their questions' turns end first
         await self.runs.close()
         await self.mcp.links.close()  # stdio servers' child processes stop
         await self.executors.close_all()
@@ -115,6 +121,8 @@ def build_services(settings: Settings) -> Services:
             logger.warning(
                 "%d agent turn(s) were cut off by the last stop: marked interrupted", interrupted
             )
+        if evals_cut := store.interrupt_eval_runs(server):
+            logger.warning("%d evaluation run(s) were cut off by the last stop", evals_cut)
         ensure_admin(store, settings)
         llm = create_llm_backend(settings)
     except BaseException:
@@ -200,12 +208,25 @@ def build_services(settings: Settings) -> Services:
         steps=steps,
         limits=limits,
     )
+    chat = ChatService(store, llm, audit, agents, server, limits, branches, governor)
+    upload_bytes = int(settings.MAX_UPLOAD_SIZE_MB * 1024**2)
+    eval_sets = EvalSets(store, EvalSetFiles(settings.DATA_DIR), limits, upload_bytes)
+    evals = EvalJobs(
+        store,
+        chat,
+        eval_sets,
+        workspaces,
+        shared,
+        server,
+        max_running=settings.EVAL_MAX_RUNNING,
+        max_file_bytes=upload_bytes,
+    )
     return Services(
         settings=settings,
         secret_key=secret_key,
         store=store,
         llm=llm,
-        chat=ChatService(store, llm, audit, agents, server, limits, branches, governor),
+        chat=chat,
         sandbox=sandbox,
         sandbox_check=sandbox_check,
         workspaces=workspaces,
@@ -223,6 +244,8 @@ def build_services(settings: Settings) -> Services:
         mcp=mcp,
         files=files,
         containers=containers,
+        eval_sets=eval_sets,
+        evals=evals,
         login_throttle=LoginThrottle(
             store, settings.LOGIN_FREE_ATTEMPTS, settings.LOGIN_BACKOFF_SECONDS, LOGIN_MAX_BACKOFF
         ),

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from backend.storage.evals import EvalResultRow, EvalRunRow, EvalSetRow
 from backend.storage.feedback import Feedback, FeedbackCounts, Rating
 from backend.storage.mcp_servers import McpServer
 from backend.storage.openai_objects import Container, StoredFile
@@ -339,6 +340,46 @@ class Store(Protocol):
     def feedback_in(self, user_id: int, conversation_id: str) -> dict[int, Feedback]: ...
 
     def feedback_counts(self, user_id: int | None = None) -> dict[str, FeedbackCounts]: ...
+
+    # Evaluations (backend/storage/evals.py)
+
+    def add_eval_set(
+        self, user_id: int, set_id: str, name: str, source: str, questions: list[dict[str, Any]]
+    ) -> EvalSetRow: ...
+
+    def get_eval_set(self, user_id: int, set_id: str) -> EvalSetRow | None: ...
+
+    def list_eval_sets(self, user_id: int) -> list[EvalSetRow]: ...
+
+    def delete_eval_set(self, user_id: int, set_id: str) -> bool: ...
+
+    def add_eval_run(
+        self,
+        user_id: int,
+        run_id: str,
+        eval_set: EvalSetRow,
+        model: str,
+        agent_type: str,
+        server_id: str,
+    ) -> EvalRunRow: ...
+
+    def get_eval_run(self, user_id: int, run_id: str) -> EvalRunRow | None: ...
+
+    def list_eval_runs(self, user_id: int) -> list[EvalRunRow]: ...
+
+    def set_eval_run_status(
+        self, run_id: str, status: str, error: str = "", *, finished: bool = False
+    ) -> None: ...
+
+    def add_eval_result(
+        self, run_id: str, question_id: str, position: int, correct: bool, details: dict[str, Any]
+    ) -> None: ...
+
+    def eval_results(self, user_id: int, run_id: str) -> list[EvalResultRow]: ...
+
+    def delete_eval_run(self, user_id: int, run_id: str) -> bool: ...
+
+    def interrupt_eval_runs(self, server_id: str) -> int: ...
 
     # The governor's places per user, shared by API servers (backend/storage/work_places.py)
 

@@ -239,6 +239,42 @@ MIGRATIONS = [
     );
     CREATE INDEX feedback_by_user ON feedback(user_id, model)
     """,
+    # Evaluations (backend/storage/evals.py): a user's question sets (their files are in
+    # DATA_DIR/eval-sets/u<id>-<set id>), their runs over a model, and each question's result.
+    """
+    CREATE TABLE eval_sets (
+        id TEXT PRIMARY KEY,
+        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        source TEXT NOT NULL,
+        questions TEXT NOT NULL,
+        created_at {float} NOT NULL
+    );
+    CREATE INDEX eval_sets_by_user ON eval_sets(user_id);
+    CREATE TABLE eval_runs (
+        id TEXT PRIMARY KEY,
+        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        set_id TEXT NOT NULL REFERENCES eval_sets(id) ON DELETE CASCADE,
+        set_name TEXT NOT NULL,
+        model TEXT NOT NULL,
+        agent_type TEXT NOT NULL,
+        status TEXT NOT NULL,
+        total INTEGER NOT NULL,
+        error TEXT NOT NULL DEFAULT '',
+        server_id TEXT NOT NULL DEFAULT '',
+        created_at {float} NOT NULL,
+        finished_at {float}
+    );
+    CREATE INDEX eval_runs_by_user ON eval_runs(user_id);
+    CREATE TABLE eval_results (
+        run_id TEXT NOT NULL REFERENCES eval_runs(id) ON DELETE CASCADE,
+        question_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        correct INTEGER NOT NULL,
+        details TEXT NOT NULL,
+        PRIMARY KEY (run_id, question_id)
+    )
+    """,
 ]
 SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
 # In the order to copy; those with ids number on from the copied ones.
@@ -259,6 +295,9 @@ TABLES = (
     "containers",
     "usage_days",
     "feedback",
+    "eval_sets",
+    "eval_runs",
+    "eval_results",
 )
 NUMBERED = ("users", "messages", "session_steps", "api_keys", "mcp_servers")
 

@@ -25,6 +25,7 @@ from backend.storage.base import (
     UserLimits,
     UsernameTaken,
 )
+from backend.storage.evals import EvalRows
 from backend.storage.feedback import FeedbackRows
 from backend.storage.mcp_servers import McpServerRows
 from backend.storage.migrations import MIGRATIONS, SCHEMA_TABLE, Dialect, statements
@@ -75,7 +76,7 @@ class Database(Protocol):
     def close(self) -> None: ...
 
 
-class SQLStore(FeedbackRows, McpServerRows, OpenAIObjectRows, UsageRows, WorkPlaceRows):
+class SQLStore(EvalRows, FeedbackRows, McpServerRows, OpenAIObjectRows, UsageRows, WorkPlaceRows):
     def __init__(self, database: Database) -> None:
         self.database = database
         self._migrate()

@@ -50,7 +50,7 @@ router = APIRouter(prefix="/api", tags=["files"], responses=CLIENT_ERRORS)
 STREAMED_UPLOAD = re.compile(r"/api/sessions/[^/]+/uploads/[^/]+")  # past the body size cap
 # Multipart uploads: a body up to PYTHON_CODE_MAX_FILE_SIZE (here and in OpenAI's Files and
 # Containers APIs, backend/api/routes/openai_files.py and containers.py).
-FORM_UPLOADS = re.compile(r"/api/upload|/v1/files|/v1/containers/[^/]+/files")
+FORM_UPLOADS = re.compile(r"/api/upload|/api/evals/sets|/v1/files|/v1/containers/[^/]+/files")
 
 
 @router.post("/upload", status_code=status.HTTP_201_CREATED)

@@ -1,0 +1,1 @@
+"""`python -m backend.evals`: evaluation runs from a terminal, through a server's API."""
