@@ -5,11 +5,14 @@ Each question (a jsonl line with `question`, `constraints`, `format` and
 asked with the chosen `agent_type` and model. The prompt is DABench's
 "Question / Constraints / Format" plus the file's name. The `@name[value]` pairs
 in the answer (only the answer, as DABench reads it) are scored against the
-labels jsonl as the official closed-form grader does: a value is right when it
-equals the label, or both parse as floats within 1e-6; a name given twice counts
-its last value. Here values are stripped first. A question is right when all its
-labelled sub-questions are. Unlike the official script, a question that failed
-(HTTP error, timeout) stays in the totals, as wrong.
+labels jsonl by the server's own scoring (backend/core/evals/scoring.py): as the
+official closed-form grader, a value is right when it equals the label, or both
+parse as floats within 1e-6, and a name given twice counts its last value; values
+are stripped first, words compared without case, and thousands separators ignored.
+A question is right when all its labelled sub-questions are. (The evaluation API,
+`/api/evals`, imports the same files and runs them in the product.) Unlike the
+official script, a question that failed (HTTP error, timeout) stays in the totals,
+as wrong.
 
 LLM calls per question are counted in the server's prompt log
 (DATA_DIR/logs/prompts.jsonl): each coder-stage record is one call, and the
@@ -33,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import tempfile
 import time
@@ -43,6 +45,8 @@ from typing import Any
 
 import httpx
 
+from backend.core.evals.questions import Expected
+from backend.core.evals.scoring import extract_answers, is_equal
 from backend.storage.sessions import client_id, valid_key
 from benchmarks.coder_small_model import (
     REQUEST_TIMEOUT,
@@ -56,7 +60,6 @@ from tests.support.live_server import ROOT
 SAMPLE = ROOT.parent / "shared" / "dabench-sample"
 AGENT_TYPES = ("auto", "react", "plan_execute", "chat")
 LEVELS = ("easy", "medium", "hard")
-_ANSWER = re.compile(r"@(\w+)\[(.*?)\]")  # DABench's own extraction pattern
 # --smoke's model: whatever the question, the coder prints the table's size.
 SMOKE_REPLIES = [
     {"when": "[stage: react]", "content": "Action: coder\nAction Input: the table's size"},
@@ -138,27 +141,10 @@ def load_labels(path: Path) -> dict[int, dict[str, str]]:
     }
 
 
-def extract_answers(text: str) -> dict[str, str]:
-    """The `@name[value]` pairs in `text`; a repeated name keeps its last value."""
-    return dict(_ANSWER.findall(text))
-
-
-def is_equal(answer: str | None, label: str) -> bool:
-    if answer is None:
-        return False
-    answer, label = answer.strip(), label.strip()
-    if answer == label:
-        return True
-    try:
-        return abs(float(answer) - float(label)) <= 1e-6
-    except ValueError:
-        return False
-
-
 def score(outcome: Outcome) -> None:
     outcome.extracted = extract_answers(outcome.answer)
     outcome.results = {
-        name: is_equal(outcome.extracted.get(name), label)
+        name: is_equal(outcome.extracted.get(name), Expected(name, label))
         for name, label in outcome.expected.items()
     }
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from backend.admin.manifest import Left
 from backend.storage.drafts import STAGING_FOLDER, is_draft
+from backend.storage.eval_files import EVAL_SETS_FOLDER
 from backend.storage.file_blobs import FILES_FOLDER
 from backend.storage.migrate import CHECKPOINTS
 from backend.storage.workspaces import SNAPSHOTS_FOLDER
@@ -30,6 +31,7 @@ TREES: dict[str, str] = {
     "scratch": "the session workspaces: uploads, outputs, persisted variables, scripts",
     SNAPSHOTS_FOLDER: "each agent turn's workspace state, for branches (hard links kept)",
     FILES_FOLDER: "the files users gave the OpenAI Files API",
+    EVAL_SETS_FOLDER: "the files of users' evaluation sets, and the starter set's",
     LOGS: "the audit logs of tool runs and prompts (whole lines)",
 }
 FILES: dict[str, str] = {

@@ -103,6 +103,7 @@ class EvalJobs:
         self.max_file_bytes = max_file_bytes
         self._running = asyncio.Semaphore(max_running)
         self._jobs: dict[str, _Job] = {}
+        self._starting: set[int] = set()  # users whose run is being started
         self._closing = False
 
     def get(self, user_id: int, run_id: str) -> EvalRunRow:
@@ -129,15 +130,19 @@ class EvalJobs:
     ) -> EvalRunRow:
         """The run, stored `queued` and started; `EvalRunBusy` if the user has one going,
         `LLMError` for a model the backend does not have."""
-        if any(job.user_id == user.id for job in self._jobs.values()):
+        if user.id in self._starting or any(j.user_id == user.id for j in self._jobs.values()):
             raise EvalRunBusy(user.id)
-        llm = self.chat.llm
-        model = await llm.resolve_model(model or llm.default_model)
-        run = self.store.add_eval_run(
-            user.id, new_run_id(), eval_set, model, agent_type, self.server_id
-        )
-        task = asyncio.create_task(self._drive(user, run, eval_set), name=f"eval-{run.id}")
-        self._jobs[run.id] = _Job(task, user.id)
+        self._starting.add(user.id)  # held across the model check: one start at a time
+        try:
+            llm = self.chat.llm
+            model = await llm.resolve_model(model or llm.default_model)
+            run = self.store.add_eval_run(
+                user.id, new_run_id(), eval_set, model, agent_type, self.server_id
+            )
+            task = asyncio.create_task(self._drive(user, run, eval_set), name=f"eval-{run.id}")
+            self._jobs[run.id] = _Job(task, user.id)
+        finally:
+            self._starting.discard(user.id)
         return run
 
     async def cancel(self, user_id: int, run_id: str) -> EvalRunRow:
@@ -220,7 +225,7 @@ class EvalJobs:
         turn: Turn | None = None
         correct = False
         try:
-            details["conversation_id"] = await self._prepare(user, session_id, question, folder)
+            await self._prepare(user, session_id, question, folder, details)
             turn = await self._open(user, run, session_id, question)
             final = await _final(turn)
             scored = score(question, final.text)
@@ -257,10 +262,16 @@ class EvalJobs:
                 self.store.add_eval_result(run.id, question.id, position, correct, details)
 
     async def _prepare(
-        self, user: User, session_id: str, question: EvalQuestion, folder: Path
-    ) -> str:
+        self,
+        user: User,
+        session_id: str,
+        question: EvalQuestion,
+        folder: Path,
+        details: dict[str, Any],
+    ) -> None:
         """The question's fresh session, holding its files (counted in the user's quota
-        before they are copied); its conversation's id."""
+        before they are copied); its conversation goes in `details` as soon as it exists,
+        so deleting the run deletes it, however the question ends."""
         files = self.sets.files
         sizes = sum(files.size(folder, name) for name in question.files)
         limits = self.sets.limits
@@ -274,6 +285,7 @@ class EvalJobs:
             )
         key = session_key(user.id, session_id)
         conversation = self.store.conversation_for_session(user.id, key, "")
+        details["conversation_id"] = conversation.id
         await run_in_threadpool(self.workspaces.ensure, key)
         for name in question.files:
             with files.open(folder, name) as source:
@@ -282,7 +294,6 @@ class EvalJobs:
                 )
             limits.disk.add(user.id, size)
         await self.shared.push(key)
-        return conversation.id
 
     async def _open(
         self, user: User, run: EvalRunRow, session_id: str, question: EvalQuestion
