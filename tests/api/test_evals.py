@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from backend.core.evals.sets import MAX_SETS
 from tests.conftest import scripted_server
 from tests.support.eval_set import COUNT, RIGHT, import_files, replies, write_dabench
 from tests.support.live_server import ROOT, LiveServer
@@ -238,3 +239,10 @@ def test_the_starter_set_is_added_once_and_runs_from_its_files(server: LiveServe
         assert set(starter["kinds"]) >= {"aggregate", "multi-step", "join", "dates", "dirty"}
         questions = http.get(f"/api/evals/sets/{starter['id']}").json()["questions"]
         assert all(q["expected"] and q["files"] for q in questions)
+        # Its files are the server's, written once: more starter sets add only their rows.
+        for _ in range(MAX_SETS - 1):
+            assert http.post("/api/evals/sets/starter").status_code == 201
+        refused = http.post("/api/evals/sets/starter")
+        assert refused.status_code == 429 and refused.json()["detail"].startswith(
+            f"You have {MAX_SETS} evaluation sets"
+        )

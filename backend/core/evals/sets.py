@@ -30,6 +30,7 @@ from backend.storage.workspaces import FileTooLarge, UnsafePath, safe_filename
 STARTER_VERSION = "1"  # a new version of the starter set's files gets a new folder
 STARTER_QUESTIONS = "questions.json"  # beside its files: their questions and answers
 MAX_TABLES = 200
+MAX_SETS = 50  # a user's sets; one more is refused until they delete one
 MEGABYTE = 1024 * 1024
 
 
@@ -77,8 +78,18 @@ class EvalSets:
             return self.files.starter_folder(row.source.removeprefix("starter-"))
         return self.files.folder(row.user_id, row.id)
 
+    def _check_room(self, user_id: int) -> None:
+        if len(self.store.list_eval_sets(user_id)) >= MAX_SETS:
+            raise LimitReached(
+                429,
+                f"You have {MAX_SETS} evaluation sets, the most you may keep: delete one "
+                "you no longer need, then try again.",
+                "too_many_eval_sets",
+            )
+
     async def add_starter(self, user: User) -> EvalSetRow:
         """The starter set, for `user`: its files are written once for every user."""
+        self._check_room(user.id)
         questions = await self._starter()
         return self.store.add_eval_set(
             user.id,
@@ -98,6 +109,7 @@ class EvalSets:
     ) -> EvalSetRow:
         """A set in InfiAgent-DABench's format; `InvalidEvalSet` says what is wrong with it,
         `LimitReached` when its files would pass the user's disk quota."""
+        self._check_room(user.id)
         if not tables or len(tables) > MAX_TABLES:
             raise InvalidEvalSet(f"Send between 1 and {MAX_TABLES} table files.")
         names = set()
