@@ -54,6 +54,12 @@ ANSWER_FEEDBACK = Counter(
     ["model", "rating"],
     registry=REGISTRY,
 )
+EVAL_QUESTIONS = Counter(
+    "pda_eval_questions",
+    "Evaluation questions asked, by model and result (right, wrong, error).",
+    ["model", "result"],
+    registry=REGISTRY,
+)
 TURN_SECONDS = Histogram(
     "pda_turn_duration_seconds",
     "A turn's time from its request to its end, by agent.",

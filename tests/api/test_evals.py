@@ -30,7 +30,8 @@ SLOW = {"when": ["[stage: react]", "SLOWQ"], "content": "Thinking hard", "token_
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     root = tmp_path_factory.mktemp("evals")
-    with scripted_server(root, [*replies(), {**SLOW, "repeat": True}]) as live:
+    script = [*replies(), {**SLOW, "repeat": True}]
+    with scripted_server(root, script, METRICS_ENABLED="true") as live:
         yield live
 
 
@@ -104,6 +105,9 @@ def test_a_model_right_on_seven_of_ten_scores_seven_of_ten(
     assert "EVQ01" in conversation["messages"][0]["content"]
     files = http.get("/api/files", params={"session_id": first["session_id"]}).json()
     assert [f["name"] for f in files] == ["uploads/prices.csv"]
+    metrics = httpx.get(f"{http.base_url}/metrics").text
+    assert 'pda_eval_questions_total{model="scripted",result="right"} 7.0' in metrics
+    assert 'pda_eval_questions_total{model="scripted",result="wrong"} 3.0' in metrics
 
 
 def test_the_cli_prints_the_same_score_and_runs_again_and_compares(

@@ -34,6 +34,7 @@ from backend.core.router import AgentType
 from backend.core.turn import Turn, TurnRequest
 from backend.core.usage import turn_counts
 from backend.llm import LLMError
+from backend.observability.metrics import EVAL_QUESTIONS
 from backend.storage import Store, User
 from backend.storage.evals import UNFINISHED, EvalResultRow, EvalRunRow, EvalSetRow
 from backend.storage.sessions import session_key
@@ -258,6 +259,8 @@ class EvalJobs:
                 details["llm_calls"] = counts.llm_calls
                 details["tokens"] = counts.prompt_tokens + counts.completion_tokens
             details["seconds"] = round(time.perf_counter() - started, 3)
+            result = "error" if details["error"] else ("right" if correct else "wrong")
+            EVAL_QUESTIONS.labels(model=run.model, result=result).inc()
             with contextlib.suppress(Exception):  # a run deleted meanwhile has no row
                 self.store.add_eval_result(run.id, question.id, position, correct, details)
 
