@@ -188,7 +188,7 @@ class EvalJobs:
                 folder = self.sets.folder(eval_set)
                 for position, question in enumerate(questions_of(eval_set)):
                     self._jobs[run.id].current = question.id
-                    await self._ask(user, run, position, question, folder)
+                    await self._ask(self._account(user.id), run, position, question, folder)
         except asyncio.CancelledError:
             status = "interrupted" if self._closing else "cancelled"
             error = "The server stopped during the run." if self._closing else ""
@@ -201,6 +201,14 @@ class EvalJobs:
             self._jobs.pop(run.id, None)
             with contextlib.suppress(Exception):  # a deleted run has no row to finish
                 self.store.set_eval_run_status(run.id, status, error, finished=True)
+
+    def _account(self, user_id: int) -> User:
+        """The user as they are now (an admin may have changed their limits, or disabled
+        them, since the run began)."""
+        user = self.store.get_user_by_id(user_id)
+        if user is None or user.disabled:
+            raise _RunStopped("The account was disabled during the run.")
+        return user
 
     async def _ask(
         self, user: User, run: EvalRunRow, position: int, question: EvalQuestion, folder: Path
