@@ -16,12 +16,12 @@ import uuid
 from pathlib import Path
 from typing import BinaryIO
 
+from backend.storage.file_blobs import write_whole
 from backend.storage.sessions import user_prefix
-from backend.storage.workspaces import FileTooLarge, UnsafePath, safe_filename
+from backend.storage.workspaces import UnsafePath, safe_filename
 
 EVAL_SETS_FOLDER = "eval-sets"
 SET_ID = re.compile(r"^es_[0-9a-f]{32}$")
-_PIECE = 1024 * 1024
 
 
 class EvalSetFiles:
@@ -46,21 +46,7 @@ class EvalSetFiles:
         filename = safe_filename(name)
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         draft = folder / f".draft-{uuid.uuid4().hex}"
-        size = 0
-        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                while piece := source.read(_PIECE):
-                    size += len(piece)
-                    if size > max_bytes:
-                        raise FileTooLarge(filename)
-                    out.write(piece)
-            os.replace(draft, folder / filename)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                draft.unlink()
-            raise
-        return size
+        return write_whole(folder / filename, draft, source, max_bytes)
 
     def open(self, folder: Path, name: str) -> BinaryIO:
         """`folder/<name>` to read; no link is followed (`FileNotFoundError`, `UnsafePath`)."""

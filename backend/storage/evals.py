@@ -146,38 +146,17 @@ class EvalRows:
         agent_type: str,
         server_id: str,
     ) -> EvalRunRow:
-        now = time.time()
-        total = len(eval_set.questions)
         with self.database.transaction() as db:
             db.execute(
                 "INSERT INTO eval_runs (id, user_id, set_id, set_name, model, agent_type,"
-                " status, total, server_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run_id,
-                    user_id,
-                    eval_set.id,
-                    eval_set.name,
-                    model,
-                    agent_type,
-                    "queued",
-                    total,
-                    server_id,
-                    now,
-                ),
-            )
-        return EvalRunRow(
-            run_id,
-            user_id,
-            eval_set.id,
-            eval_set.name,
-            model,
-            agent_type,
-            "queued",
-            total,
-            "",
-            now,
-            None,
-        )
+                " status, total, server_id, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
+                (run_id, user_id, eval_set.id, eval_set.name, model, agent_type,
+                 len(eval_set.questions), server_id, time.time()),
+            )  # fmt: skip
+        made = self.get_eval_run(user_id, run_id)
+        assert made is not None  # just written
+        return made
 
     def get_eval_run(self, user_id: int, run_id: str) -> EvalRunRow | None:
         with self.database.reading() as db:

@@ -43,24 +43,7 @@ class FileBlobs:
         leaving nothing behind."""
         target = self._path(user_id, file_id)
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        draft = target.with_name(f".draft-{file_id}")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-        fd = os.open(draft, flags, 0o600)
-        size = 0
-        try:
-            with os.fdopen(fd, "wb") as out:
-                while chunk := source.read(CHUNK):
-                    size += len(chunk)
-                    if size > max_bytes:
-                        raise FileTooLarge(file_id)
-                    out.write(chunk)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(draft, target)
-        except BaseException:
-            draft.unlink(missing_ok=True)
-            raise
-        return size
+        return write_whole(target, target.with_name(f".draft-{file_id}"), source, max_bytes)
 
     def open(self, user_id: int, file_id: str) -> BinaryIO:
         """The file to read (`FileNotFoundError` if it is not there)."""
@@ -84,3 +67,25 @@ class FileBlobs:
 
     def remove_user(self, user_id: int) -> None:
         shutil.rmtree(self.folder(user_id), ignore_errors=True)
+
+
+def write_whole(target: Path, draft: Path, source: BinaryIO, max_bytes: int) -> int:
+    """Copy `source` to `draft` (a new file, owner-only, no link followed), on disk, then
+    rename it to `target`; its size. `FileTooLarge` past `max_bytes`, leaving nothing."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    fd = os.open(draft, flags, 0o600)
+    size = 0
+    try:
+        with os.fdopen(fd, "wb") as out:
+            while chunk := source.read(CHUNK):
+                size += len(chunk)
+                if size > max_bytes:
+                    raise FileTooLarge(target.name)
+                out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(draft, target)
+    except BaseException:
+        draft.unlink(missing_ok=True)
+        raise
+    return size

@@ -75,21 +75,25 @@ async function send(path, init, auth) {
   return response;
 }
 
-/** A JSON request; resolves to the parsed body, or null for 204. */
 /** One workspace file's metadata (GET /api/files/info). */
 export function fileInfo(sessionId, name) {
   return request(`/api/files/info?${new URLSearchParams({ session_id: sessionId, name })}`);
 }
 
+/**
+ * A JSON request; resolves to the parsed body, or null for 204. A `FormData` body goes
+ * as multipart/form-data (the browser writes its Content-Type and boundary).
+ */
 export async function request(path, { method = "GET", body, signal, auth = true } = {}) {
   const extra = { Accept: "application/json" };
-  if (body !== undefined) extra["Content-Type"] = "application/json";
+  const form = body instanceof FormData;
+  if (body !== undefined && !form) extra["Content-Type"] = "application/json";
   const response = await send(
     path,
     {
       method,
       headers: headers(auth, extra),
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined || form ? body : JSON.stringify(body),
       signal,
       cache: "no-store",
     },

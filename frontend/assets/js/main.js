@@ -10,6 +10,7 @@ import { configureApi, request } from "./api.js";
 import { mountComposer } from "./composer.js";
 import { mountConversations, restoreConversations } from "./conversations.js";
 import { byId } from "./dom.js";
+import { mountEvals } from "./evals.js";
 import { mountExport } from "./export.js";
 import { mountFiles } from "./files.js";
 import { mountLightbox } from "./lightbox.js";
@@ -77,6 +78,7 @@ async function start() {
   mountBranches();
   mountAccount({ onSignedOut: signOutLocally });
   mountUsage();
+  mountEvals();
   mountAdmin();
   mountMcpAdmin();
   mountModels();
