@@ -135,21 +135,38 @@ function schedule() {
   if (byId("evals-dialog").open && runs.some((run) => !isFinished(run))) timer = setTimeout(poll, POLL_MS);
 }
 
+/** Progress from the light list; the shown run's results again only when they changed. */
 async function poll() {
   const mine = generation;
-  for (const run of runs.filter((r) => !isFinished(r))) {
+  let listed;
+  try {
+    listed = await request("/api/evals/runs");
+  } catch (error) {
+    if (mine !== generation) return;
+    tell(error.message);
+    schedule();
+    return;
+  }
+  if (mine !== generation) return;
+  const before = new Map(runs.map((run) => [run.id, run]));
+  runs = Array.isArray(listed) ? listed : [];
+  const shown = runs.find((run) => run.id === shownId);
+  if (shownId && !shown) hideResults();
+  const was = shown && before.get(shown.id);
+  if (shown && (!was || was.done !== shown.done || was.status !== shown.status)) {
     let fresh;
     try {
-      fresh = await request(runUrl(run.id));
+      fresh = await request(runUrl(shown.id));
     } catch (error) {
-      if (mine !== generation) return;
-      if (error.status === 404) forget(run.id);
-      else tell(error.message);
-      continue;
+      if (mine === generation) tell(error.message);
     }
     if (mine !== generation) return;
-    replace(fresh);
-    if (fresh.id === shownId) drawResults(fresh);
+    if (fresh) {
+      replace(fresh);
+      drawResults(fresh);
+    }
+  } else if (shown && was) {
+    replace({ ...was, ...shown }); // the results already drawn stay with it
   }
   renderList();
   schedule();
