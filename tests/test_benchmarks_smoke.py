@@ -36,6 +36,7 @@ HELPERS = {
 }
 # Each benchmark's smoke run: the module and its arguments after `--smoke`.
 SMOKE_RUNS: list[tuple[str, ...]] = [
+    ("answer_quality",),
     ("branch_snapshot",),
     ("coder_small_model",),
     ("dabench_runner",),

@@ -70,6 +70,9 @@ class EvalResultPublic(BaseModel):
     tokens: int
     seconds: float
     error: str | None
+    stopped: bool = Field(
+        description="The run was stopped before this question was answered: not scored."
+    )
     session_id: str
     conversation_id: str | None
 

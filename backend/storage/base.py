@@ -372,7 +372,14 @@ class Store(Protocol):
     ) -> None: ...
 
     def add_eval_result(
-        self, run_id: str, question_id: str, position: int, correct: bool, details: dict[str, Any]
+        self,
+        run_id: str,
+        question_id: str,
+        position: int,
+        correct: bool,
+        details: dict[str, Any],
+        *,
+        stopped: bool = False,
     ) -> None: ...
 
     def eval_results(self, user_id: int, run_id: str) -> list[EvalResultRow]: ...

@@ -52,6 +52,7 @@ class EvalResultRow:
     position: int
     correct: bool
     details: dict[str, Any]
+    stopped: bool = False  # the run was stopped before it was answered: not in the score
 
 
 def _set(row: Any) -> EvalSetRow:
@@ -84,10 +85,12 @@ def _run(row: Any) -> EvalRunRow:
     )
 
 
+# A question the run was stopped in is not counted: it was never answered.
 _RUNS = (
-    "SELECT r.*, (SELECT COUNT(*) FROM eval_results x WHERE x.run_id = r.id) AS done,"
-    " (SELECT SUM(x.correct) FROM eval_results x WHERE x.run_id = r.id) AS correct"
-    " FROM eval_runs r"
+    "SELECT r.*, (SELECT COUNT(*) FROM eval_results x WHERE x.run_id = r.id"
+    " AND x.stopped = 0) AS done,"
+    " (SELECT SUM(x.correct) FROM eval_results x WHERE x.run_id = r.id AND x.stopped = 0)"
+    " AS correct FROM eval_runs r"
 )
 
 
@@ -182,14 +185,23 @@ class EvalRows:
             )
 
     def add_eval_result(
-        self, run_id: str, question_id: str, position: int, correct: bool, details: dict[str, Any]
+        self,
+        run_id: str,
+        question_id: str,
+        position: int,
+        correct: bool,
+        details: dict[str, Any],
+        *,
+        stopped: bool = False,
     ) -> None:
         with self.database.transaction() as db:
             db.execute(
-                "INSERT INTO eval_results (run_id, question_id, position, correct, details)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id, question_id) DO UPDATE SET"
-                " correct = excluded.correct, details = excluded.details",
-                (run_id, question_id, position, int(correct), json.dumps(details)),
+                "INSERT INTO eval_results"
+                " (run_id, question_id, position, correct, stopped, details)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, question_id) DO UPDATE SET"
+                " correct = excluded.correct, stopped = excluded.stopped,"
+                " details = excluded.details",
+                (run_id, question_id, position, int(correct), int(stopped), json.dumps(details)),
             )
 
     def eval_results(self, user_id: int, run_id: str) -> list[EvalResultRow]:
@@ -205,6 +217,7 @@ class EvalRows:
                 int(row["position"]),
                 bool(row["correct"]),
                 json.loads(row["details"]),
+                bool(row["stopped"]),
             )
             for row in rows
         ]

@@ -240,7 +240,8 @@ MIGRATIONS = [
     CREATE INDEX feedback_by_user ON feedback(user_id, model)
     """,
     # Evaluations (backend/storage/evals.py): a user's question sets (their files are in
-    # DATA_DIR/eval-sets/u<id>-<set id>), their runs over a model, and each question's result.
+    # DATA_DIR/eval-sets/u<id>-<set id>), their runs over a model, and each question's result
+    # (`stopped`: the run was stopped before the question was answered; kept out of scores).
     """
     CREATE TABLE eval_sets (
         id TEXT PRIMARY KEY,
@@ -271,6 +272,7 @@ MIGRATIONS = [
         question_id TEXT NOT NULL,
         position INTEGER NOT NULL,
         correct INTEGER NOT NULL,
+        stopped INTEGER NOT NULL DEFAULT 0,
         details TEXT NOT NULL,
         PRIMARY KEY (run_id, question_id)
     )

@@ -163,7 +163,9 @@ def test_a_run_is_stopped_and_deleted_with_its_conversations(
         stopped = http.post(f"/api/evals/runs/{run_id}/cancel")
         assert stopped.status_code == 200 and stopped.json()["status"] == "cancelled"
         shown = http.get(f"/api/evals/runs/{run_id}").json()
-        assert shown["done"] == 1 and shown["results"][0]["error"].startswith("The run was")
+        stopped_in = shown["results"][0]  # kept (its conversation), never scored
+        assert shown["done"] == 0 and stopped_in["stopped"] and shown["score"]["answered"] == 0
+        assert stopped_in["error"].startswith("The run was stopped")
         conversation = shown["results"][0]["conversation_id"]
         assert http.get(f"/api/conversations/{conversation}").status_code == 200
         assert http.delete(f"/api/evals/runs/{run_id}").status_code == 204

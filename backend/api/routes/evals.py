@@ -106,6 +106,7 @@ def _result_public(row: EvalResultRow) -> EvalResultPublic:
         tokens=int(d.get("tokens", 0)),
         seconds=float(d.get("seconds", 0.0)),
         error=d.get("error"),
+        stopped=row.stopped,
         session_id=str(d.get("session_id", "")),
         conversation_id=d.get("conversation_id"),
     )
@@ -114,7 +115,8 @@ def _result_public(row: EvalResultRow) -> EvalResultPublic:
 def _by_kind(results: list[EvalResultPublic]) -> list[EvalKindScore]:
     kinds: dict[str, list[EvalResultPublic]] = defaultdict(list)
     for result in results:
-        kinds[result.kind].append(result)
+        if not result.stopped:  # never answered
+            kinds[result.kind].append(result)
     return [
         EvalKindScore(
             kind=kind,

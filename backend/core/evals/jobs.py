@@ -232,7 +232,7 @@ class EvalJobs:
         }
         started = time.perf_counter()
         turn: Turn | None = None
-        correct = False
+        correct = stopped = False
         try:
             await self._prepare(user, session_id, question, folder, details)
             turn = await self._open(user, run, session_id, question)
@@ -260,6 +260,7 @@ class EvalJobs:
             details["error"] = "A file of the question is over MAX_UPLOAD_SIZE_MB."
         except asyncio.CancelledError:
             details["error"] = "The run was stopped during this question."
+            stopped = True
             raise
         finally:
             if turn is not None:
@@ -267,10 +268,13 @@ class EvalJobs:
                 details["llm_calls"] = counts.llm_calls
                 details["tokens"] = counts.prompt_tokens + counts.completion_tokens
             details["seconds"] = round(time.perf_counter() - started, 3)
-            result = "error" if details["error"] else ("right" if correct else "wrong")
-            EVAL_QUESTIONS.labels(model=run.model, result=result).inc()
+            if not stopped:
+                result = "error" if details["error"] else ("right" if correct else "wrong")
+                EVAL_QUESTIONS.labels(model=run.model, result=result).inc()
             with contextlib.suppress(Exception):  # a run deleted meanwhile has no row
-                self.store.add_eval_result(run.id, question.id, position, correct, details)
+                self.store.add_eval_result(
+                    run.id, question.id, position, correct, details, stopped=stopped
+                )
 
     async def _prepare(
         self,

@@ -45,6 +45,7 @@ export function progressText(run) {
 
 export function verdict(result) {
   if (!result) return h("span", { class: "muted", testid: "eval-verdict" }, "not asked");
+  if (result.stopped) return h("span", { class: "muted", testid: "eval-verdict" }, "Stopped");
   const right = Boolean(result.correct);
   const mark = `eval-verdict ${right ? "eval-right" : "eval-wrong"}`;
   return h("span", { class: mark, testid: "eval-verdict" }, right ? "Right" : "Wrong");
@@ -184,7 +185,8 @@ export function comparison(compared) {
   const side = (label, run, testid) =>
     h("p", { class: "eval-compare-side", testid }, h("strong", {}, `${label}: `), `${runName(run)} — ${scoreText(run.score)}`);
   const rows = compared.questions.map((pair) => {
-    const differs = pair.first && pair.second && pair.first.correct !== pair.second.correct;
+    const scored = (result) => result && !result.stopped;
+    const differs = scored(pair.first) && scored(pair.second) && pair.first.correct !== pair.second.correct;
     return h(
       "tr",
       { testid: "eval-pair", class: differs ? "eval-differs" : null, dataset: { question: String(pair.question_id) } },
