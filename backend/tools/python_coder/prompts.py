@@ -223,7 +223,8 @@ def answer_followup(question: str, query: str, output: str, files: list[str], pa
             escape + "Answer QUESTION in markdown: the answer first, in one to three bullet "
             "points, then one follow-up question worth asking. Use only numbers that appear in "
             "OUTPUT, exactly as written there. The user sees the code, its output and the "
-            "plots already: do not repeat them.",
+            "plots already: do not repeat them. If QUESTION says in what format to give the "
+            "answer, give it in that format too.",
         ]
     )
 
@@ -302,7 +303,8 @@ def answer(query: str, output: str, files: list[str]) -> str:
             "**Key findings**: answer INPUT in one to three bullet points.\n"
             "**Plots**: each file in FILES as ![name](path), if there are any.\n"
             "**Next steps**: one or two follow-up questions worth asking.\n"
-            "Use only numbers that appear in OUTPUT, exactly as written there.",
+            "Use only numbers that appear in OUTPUT, exactly as written there. If INPUT says "
+            "in what format to give the answer, give it in that format too.",
         ]
     )
 
