@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from backend.storage.sql_store import Database
 
-UNFINISHED = ("queued", "running")
-
 
 @dataclass(frozen=True)
 class EvalSetRow:

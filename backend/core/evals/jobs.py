@@ -36,7 +36,7 @@ from backend.core.usage import turn_counts
 from backend.llm import LLMError
 from backend.observability.metrics import EVAL_QUESTIONS
 from backend.storage import Store, User
-from backend.storage.evals import UNFINISHED, EvalResultRow, EvalRunRow, EvalSetRow
+from backend.storage.evals import EvalResultRow, EvalRunRow, EvalSetRow
 from backend.storage.sessions import session_key
 from backend.storage.shared import SharedWorkspaces
 from backend.storage.workspaces import FileTooLarge, Workspaces
@@ -339,10 +339,6 @@ async def _final(turn: Turn) -> Final:
     if final is None:
         raise LLMError("The turn ended without an answer.", code="no_answer")
     return final
-
-
-def unfinished(row: EvalRunRow) -> bool:
-    return row.status in UNFINISHED
 
 
 __all__ = [
