@@ -134,7 +134,7 @@ async def get_evals(request: Request) -> EvalJobs:
 
 
 async def get_purge(request: Request) -> SessionPurge:
-    return SessionPurge(_services(request))
+    return _services(request).purge
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]

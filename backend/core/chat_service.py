@@ -176,7 +176,9 @@ class ChatService:
             )
         chat_prompt = None
         if decision.agent_type == "chat" or self.agents is None:
-            chat_prompt = await fit_chat(self.llm, model, messages, request, ours=ours)
+            chat_prompt = await fit_chat(
+                self.llm, model, messages, request.tools, request.options.max_tokens, ours=ours
+            )
             messages = chat_prompt.messages
         turn = Turn(
             conversation, decision, model, user=user.username, prompt=messages, question=user_text
@@ -337,7 +339,9 @@ class ChatService:
                 self._end_run(turn)
                 observe_turn(turn, finish)
                 if self.limits is not None:
-                    self.limits.usage.add_turn(turn)  # the user's tokens, however it ended
+                    self.limits.usage.add(
+                        turn.conversation.user_id, turn.counts()
+                    )  # the user's tokens, however it ended
 
     async def _close_branch(
         self, turn: Turn, agent: ToolAgent, finish: str, error: str | None

@@ -24,6 +24,7 @@ from backend.core.governor import Governor
 from backend.core.instance import server_id
 from backend.core.limits import Limits
 from backend.core.mcp_registry import McpRegistry
+from backend.core.purge import SessionPurge
 from backend.core.python_coder_service import PythonCoderService
 from backend.core.runs import RunRegistry
 from backend.core.security import load_or_create_secret_key
@@ -90,6 +91,7 @@ class Services:
     containers: Containers  # OpenAI's containers: sessions by another name
     eval_sets: EvalSets  # evaluation sets: questions over files, with their answers
     evals: EvalJobs  # evaluation runs, in the background
+    purge: SessionPurge  # deletes a session, or a user, from every place that keeps it
 
     async def close(self) -> None:
         await self.evals.close()  # before the runs: their questions' turns end first
@@ -221,6 +223,20 @@ def build_services(settings: Settings) -> Services:
         max_running=settings.EVAL_MAX_RUNNING,
         max_file_bytes=upload_bytes,
     )
+    runs = RunRegistry()
+    purge = SessionPurge(
+        store=store,
+        runs=runs,
+        executors=executors,
+        agents=agents,
+        catalog=catalog,
+        shared=shared,
+        uploads=uploads,
+        files=files,
+        evals=evals,
+        eval_set_files=eval_sets.files,
+        data_dir=settings.DATA_DIR,
+    )
     return Services(
         settings=settings,
         secret_key=secret_key,
@@ -238,7 +254,7 @@ def build_services(settings: Settings) -> Services:
         coder=coder,
         python_coder=python_coder,
         steps=steps,
-        runs=RunRegistry(),
+        runs=runs,
         limits=limits,
         governor=governor,
         mcp=mcp,
@@ -246,6 +262,7 @@ def build_services(settings: Settings) -> Services:
         containers=containers,
         eval_sets=eval_sets,
         evals=evals,
+        purge=purge,
         login_throttle=LoginThrottle(
             store, settings.LOGIN_FREE_ATTEMPTS, settings.LOGIN_BACKOFF_SECONDS, LOGIN_MAX_BACKOFF
         ),

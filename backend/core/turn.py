@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 
@@ -34,16 +34,16 @@ from backend.core.events import (
     TurnSummary,
     Usage,
 )
+from backend.core.governor import Place
 from backend.core.router import AgentType, RouteDecision
 from backend.core.run_slots import RunSlot
+from backend.core.usage import llm_counts
 from backend.llm import GenerationOptions
+from backend.llm.context import estimate_messages
 from backend.llm.turn import Reply, TurnLLM, record_llm_call
 from backend.observability.metrics import TURN_SECONDS, TURNS
 from backend.observability.tracing import Span, TurnTrace
-from backend.storage import Conversation
-
-if TYPE_CHECKING:  # governor.py imports limits.py, which imports this module
-    from backend.core.governor import Place
+from backend.storage import Conversation, UsageCounts
 
 
 @dataclass(frozen=True)
@@ -150,6 +150,22 @@ class Turn:
             self.tool_calls = event.calls
         elif event.type != "accepted":
             self.steps.append(event)
+
+    def counts(self) -> UsageCounts:
+        """The turn's model calls and tokens so far: the router's, the agents' and
+        python_coder's (`agent_llm`), and plain chat's one call, as its stream reported it."""
+        counts = UsageCounts(turns=1)
+        if self.agent_llm is not None:
+            counts += llm_counts(self.agent_llm.usage)
+        if self.decision.agent_type == "chat":
+            chat = self.usage
+            if chat is not None:
+                prompt, completion = chat.prompt_tokens, chat.completion_tokens
+            else:  # cut off (stopped, disconnected, over a limit) before the model said
+                prompt = estimate_messages(self.prompt)
+                completion = len(self.answer)  # a token a streamed piece
+            counts += UsageCounts(llm_calls=1, prompt_tokens=prompt, completion_tokens=completion)
+        return counts
 
     async def collect(self) -> Final:
         """Run the turn to the end; its `Final` event."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 from backend.core.governor import WorkTimedOut
 from backend.core.limits import Limits
 from backend.core.turn import Turn
-from backend.core.usage import turn_counts
 from backend.llm.errors import LLMError
 
 
@@ -19,7 +18,7 @@ def check_turn_bounds(turn: Turn, limits: Limits | None) -> None:
             raise LLMError(exc.message, status_code=503, code=exc.code) from None
     if turn.tokens_left is None or limits is None:
         return
-    used = turn_counts(turn).tokens  # a chat stream's: estimated until it reports them
+    used = turn.counts().tokens  # a chat stream's: estimated until it reports them
     if used >= turn.tokens_left:
         past = limits.tokens_past(turn.tokens_limit - turn.tokens_left + used, turn.tokens_limit)
         raise LLMError(past.message, status_code=429, code=past.code)

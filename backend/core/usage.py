@@ -17,8 +17,6 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from backend.core.turn import Turn
-from backend.llm.context import estimate_messages
 from backend.llm.turn import LLMUsage
 from backend.storage import Store, UsageCounts, UsageDay
 from backend.storage.sessions import owner_of
@@ -54,23 +52,6 @@ def llm_counts(usage: LLMUsage) -> UsageCounts:
     )
 
 
-def turn_counts(turn: Turn) -> UsageCounts:
-    """An ended turn's model calls and tokens: the router's, the agents' and
-    python_coder's (`agent_llm`), and plain chat's one call, as its stream reported it."""
-    counts = UsageCounts(turns=1)
-    if turn.agent_llm is not None:
-        counts += llm_counts(turn.agent_llm.usage)
-    if turn.decision.agent_type == "chat":
-        chat = turn.usage
-        if chat is not None:
-            prompt, completion = chat.prompt_tokens, chat.completion_tokens
-        else:  # cut off (stopped, disconnected, over a limit) before the model said
-            prompt = estimate_messages(turn.prompt)
-            completion = len(turn.answer)  # a token a streamed piece
-        counts += UsageCounts(llm_calls=1, prompt_tokens=prompt, completion_tokens=completion)
-    return counts
-
-
 def run_counts(result: ExecutionResult) -> UsageCounts:
     return UsageCounts(
         sandbox_runs=1,
@@ -95,9 +76,6 @@ class UsageMeter:
         key = (user_id, utc_day(self.clock()))
         with self._pending_lock:
             self._pending[key] = self._pending.get(key, UsageCounts()) + counts
-
-    def add_turn(self, turn: Turn) -> None:
-        self.add(turn.conversation.user_id, turn_counts(turn))
 
     def add_run(self, session_key: str, result: ExecutionResult) -> None:
         """A sandbox run of the session `session_key` (the pools call this)."""

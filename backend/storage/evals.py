@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from backend.storage.sql_store import Database
+from backend.storage.database import Database
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from backend.storage.sql_store import Database
+from backend.storage.database import Database
 
 Rating = Literal["up", "down"]
 _STORED = {"up": 1, "down": -1}

@@ -12,10 +12,9 @@ import re
 import time
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from backend.storage.sql_store import Database
+from backend.storage.database import Database
 
 FILE_ID = re.compile(r"^file-[0-9a-f]{32}$")
 CONTAINER_ID = re.compile(r"^cntr_[0-9a-f]{32}$")

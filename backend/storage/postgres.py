@@ -21,8 +21,9 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from backend.config import ConfigError
 from backend.storage.base import StoreBusy, StoreFull, StoreUnavailable
+from backend.storage.database import Connection, Cursor
 from backend.storage.migrations import POSTGRESQL
-from backend.storage.sql_store import Connection, Cursor, SQLStore
+from backend.storage.sql_store import SQLStore
 
 LOCK_TIMEOUT_MS = 15_000
 CONNECT_TIMEOUT = 10  # seconds, for each new connection

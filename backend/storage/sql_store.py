@@ -11,8 +11,7 @@ import json
 import time
 import uuid
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any
 
 from backend.storage.base import (
     ROOT,
@@ -25,55 +24,17 @@ from backend.storage.base import (
     UserLimits,
     UsernameTaken,
 )
+from backend.storage.database import Connection, Database
 from backend.storage.evals import EvalRows
 from backend.storage.feedback import FeedbackRows
 from backend.storage.mcp_servers import McpServerRows
-from backend.storage.migrations import MIGRATIONS, SCHEMA_TABLE, Dialect, statements
+from backend.storage.migrations import MIGRATIONS, SCHEMA_TABLE, statements
 from backend.storage.openai_objects import OpenAIObjectRows
 from backend.storage.usage import UsageRows
 from backend.storage.work_places import WorkPlaceRows
 
 INTERRUPTED = "The server stopped while this turn was running."
 KEY_USE_RESOLUTION = 60.0  # seconds: an API key's last_used_at is kept to about this
-
-
-class Cursor(Protocol):
-    @property
-    def rowcount(self) -> int: ...
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
-
-
-class Connection(Protocol):
-    def execute(self, sql: str, params: tuple[Any, ...] = (), /) -> Cursor:
-        """Run one statement; rows read by column name (`row["id"]`)."""
-        ...
-
-
-class Database(Protocol):
-    dialect: Dialect
-    integrity_errors: tuple[type[Exception], ...]  # a broken UNIQUE or FOREIGN KEY
-
-    def transaction(self) -> AbstractContextManager[Connection]:
-        """A write transaction: committed on exit, rolled back on any error. Its
-        failures are `StoreBusy` or `StoreFull` where that is what they mean."""
-        ...
-
-    def reading(self) -> AbstractContextManager[Connection]:
-        """A connection for reads (a consistent snapshot is not promised)."""
-        ...
-
-    def schema_lock(self, db: Connection) -> None:
-        """Serialise migrations between processes, for the rest of the transaction."""
-        ...
-
-    def legacy_version(self, db: Connection) -> int:
-        """The schema version of a database from before `schema_version` existed."""
-        ...
-
-    def close(self) -> None: ...
 
 
 class SQLStore(EvalRows, FeedbackRows, McpServerRows, OpenAIObjectRows, UsageRows, WorkPlaceRows):

@@ -16,8 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from backend.storage.base import StoreBusy, StoreFull
+from backend.storage.database import Connection
 from backend.storage.migrations import SQLITE
-from backend.storage.sql_store import Connection, SQLStore
+from backend.storage.sql_store import SQLStore
 
 BUSY_TIMEOUT_MS = 15_000
 

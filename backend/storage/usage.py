@@ -11,10 +11,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from backend.storage.sql_store import Database
+from backend.storage.database import Database
 
 
 @dataclass(frozen=True)

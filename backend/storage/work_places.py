@@ -11,10 +11,7 @@ by itself; a server that starts deletes the ones its previous life left.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from backend.storage.sql_store import Database
+from backend.storage.database import Database
 
 
 class WorkPlaceRows:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage
 
+from backend.core.agents.client_tools import ClientTools
 from backend.core.events import AgentEvent, ContextFitted, Usage
-from backend.core.turn import TurnRequest
 from backend.llm import LLMBackend, LLMError
 from backend.llm.context import (
     ContextOverflow,
@@ -41,13 +41,19 @@ class ChatPrompt:
 
 
 async def fit_chat(
-    llm: LLMBackend, model: str, messages: list[BaseMessage], request: TurnRequest, *, ours: bool
+    llm: LLMBackend,
+    model: str,
+    messages: list[BaseMessage],
+    client_tools: ClientTools | None,
+    wanted: int | None,
+    *,
+    ours: bool,
 ) -> ChatPrompt:
-    """`messages` measured, and fitted when `ours` (the server added the history)."""
+    """`messages` measured with the client's tools and the `wanted` reply tokens, and
+    fitted when `ours` (the server added the history)."""
     window = await llm.context_window(model)
     count, exact = llm.token_counter
-    tools = request.tools.tools if request.tools is not None else None
-    wanted = request.options.max_tokens
+    tools = client_tools.tools if client_tools is not None else None
     if not ours:
         tokens = count(messages) + schema_tokens(tools)
         if tokens + (wanted or 0) > window:

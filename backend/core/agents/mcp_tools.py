@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from backend.core.agents.tools import ToolContext, ToolResult
 from backend.llm.json_values import json_values
@@ -113,3 +113,11 @@ class McpTool:
             return await self.llm.json_object("tool_arguments", "", prompt, schema)
         except StructuredReplyError:
             return None
+
+
+class McpToolSource(Protocol):
+    """Where the agents get the MCP tools a user may use (`backend/core/mcp_registry.py`)."""
+
+    async def agent_tools(
+        self, user_id: int, llm: TurnLLM, budget: int | None = None
+    ) -> list[McpTool]: ...

@@ -25,6 +25,7 @@ from langgraph.config import get_stream_writer
 from starlette.concurrency import run_in_threadpool
 
 from backend.config import Settings
+from backend.core.agents.mcp_tools import McpToolSource
 from backend.core.agents.plan_execute.graph import build_plan_execute_graph
 from backend.core.agents.react.graph import build_react_graph
 from backend.core.agents.tools import (
@@ -54,7 +55,6 @@ from backend.core.events import (
 )
 from backend.core.governor import Governor
 from backend.core.limits import LimitReached
-from backend.core.mcp_registry import McpRegistry
 from backend.files.catalog import DATA_FOLDER, WorkspaceCatalog
 from backend.llm.embedder import embedder_for_backend
 from backend.llm.turn import LLMCallLimit, TurnLLM
@@ -83,7 +83,7 @@ class AgentRunner:
         coder: PythonCoder,
         executors: SessionExecutors,
         llm_backend: str,
-        mcp: McpRegistry | None = None,
+        mcp: McpToolSource | None = None,
         governor: Governor | None = None,
     ) -> None:
         """`governor`: documents are indexed within a `rag_index` place (None: no bound)."""

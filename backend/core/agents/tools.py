@@ -10,7 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from backend.core.agents.react.state import Step
 from backend.core.events import (
     AnswerDelta,
     Code,
@@ -99,25 +98,6 @@ class AgentTool(Protocol):
 
 def _cut(text: str) -> str:
     return text if len(text) <= _OBSERVATION_CHARS else text[:_OBSERVATION_CHARS] + "\n…"
-
-
-def react_context(steps: list[Step]) -> list[str]:
-    """Earlier failed python_coder attempts and their errors, and what other tools (MCP
-    servers') found, for the next generation."""
-    earlier = []
-    for step in steps:
-        if step["ok"] and step["data"].get("mcp"):
-            earlier.append(
-                f"Tool {step['action']}({step['action_input'][:300]}) found:\n"
-                f"{step['observation'][:1500]}"  # a cut result keeps its start
-            )
-        elif step["action"] == "python_coder" and not step["ok"]:
-            code = str(step["data"].get("code", "")).strip()
-            earlier.append(
-                f"Task: {step['action_input']}\nCode:\n{code[-1500:]}\n"
-                f"Error: {str(step['data'].get('error', step['observation']))[-800:]}"
-            )
-    return earlier
 
 
 @dataclass

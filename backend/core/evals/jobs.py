@@ -32,7 +32,6 @@ from backend.core.events import Final
 from backend.core.limits import LimitReached
 from backend.core.router import AgentType
 from backend.core.turn import Turn, TurnRequest
-from backend.core.usage import turn_counts
 from backend.llm import LLMError
 from backend.observability.metrics import EVAL_QUESTIONS
 from backend.storage import Store, User
@@ -264,7 +263,7 @@ class EvalJobs:
             raise
         finally:
             if turn is not None:
-                counts = turn_counts(turn)
+                counts = turn.counts()
                 details["llm_calls"] = counts.llm_calls
                 details["tokens"] = counts.prompt_tokens + counts.completion_tokens
             details["seconds"] = round(time.perf_counter() - started, 3)

@@ -26,8 +26,8 @@ from langgraph.types import Checkpointer
 
 from backend.core.agents.react import prompts
 from backend.core.agents.react.parsing import parse_reply
-from backend.core.agents.react.state import ReactState, Step
-from backend.core.agents.tools import AgentTool, ToolContext, ToolResult, react_context
+from backend.core.agents.react.state import ReactState, Step, react_context
+from backend.core.agents.tools import AgentTool, ToolContext, ToolResult
 from backend.core.events import PassageFound, ToolCall
 from backend.llm.turn import LLMCallLimit, TurnLLM
 from backend.tools.provenance import ungrounded_numbers

@@ -15,6 +15,25 @@ class Step(TypedDict):
     data: dict[str, Any]  # what the tool returned besides the text (code, files, …)
 
 
+def react_context(steps: list[Step]) -> list[str]:
+    """Earlier failed python_coder attempts and their errors, and what other tools (MCP
+    servers') found, for the next generation."""
+    earlier = []
+    for step in steps:
+        if step["ok"] and step["data"].get("mcp"):
+            earlier.append(
+                f"Tool {step['action']}({step['action_input'][:300]}) found:\n"
+                f"{step['observation'][:1500]}"  # a cut result keeps its start
+            )
+        elif step["action"] == "python_coder" and not step["ok"]:
+            code = str(step["data"].get("code", "")).strip()
+            earlier.append(
+                f"Task: {step['action_input']}\nCode:\n{code[-1500:]}\n"
+                f"Error: {str(step['data'].get('error', step['observation']))[-800:]}"
+            )
+    return earlier
+
+
 def steps_of_turn(left: list[Step], right: list[Step] | None) -> list[Step]:
     """Append a step; None (sent with each new question) starts the turn's list afresh."""
     return [] if right is None else left + right
