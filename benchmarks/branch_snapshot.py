@@ -46,11 +46,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from backend.storage.sessions import session_key
 from backend.storage.snapshots import TurnSnapshots
 from backend.storage.sparse_copy import FICLONE
 from backend.storage.workspaces import Workspaces
 
-KEY = "u1-branch-snapshot-bench"
+KEY = session_key(1, "branch-snapshot-bench")
 MiB = 1024**2
 GiB = 1024**3
 CHUNK = 8 * MiB

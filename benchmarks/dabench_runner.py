@@ -47,7 +47,7 @@ import httpx
 
 from backend.core.evals.questions import Expected
 from backend.core.evals.scoring import extract_answers, is_equal
-from backend.storage.sessions import client_id, valid_key
+from backend.storage.sessions import check_key, client_id, valid_key
 from benchmarks.coder_small_model import (
     REQUEST_TIMEOUT,
     benchmark_server,
@@ -209,7 +209,7 @@ def count_llm_calls(outcomes: list[Outcome], prompt_log: Path | None) -> None:
         if "stage" in record or record.get("agent_type") == "chat":
             session = str(record.get("session_id"))
             if valid_key(session):  # the log names a session by its key, `u<user>-<id>`
-                session = client_id(session)
+                session = client_id(check_key(session))
             calls[session] = calls.get(session, 0) + 1
     for outcome in outcomes:
         outcome.llm_calls = calls.get(outcome.session_id, 0)

@@ -29,14 +29,15 @@ from typing import Any
 from backend.files import FileMetadata, extract_file_metadata
 from backend.files.catalog import describe_open_file
 from backend.files.isolation import IsolatedRunner, _limit_resources
+from backend.storage.sessions import SessionKey, session_key
 from backend.storage.workspaces import Workspaces
 from backend.tools.sandbox.command import helper_command
 
-KEY = "u1-bench"
+KEY = session_key(1, "bench")
 CALLS = 100
 
 
-def old_read(data_dir: str, key: str, path: str, size: int) -> FileMetadata:
+def old_read(data_dir: str, key: SessionKey, path: str, size: int) -> FileMetadata:
     """What the helper ran before: it opened the file itself."""
     with Workspaces(Path(data_dir)).open_file(key, path) as handle:
         return extract_file_metadata(path, handle, size)

@@ -40,7 +40,7 @@ from typing import Protocol
 
 from backend.config import load_settings
 from backend.storage.mirror import WorkspaceMirror
-from backend.storage.sessions import session_key
+from backend.storage.sessions import SessionKey, session_key
 from backend.storage.workspaces import Workspaces
 from backend.tools.sandbox.availability import resolve_sandbox
 from backend.tools.sandbox.executor import BasePythonExecutor, ExecutionResult
@@ -56,10 +56,10 @@ LATENCY_ROWS = ("local pool", "Ray, no WORKSPACE_BUCKET", "Ray + WORKSPACE_BUCKE
 
 
 class Pool(Protocol):
-    def get_python_executor(self, session_id: str) -> BasePythonExecutor: ...
+    def get_python_executor(self, session_id: SessionKey) -> BasePythonExecutor: ...
 
 
-def new_session(tag: str) -> str:
+def new_session(tag: str) -> SessionKey:
     """A new session's key (pools and workspaces take keys: backend/storage/sessions.py)."""
     return session_key(1, f"bench-{tag}-{uuid.uuid4().hex[:8]}")
 

@@ -41,7 +41,7 @@ from backend.files.catalog import FileNotInWorkspace
 from backend.files.model import UnsupportedFileType
 from backend.files.tables import TABLES_FOLDER
 from backend.storage import User
-from backend.storage.sessions import session_key, valid_session_id
+from backend.storage.sessions import SessionKey, session_key, valid_session_id
 from backend.storage.workspaces import NotARegularFile, UnsafePath
 
 INSTRUCTIONS = (
@@ -99,7 +99,7 @@ def build_mcp_server(services: Services) -> MCPServer:
             raise ToolError(_BAD_SESSION)
         return session_id
 
-    def owned(user: User, session_id: str) -> str:
+    def owned(user: User, session_id: str) -> SessionKey:
         """The key of the user's session, or the REST API's "not found"."""
         key = session_key(user.id, checked(session_id))
         if services.store.session_owner(key) != user.id:
@@ -245,7 +245,7 @@ async def serving(manager: StreamableHTTPSessionManager) -> AsyncIterator[None]:
         await task
 
 
-def _read_file(services: Services, key: str, path: str) -> bytes:
+def _read_file(services: Services, key: SessionKey, path: str) -> bytes:
     if path.startswith(TABLES_FOLDER + "/"):
         raise FileNotFoundError(path)  # a table's own Parquet, hidden as in the REST API
     with services.workspaces.open_file(key, path) as file:
@@ -258,7 +258,7 @@ def _read_file(services: Services, key: str, path: str) -> bytes:
     return data
 
 
-def _plot(services: Services, key: str, path: str) -> ImageContent | None:
+def _plot(services: Services, key: SessionKey, path: str) -> ImageContent | None:
     """A PNG or JPEG the run wrote, as MCP image content; None for any other file."""
     mime = mimetypes.guess_type(path)[0]
     if mime not in ("image/png", "image/jpeg"):

@@ -32,7 +32,7 @@ from backend.core.governor import Governor, Held
 from backend.core.limits import MEGABYTE, LimitReached
 from backend.storage import ROOT, Message
 from backend.storage.message_tree import MessageTree
-from backend.storage.sessions import owner_of
+from backend.storage.sessions import SessionKey, owner_of
 from backend.storage.shared import SharedWorkspaces
 from backend.storage.snapshots import NoRoom, TooManyFiles, TurnSnapshots
 from backend.tools.sandbox.pool import SessionExecutors
@@ -110,7 +110,7 @@ class BranchStates:
         snapshots: TurnSnapshots,
         executors: SessionExecutors,
         shared: SharedWorkspaces,
-        room: Callable[[str], AbstractAsyncContextManager[int]],
+        room: Callable[[SessionKey], AbstractAsyncContextManager[int]],
         governor: Governor,
     ) -> None:
         """`room(key)`: held while writing for the session's owner, the bytes they may
@@ -123,7 +123,7 @@ class BranchStates:
         self.room = room
         self._open: dict[str, asyncio.Event] = {}  # set when the session's last turn closed
 
-    async def begin(self, key: str, turn: object) -> asyncio.Event:
+    async def begin(self, key: SessionKey, turn: object) -> asyncio.Event:
         """Wait (at most `CLOSE_WAIT` s) until the session's previous agent turn is
         recorded and snapshot, then mark `turn` open; set the event returned once it is.
 
@@ -138,7 +138,7 @@ class BranchStates:
         weakref.finalize(turn, closed.set)
         return closed
 
-    async def settled(self, key: str) -> None:
+    async def settled(self, key: SessionKey) -> None:
         """Wait (at most `CLOSE_WAIT` s) until the session's last agent turn is recorded:
         what reads its answers (an export) sees the one just streamed."""
         previous = self._open.get(key)
@@ -146,12 +146,12 @@ class BranchStates:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(previous.wait(), CLOSE_WAIT)
 
-    def end(self, key: str, closed: asyncio.Event) -> None:
+    def end(self, key: SessionKey, closed: asyncio.Event) -> None:
         closed.set()
         if self._open.get(key) is closed:
             del self._open[key]
 
-    async def enter(self, key: str, path: Sequence[Message]) -> bool:
+    async def enter(self, key: SessionKey, path: Sequence[Message]) -> bool:
         """Put the state after `path`'s last snapshot turn (none: before any turn) in the
         workspace, unless it is there; True if it had to be restored."""
         target = await run_in_threadpool(self._target, key, path)
@@ -167,7 +167,7 @@ class BranchStates:
         logger.info("session %s: data state of turn %s restored", key, target)
         return True
 
-    async def keep(self, key: str, message_id: int) -> str | None:
+    async def keep(self, key: SessionKey, message_id: int) -> str | None:
         """Snapshot the workspace as the state after the turn answered as `message_id`. A
         snapshot that cannot be taken costs that turn's branch its data, never the answer;
         returns why, for a snapshot refused for room (None: taken, or failed otherwise)."""
@@ -188,10 +188,10 @@ class BranchStates:
         logger.debug("session %s: snapshot of turn %s: %s", key, message_id, cost)
         return None
 
-    def _placed(self, key: str) -> AbstractAsyncContextManager[Held]:
+    def _placed(self, key: SessionKey) -> AbstractAsyncContextManager[Held]:
         return self.governor.hold("snapshot", owner_of(key))
 
-    def _target(self, key: str, path: Sequence[Message]) -> int | None:
+    def _target(self, key: SessionKey, path: Sequence[Message]) -> int | None:
         return next((m.id for m in reversed(path) if self.snapshots.has(key, m.id)), None)
 
 

@@ -43,7 +43,7 @@ from backend.llm.turn import TurnLLM
 from backend.observability.tracing import TurnTrace
 from backend.storage import ROOT, Conversation, ConversationNotFound, Message, Store, User
 from backend.storage.audit import AuditLog
-from backend.storage.sessions import session_key
+from backend.storage.sessions import SessionKey, session_key
 
 logger = logging.getLogger(__name__)
 
@@ -223,7 +223,7 @@ class ChatService:
         return turn
 
     def _begin(
-        self, user: User, key: str, text: str, request: TurnRequest
+        self, user: User, key: SessionKey, text: str, request: TurnRequest
     ) -> tuple[Conversation, BranchPoint, Message | None]:
         """The session's conversation, where the turn goes in it, and the user's message
         stored there (none when the turn regenerates an answer)."""
@@ -273,7 +273,7 @@ class ChatService:
         )
 
     async def _route(
-        self, requested: AgentType, text: str, session_id: str, llm: TurnLLM, *, fresh: bool
+        self, requested: AgentType, text: str, session_id: SessionKey, llm: TurnLLM, *, fresh: bool
     ) -> RouteDecision:
         """`fresh`: the session was made for this turn, so it has no files yet."""
         if self.agents is None:

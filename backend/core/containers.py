@@ -30,7 +30,7 @@ from starlette.concurrency import run_in_threadpool
 from backend.core.user_files import UserFiles
 from backend.storage import Store
 from backend.storage.openai_objects import Container, new_container_id, valid_container_id
-from backend.storage.sessions import check_key, session_key
+from backend.storage.sessions import SessionKey, check_key, session_key
 from backend.storage.shared import SharedWorkspaces
 from backend.storage.workspaces import Workspaces, is_user_file, safe_filename
 from backend.tools.sandbox.pool import SessionExecutors
@@ -141,7 +141,7 @@ class Containers:
         self.store.touch_container(container.id, now)
         return self.get(user_id, container_id)
 
-    def of_session(self, key: str) -> Container | None:
+    def of_session(self, key: SessionKey) -> Container | None:
         return self.store.container_of_session(key)
 
     def of_user(self, user_id: int) -> list[Container]:

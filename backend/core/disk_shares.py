@@ -25,7 +25,7 @@ from pathlib import Path
 
 from backend.core.disk_usage import DiskUsage
 from backend.storage.run_room import set_limit
-from backend.storage.sessions import owner_of
+from backend.storage.sessions import SessionKey, owner_of
 
 logger = logging.getLogger(__name__)
 
@@ -45,13 +45,13 @@ class DiskShares:
         self._dealing: set[asyncio.Task[None]] = set()
 
     @contextlib.asynccontextmanager
-    async def held(self, key: str, workspace: Path) -> AsyncIterator[None]:
+    async def held(self, key: SessionKey, workspace: Path) -> AsyncIterator[None]:
         """Around a run in `workspace`: its limit is written where the sandbox reads it."""
         async with self._taking_part(key, key, workspace):
             yield
 
     @contextlib.asynccontextmanager
-    async def writing(self, key: str) -> AsyncIterator[int]:
+    async def writing(self, key: SessionKey) -> AsyncIterator[int]:
         """Around the server's writing for `key`'s owner: the bytes it may write."""
         writer = f"{key}#{uuid.uuid4().hex}"
         async with self._taking_part(key, writer, None):
@@ -59,7 +59,7 @@ class DiskShares:
 
     @contextlib.asynccontextmanager
     async def _taking_part(
-        self, key: str, writer: str, workspace: Path | None
+        self, key: SessionKey, writer: str, workspace: Path | None
     ) -> AsyncIterator[None]:
         user_id = owner_of(key)
         writers = self._writers.setdefault(user_id, {})

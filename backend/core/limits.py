@@ -18,7 +18,7 @@ from backend.core.disk_usage import DiskUsage
 from backend.core.run_slots import RunSlot, RunSlots
 from backend.core.usage import UsageMeter, next_midnight
 from backend.storage import Store, User, UserLimits
-from backend.storage.sessions import owner_of
+from backend.storage.sessions import SessionKey, owner_of
 
 MEGABYTE = 1024 * 1024
 
@@ -111,7 +111,7 @@ class Limits:
         quota_mb = self.of(user).max_disk_mb
         return quota_mb * MEGABYTE - self.disk.used(user.id), quota_mb
 
-    def disk_left_for(self, key: str) -> int:
+    def disk_left_for(self, key: SessionKey) -> int:
         """Bytes the owner of the session `key` may still write (walks when stale)."""
         user_id = owner_of(key)
         return self.quota_bytes(user_id) - self.disk.used(user_id)

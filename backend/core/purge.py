@@ -25,7 +25,7 @@ from backend.files.catalog import WorkspaceCatalog
 from backend.storage import Store
 from backend.storage.eval_files import EvalSetFiles
 from backend.storage.resumable import ResumableUploads
-from backend.storage.sessions import check_key
+from backend.storage.sessions import SessionKey, check_key
 from backend.storage.shared import SharedWorkspaces
 from backend.tools.python_coder.tdd.cache import TDD_CACHE, user_cache_dir
 from backend.tools.sandbox.pool import SessionExecutors
@@ -78,7 +78,7 @@ class SessionPurge:
             index = self.agents.rag.store.path(user_id)
             await run_in_threadpool(index.unlink, True)
 
-    async def leftovers(self, user_id: int, key: str) -> None:
+    async def leftovers(self, user_id: int, key: SessionKey) -> None:
         """What the session keeps outside its conversation's rows."""
         conversions = self.catalog.conversions
         if conversions is not None:  # before the files go: no copy may land after them

@@ -30,7 +30,7 @@ from backend.llm import LLMBackend
 from backend.llm.turn import TurnLLM
 from backend.storage import Store, User
 from backend.storage.audit import AuditLog
-from backend.storage.sessions import owner_of, session_key
+from backend.storage.sessions import SessionKey, owner_of, session_key
 from backend.storage.shared import SharedWorkspaces
 from backend.storage.workspaces import Workspaces
 from backend.tools.python_coder.coder import PythonCoder
@@ -119,7 +119,11 @@ class PythonCoderService:
         return run
 
     async def _run(
-        self, key: str, code: str, file_paths: dict[str, str] | None, time_limit: float | None
+        self,
+        key: SessionKey,
+        code: str,
+        file_paths: dict[str, str] | None,
+        time_limit: float | None,
     ) -> ExecutionResult:
         executor = self._executor(key)
         await self.shared.pull(key)
@@ -140,7 +144,7 @@ class PythonCoderService:
 
     async def _load_files(
         self,
-        key: str,
+        key: SessionKey,
         executor: BasePythonExecutor,
         file_paths: dict[str, str],
         time_limit: float | None,
@@ -235,7 +239,7 @@ class PythonCoderService:
 
     async def _open(
         self, user: User, session_id: str, model: str
-    ) -> tuple[str, TurnLLM, BasePythonExecutor]:
+    ) -> tuple[SessionKey, TurnLLM, BasePythonExecutor]:
         """The session's key, the turn's LLM client and the session's sandbox, its workspace
         brought up to date; `UnknownSession` if the user has no such session."""
         key = session_key(user.id, session_id)
@@ -252,7 +256,7 @@ class PythonCoderService:
         await self.shared.pull(key)
         return key, llm, executor
 
-    def _executor(self, key: str) -> BasePythonExecutor:
+    def _executor(self, key: SessionKey) -> BasePythonExecutor:
         try:
             return self.executors.get_python_executor(key)
         except (ImportError, RuntimeError) as exc:

@@ -22,7 +22,7 @@ from typing import Literal
 from backend.core.events import SERVER_ONLY_TYPES, Done, Failed, TurnEvent
 from backend.core.turn import Turn
 from backend.llm import LLMError
-from backend.storage.sessions import session_key
+from backend.storage.sessions import SessionKey, session_key
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ class RunRegistry:
     def __init__(self, keep_finished_seconds: float = KEEP_FINISHED_SECONDS) -> None:
         self.keep_finished_seconds = keep_finished_seconds
         self._runs: dict[str, Run] = {}
-        self._starting: set[str] = set()  # the session keys whose turn is opening
+        self._starting: set[SessionKey] = set()  # the session keys whose turn is opening
 
     async def start(
         self, user_id: int, session_id: str | None, open_turn: Callable[[], Awaitable[Turn]]
@@ -154,14 +154,14 @@ class RunRegistry:
         run = self._runs.get(run_id)
         return run if run is not None and run.user_id == user_id else None
 
-    def active_for(self, key: str) -> Run | None:
+    def active_for(self, key: SessionKey) -> Run | None:
         """The unfinished run of the session key `key`."""
         return next(
             (r for r in self._runs.values() if r.session_key == key and not r.finished),
             None,
         )
 
-    def forget_session(self, key: str) -> None:
+    def forget_session(self, key: SessionKey) -> None:
         """Drop the finished runs of the session key `key`, and their events (a deleted
         session)."""
         for run_id, run in list(self._runs.items()):

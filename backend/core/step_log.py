@@ -8,6 +8,7 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from backend.storage import ConversationNotFound, Store, StoreBusy, StoreFull, StoreUnavailable
+from backend.storage.sessions import SessionKey
 from backend.tools.python_coder.steps import SessionStep
 
 log = logging.getLogger(__name__)
@@ -17,7 +18,7 @@ class StoreStepLog:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    async def record(self, session_id: str, step: SessionStep) -> None:
+    async def record(self, session_id: SessionKey, step: SessionStep) -> None:
         """Keep `step`. The run it records has succeeded already: a store that cannot keep
         it costs the export that step, never the answer."""
         try:
@@ -25,10 +26,10 @@ class StoreStepLog:
         except (ConversationNotFound, StoreBusy, StoreFull, StoreUnavailable) as exc:
             log.warning("session %s: step %s not kept for export: %r", session_id, step.run_id, exc)
 
-    async def steps(self, session_id: str) -> list[SessionStep]:
+    async def steps(self, session_id: SessionKey) -> list[SessionStep]:
         return await run_in_threadpool(self.read, session_id)
 
-    def read(self, session_id: str) -> list[SessionStep]:
+    def read(self, session_id: SessionKey) -> list[SessionStep]:
         """The session's steps (blocking: it reads the store)."""
         steps = []
         for record in self.store.list_session_steps(session_id):

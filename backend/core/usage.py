@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 
 from backend.llm.turn import LLMUsage
 from backend.storage import Store, UsageCounts, UsageDay
-from backend.storage.sessions import owner_of
+from backend.storage.sessions import SessionKey, owner_of
 from backend.tools.sandbox.executor import ExecutionResult
 
 logger = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ class UsageMeter:
         with self._pending_lock:
             self._pending[key] = self._pending.get(key, UsageCounts()) + counts
 
-    def add_run(self, session_key: str, result: ExecutionResult) -> None:
+    def add_run(self, session_key: SessionKey, result: ExecutionResult) -> None:
         """A sandbox run of the session `session_key` (the pools call this)."""
         self.add(owner_of(session_key), run_counts(result))
 

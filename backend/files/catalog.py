@@ -36,6 +36,7 @@ from backend.files.conversion import (
 from backend.files.isolation import IsolatedCallFailed, IsolatedRunner
 from backend.files.s3_source import S3Source
 from backend.storage.s3_objects import S3Error, S3Forbidden, is_s3
+from backend.storage.sessions import SessionKey
 from backend.storage.workspaces import (
     SUPPORTED_EXTENSIONS,
     NotARegularFile,
@@ -73,7 +74,7 @@ class WorkspaceCatalog:
         self._lock = threading.Lock()  # requests read metadata from several threads
 
     async def data_files(
-        self, session_id: str, *, include_s3: bool = True, strict: bool = False
+        self, session_id: SessionKey, *, include_s3: bool = True, strict: bool = False
     ) -> list[FileMetadata]:
         """Metadata of every supported file under uploads/, in name order, then of the
         allowlisted S3 objects. An S3 failure raises `S3Error` when `strict`; otherwise
@@ -89,7 +90,7 @@ class WorkspaceCatalog:
             logger.warning("S3 objects not listed: %s", exc)
             return uploads
 
-    async def info(self, session_id: str, name: str) -> FileMetadata:
+    async def info(self, session_id: SessionKey, name: str) -> FileMetadata:
         """One file's metadata; `name` may omit the uploads/ prefix, or be `s3://bucket/key`.
 
         Raises `FileNotInWorkspace`, `UnsupportedFileType`, `UnsafePath` or `S3Error`.
@@ -98,7 +99,7 @@ class WorkspaceCatalog:
             return await run_in_threadpool(self._s3_source(name).info, name)
         return await run_in_threadpool(self._info, session_id, name)
 
-    async def usable(self, session_id: str, name: str) -> FileMetadata:
+    async def usable(self, session_id: SessionKey, name: str) -> FileMetadata:
         """Like `info`, for a file code is about to open: an S3 object is copied into the
         workspace first (`s3/<bucket>/<key>`), and its metadata names that copy, with the
         object's name as `details.source`."""
@@ -113,13 +114,13 @@ class WorkspaceCatalog:
             raise S3Forbidden(f"{name}: S3 sources are off (set S3_BUCKETS to allow some)")
         return self.s3
 
-    def resolve(self, session_id: str, name: str) -> WorkspaceFile:
+    def resolve(self, session_id: SessionKey, name: str) -> WorkspaceFile:
         return _find(name, self._listed(session_id))
 
-    def _listed(self, session_id: str) -> dict[str, WorkspaceFile]:
+    def _listed(self, session_id: SessionKey) -> dict[str, WorkspaceFile]:
         return {f.path: f for f in self.workspaces.list_files(session_id)}
 
-    def _data_files(self, session_id: str) -> list[FileMetadata]:
+    def _data_files(self, session_id: SessionKey) -> list[FileMetadata]:
         listed = self._listed(session_id)
         found = []
         for entry in listed.values():
@@ -134,7 +135,7 @@ class WorkspaceCatalog:
                     continue
         return found
 
-    def _info(self, session_id: str, name: str) -> FileMetadata:
+    def _info(self, session_id: SessionKey, name: str) -> FileMetadata:
         listed = self._listed(session_id)
         found = _find(name, listed)
         extension = _extension(found.path)
@@ -143,7 +144,7 @@ class WorkspaceCatalog:
         return self._described(session_id, found, listed)
 
     def _described(
-        self, session_id: str, found: WorkspaceFile, listed: dict[str, WorkspaceFile]
+        self, session_id: SessionKey, found: WorkspaceFile, listed: dict[str, WorkspaceFile]
     ) -> FileMetadata:
         """`found`'s metadata, with its Parquet copy's status (and facts, once complete)."""
         metadata = self._metadata(session_id, found)
@@ -160,7 +161,7 @@ class WorkspaceCatalog:
         details = {**metadata.details, "conversion": conversion.public()}
         return replace(metadata, details=details)
 
-    def _metadata(self, session_id: str, found: WorkspaceFile) -> FileMetadata:
+    def _metadata(self, session_id: SessionKey, found: WorkspaceFile) -> FileMetadata:
         key = (session_id, found.path, found.size, found.modified)
         with self._lock:
             cached = self._cache.get(key)

@@ -46,7 +46,7 @@ from backend.files.conversion_reports import read_report, report_lines
 from backend.files.fair_queue import FairQueue
 from backend.files.isolation import SANDBOX_CODE, SOURCE_ROOT, Confine
 from backend.files.metadata import file_extension
-from backend.storage.sessions import owner_of
+from backend.storage.sessions import SessionKey, owner_of
 from backend.storage.workspaces import NotARegularFile, UnsafePath, WorkspaceFile, Workspaces
 
 logger = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ def follow(lines: Iterable[bytes], conversion: Conversion) -> bool:
 
 @dataclass
 class _Job:
-    session_id: str
+    session_id: SessionKey
     source: WorkspaceFile
     conversion: Conversion
 
@@ -127,7 +127,7 @@ class ParquetConversions:
         workspaces: Workspaces,
         threshold_bytes: int,
         memory_mb: int = MEMORY_MB,
-        quota_left: Callable[[str], int] | None = None,
+        quota_left: Callable[[SessionKey], int] | None = None,
         confine: Confine | None = None,
     ) -> None:
         """`quota_left(session key)`: bytes its owner's disk quota leaves (None: no quota).
@@ -156,7 +156,7 @@ class ParquetConversions:
         )
 
     def status(
-        self, session_id: str, found: WorkspaceFile, twin: WorkspaceFile | None
+        self, session_id: SessionKey, found: WorkspaceFile, twin: WorkspaceFile | None
     ) -> Conversion | None:
         """The conversion of `found` (queued now if it is due); None for a file not converted."""
         if not self.wanted(found):
@@ -178,7 +178,7 @@ class ParquetConversions:
         self._queue.put(owner_of(session_id), _Job(session_id, found, conversion))
         return conversion
 
-    def forget_session(self, session_id: str) -> None:
+    def forget_session(self, session_id: SessionKey) -> None:
         """Drop the session's conversions and kill its running one (a deleted session), so
         no copy lands in a workspace being deleted."""
         with self._lock:

@@ -29,6 +29,7 @@ from backend.storage.s3_objects import (
     head,
     translated,
 )
+from backend.storage.sessions import SessionKey
 from backend.storage.workspaces import NotARegularFile, WorkspaceFile, Workspaces
 
 PIECE = 4 * 1024 * 1024
@@ -43,7 +44,7 @@ class S3Cache:
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._guard = threading.Lock()
 
-    def fetch(self, session_id: str, location: S3Location) -> str:
+    def fetch(self, session_id: SessionKey, location: S3Location) -> str:
         """The workspace path of the object's current copy, downloaded if needed."""
         with self._guard:  # one download per copy at a time
             lock = self._locks.setdefault((session_id, location.cached_path), threading.Lock())
@@ -67,7 +68,7 @@ class S3Cache:
                 self._remember(session_id, location.cached_path, _record(current, copy))
         return location.cached_path
 
-    def _download(self, session_id: str, found: S3Object) -> None:
+    def _download(self, session_id: SessionKey, found: S3Object) -> None:
         location = found.location
         draft = self.workspaces.draft(session_id, location.cached_path, create=True)
         try:
@@ -92,7 +93,7 @@ class S3Cache:
             draft.abort()
             raise
 
-    def _listed(self, session_id: str, path: str) -> WorkspaceFile | None:
+    def _listed(self, session_id: SessionKey, path: str) -> WorkspaceFile | None:
         try:
             with self.workspaces.open_file(session_id, path) as handle:
                 info = os.fstat(handle.fileno())
@@ -100,17 +101,17 @@ class S3Cache:
             return None
         return WorkspaceFile(path, info.st_size, info.st_mtime)
 
-    def _manifest_path(self, session_id: str) -> Path:
+    def _manifest_path(self, session_id: SessionKey) -> Path:
         return self.folder / f"{session_id}.json"
 
-    def _manifest(self, session_id: str) -> dict[str, Any]:
+    def _manifest(self, session_id: SessionKey) -> dict[str, Any]:
         try:
             value = json.loads(self._manifest_path(session_id).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
         return value if isinstance(value, dict) else {}
 
-    def _remember(self, session_id: str, path: str, record: dict[str, Any]) -> None:
+    def _remember(self, session_id: SessionKey, path: str, record: dict[str, Any]) -> None:
         manifest = {**self._manifest(session_id), path: record}
         self.folder.mkdir(mode=0o700, exist_ok=True)
         target = self._manifest_path(session_id)

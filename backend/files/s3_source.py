@@ -21,6 +21,7 @@ from backend.storage.s3_objects import (
     head,
     list_objects,
 )
+from backend.storage.sessions import SessionKey
 from backend.storage.workspaces import Workspaces
 
 _CACHED = 1024
@@ -44,7 +45,7 @@ class S3Source:
         """One object's metadata (raises `S3Forbidden`, `S3NotFound`, `S3Unavailable`)."""
         return self._describe(head(self.config, check_allowed(self.config, name)))
 
-    def copy(self, session_id: str, name: str) -> str:
+    def copy(self, session_id: SessionKey, name: str) -> str:
         """The workspace path of the object's copy, fetched if it is missing or stale."""
         return self.cache.fetch(session_id, check_allowed(self.config, name))
 

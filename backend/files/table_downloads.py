@@ -38,6 +38,7 @@ from backend.files.tables import (
     selection,
     source,
 )
+from backend.storage.sessions import SessionKey
 from backend.storage.workspaces import Workspaces
 
 XLSX_MAX_ROWS = 1_048_576  # Excel's sheet, header included
@@ -77,7 +78,7 @@ logger = logging.getLogger(__name__)
 def csv_chunks(
     cursor: duckdb.DuckDBPyConnection,
     workspaces: Workspaces,
-    session_key: str,
+    session_key: SessionKey,
     table_id: str,
     query: TableQuery,
 ) -> Iterator[bytes]:
@@ -109,7 +110,7 @@ def _csv(stack: contextlib.ExitStack, batches: Iterator[Any]) -> Iterator[bytes]
 def xlsx_file(
     cursor: duckdb.DuckDBPyConnection,
     workspaces: Workspaces,
-    session_key: str,
+    session_key: SessionKey,
     table_id: str,
     query: TableQuery,
     spool_dir: Path | None = None,
@@ -149,7 +150,9 @@ def _spooled(stack: contextlib.ExitStack, handle: Any) -> Iterator[bytes]:
             yield chunk
 
 
-def parquet_chunks(workspaces: Workspaces, session_key: str, table_id: str) -> Iterator[bytes]:
+def parquet_chunks(
+    workspaces: Workspaces, session_key: SessionKey, table_id: str
+) -> Iterator[bytes]:
     """The table's own Parquet file, the whole table (opened here: TableNotFound)."""
     stack = contextlib.ExitStack()
     handle = stack.enter_context(opened_table(workspaces, session_key, table_id))

@@ -23,6 +23,7 @@ from backend.files.tables import (
     row_count,
     source,
 )
+from backend.storage.sessions import SessionKey
 from backend.storage.workspaces import Workspaces
 
 KEPT = 256
@@ -52,7 +53,10 @@ _kept_lock = threading.Lock()
 
 
 def summarize(
-    cursor: duckdb.DuckDBPyConnection, workspaces: Workspaces, session_key: str, table_id: str
+    cursor: duckdb.DuckDBPyConnection,
+    workspaces: Workspaces,
+    session_key: SessionKey,
+    table_id: str,
 ) -> TableSummary:
     with opened_table(workspaces, session_key, table_id) as handle:
         key = (session_key, table_id, file_identity(handle))

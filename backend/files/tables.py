@@ -33,7 +33,7 @@ import duckdb
 from pydantic import BaseModel, ConfigDict, Field
 
 from backend.storage.processes import running
-from backend.storage.sessions import InvalidSession
+from backend.storage.sessions import InvalidSession, SessionKey
 from backend.storage.snapshots import open_kept
 from backend.storage.workspaces import NotARegularFile, UnsafePath, Workspaces
 
@@ -199,7 +199,9 @@ def table_path(table_id: str) -> str:
 
 
 @contextlib.contextmanager
-def opened_table(workspaces: Workspaces, session_key: str, table_id: str) -> Iterator[BinaryIO]:
+def opened_table(
+    workspaces: Workspaces, session_key: SessionKey, table_id: str
+) -> Iterator[BinaryIO]:
     """The table's Parquet, opened without following links; TableNotFound if it is not there."""
     try:
         handle = open_kept(workspaces, session_key, table_path(table_id))  # or another branch's
@@ -209,7 +211,7 @@ def opened_table(workspaces: Workspaces, session_key: str, table_id: str) -> Ite
         yield handle
 
 
-def table_bytes(workspaces: Workspaces, session_key: str, table_id: str) -> int:
+def table_bytes(workspaces: Workspaces, session_key: SessionKey, table_id: str) -> int:
     """The size of the table's Parquet file (TableNotFound if there is none)."""
     with opened_table(workspaces, session_key, table_id) as handle:
         return os.fstat(handle.fileno()).st_size
@@ -300,7 +302,7 @@ def scan(row_numbers: bool) -> str:
 def read_page(
     cursor: duckdb.DuckDBPyConnection,
     workspaces: Workspaces,
-    session_key: str,
+    session_key: SessionKey,
     table_id: str,
     query: TableQuery,
     offset: int,

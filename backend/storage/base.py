@@ -16,7 +16,7 @@ from backend.storage.evals import EvalResultRow, EvalRunRow, EvalSetRow
 from backend.storage.feedback import Feedback, FeedbackCounts, Rating
 from backend.storage.mcp_servers import McpServer
 from backend.storage.openai_objects import Container, StoredFile
-from backend.storage.sessions import client_id, session_key
+from backend.storage.sessions import SessionKey, client_id, session_key
 from backend.storage.usage import UsageCounts, UsageDay
 
 
@@ -59,7 +59,7 @@ class ApiKey:
 class Conversation:
     id: str
     user_id: int
-    session_key: str  # `u<user id>-<session id>` (backend/storage/sessions.py)
+    session_key: SessionKey  # `u<user id>-<session id>` (backend/storage/sessions.py)
     title: str
     created_at: float
     updated_at: float
@@ -103,6 +103,10 @@ class ConversationNotFound(Exception):
 
 class UsernameTaken(Exception):
     """A user with this name already exists."""
+
+    def __init__(self, username: str) -> None:
+        super().__init__(username)
+        self.username = username
 
 
 class StoreBusy(Exception):
@@ -175,7 +179,9 @@ class Store(Protocol):
         """The owner of the key with this hash (marking it used at `now`), or None."""
         ...
 
-    def conversation_for_session(self, user_id: int, session_id: str, title: str) -> Conversation:
+    def conversation_for_session(
+        self, user_id: int, session_id: SessionKey, title: str
+    ) -> Conversation:
         """Return the user's conversation for `session_id`, creating it if new.
 
         An untitled conversation (`title` was empty when it was created) takes `title`.
@@ -185,7 +191,7 @@ class Store(Protocol):
     def begin_turn(
         self,
         user_id: int,
-        session_id: str,
+        session_id: SessionKey,
         title: str,
         text: str,
         *,
@@ -202,7 +208,7 @@ class Store(Protocol):
         any, as its first user message (returned)."""
         ...
 
-    def session_owner(self, session_id: str) -> int | None:
+    def session_owner(self, session_id: SessionKey) -> int | None:
         """The user who owns `session_id`, or None if nobody has used it yet."""
         ...
 
@@ -244,12 +250,12 @@ class Store(Protocol):
 
     def list_messages(self, conversation_id: str) -> list[Message]: ...
 
-    def add_session_step(self, session_id: str, step: dict[str, Any]) -> None:
+    def add_session_step(self, session_id: SessionKey, step: dict[str, Any]) -> None:
         """Append a successful run to the session's steps (what its export replays);
         `ConversationNotFound` if the session has no conversation (any more)."""
         ...
 
-    def list_session_steps(self, session_id: str) -> list[dict[str, Any]]:
+    def list_session_steps(self, session_id: SessionKey) -> list[dict[str, Any]]:
         """The session's steps, oldest first."""
         ...
 
@@ -298,12 +304,17 @@ class Store(Protocol):
     def delete_file(self, user_id: int, file_id: str) -> bool: ...
 
     def add_container(
-        self, user_id: int, container_id: str, session_key: str, name: str, expires_minutes: int
+        self,
+        user_id: int,
+        container_id: str,
+        session_key: SessionKey,
+        name: str,
+        expires_minutes: int,
     ) -> Container: ...
 
     def get_container(self, user_id: int, container_id: str) -> Container | None: ...
 
-    def container_of_session(self, session_key: str) -> Container | None: ...
+    def container_of_session(self, session_key: SessionKey) -> Container | None: ...
 
     def list_containers(self, user_id: int) -> list[Container]: ...
 
@@ -315,7 +326,7 @@ class Store(Protocol):
 
     def delete_container(self, user_id: int, container_id: str) -> bool: ...
 
-    def forget_session_containers(self, session_key: str) -> None: ...
+    def forget_session_containers(self, session_key: SessionKey) -> None: ...
 
     # Usage per user and UTC day (backend/storage/usage.py)
 

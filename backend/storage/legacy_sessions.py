@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 
 from backend.storage.base import Store
+from backend.storage.sessions import check_key
 from backend.storage.workspaces import Workspaces
 
 logger = logging.getLogger(__name__)
@@ -19,7 +20,7 @@ def adopt_legacy_workspaces(store: Store, workspaces: Workspaces) -> int:
     """Rename the listed legacy workspaces to their keys; returns how many moved."""
     moved = 0
     for old_id, key in store.legacy_sessions():
-        if workspaces.adopt_legacy(old_id, key):
+        if workspaces.adopt_legacy(old_id, check_key(key)):
             moved += 1
         store.forget_legacy_session(old_id)
     if moved:

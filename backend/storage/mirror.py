@@ -29,7 +29,7 @@ from backend.storage import workspace_tree
 from backend.storage.drafts import is_draft
 from backend.storage.object_transfer import MULTIPART_THRESHOLD, ObjectTransfer, S3File, Synced
 from backend.storage.s3_objects import S3Config
-from backend.storage.sessions import check_key
+from backend.storage.sessions import SessionKey, check_key
 from backend.storage.workspaces import UnsafePath, listable_name, safe_relative
 
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
@@ -100,12 +100,12 @@ class WorkspaceMirror:
         )
         return cls(config, settings.WORKSPACE_BUCKET, manifest_dir)
 
-    def key(self, session_id: str, relative: str = "") -> str:
+    def key(self, session_id: SessionKey, relative: str = "") -> str:
         """The object key of a session's file (of its folder when `relative` is empty)."""
         folder = f"{self.prefix}/{check_key(session_id)}/"
         return folder.lstrip("/") + relative
 
-    def push(self, session_id: str, local: Path) -> SyncReport:
+    def push(self, session_id: SessionKey, local: Path) -> SyncReport:
         """Upload the copy's files changed since the last sync; delete the objects of
         files it no longer has."""
         with self._lock(session_id), self._synced(session_id, local) as (root, manifest):
@@ -124,7 +124,7 @@ class WorkspaceMirror:
                 report.deleted.append(path)
             return report
 
-    def pull(self, session_id: str, local: Path) -> SyncReport:
+    def pull(self, session_id: SessionKey, local: Path) -> SyncReport:
         """Download the objects changed since the last sync; delete the copy's files whose
         objects are gone."""
         with self._lock(session_id), self._synced(session_id, local) as (root, manifest):
@@ -152,7 +152,7 @@ class WorkspaceMirror:
                     log.warning("workspace mirror: cannot delete %r: %s", path, exc.strerror)
             return report
 
-    def remove(self, session_id: str) -> int:
+    def remove(self, session_id: SessionKey) -> int:
         """Delete every object of the session and its manifest (a deleted session);
         returns how many objects went."""
         folder = self.key(session_id)
@@ -163,7 +163,7 @@ class WorkspaceMirror:
             (self.manifest_dir / f"{check_key(session_id)}.json").unlink(missing_ok=True)
         return len(listed)
 
-    def _remote(self, session_id: str) -> tuple[dict[str, S3File], list[str]]:
+    def _remote(self, session_id: SessionKey) -> tuple[dict[str, S3File], list[str]]:
         """The session's objects by workspace path, and the paths refused as unsafe."""
         folder = self.key(session_id)
         found: dict[str, S3File] = {}
@@ -180,14 +180,16 @@ class WorkspaceMirror:
         return found, refused
 
     @contextlib.contextmanager
-    def _lock(self, session_id: str) -> Iterator[None]:
+    def _lock(self, session_id: SessionKey) -> Iterator[None]:
         with self._guard:
             lock = self._locks.setdefault(session_id, threading.Lock())
         with lock:
             yield
 
     @contextlib.contextmanager
-    def _synced(self, session_id: str, local: Path) -> Iterator[tuple[int, dict[str, Synced]]]:
+    def _synced(
+        self, session_id: SessionKey, local: Path
+    ) -> Iterator[tuple[int, dict[str, Synced]]]:
         """The copy's open root and the session's manifest, saved on the way out (what
         was moved before a failure is remembered too)."""
         if local.resolve() in (self.manifest_dir.resolve(), *self.manifest_dir.resolve().parents):

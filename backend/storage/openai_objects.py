@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from backend.storage.database import Database
+from backend.storage.sessions import SessionKey
 
 FILE_ID = re.compile(r"^file-[0-9a-f]{32}$")
 CONTAINER_ID = re.compile(r"^cntr_[0-9a-f]{32}$")
@@ -51,7 +52,7 @@ class StoredFile:
 class Container:
     id: str
     user_id: int
-    session_key: str
+    session_key: SessionKey
     name: str
     expires_minutes: int
     created_at: float
@@ -135,7 +136,12 @@ class OpenAIObjectRows:
     # Containers
 
     def add_container(
-        self, user_id: int, container_id: str, session_key: str, name: str, expires_minutes: int
+        self,
+        user_id: int,
+        container_id: str,
+        session_key: SessionKey,
+        name: str,
+        expires_minutes: int,
     ) -> Container:
         now = time.time()
         with self.database.transaction() as db:
@@ -153,7 +159,7 @@ class OpenAIObjectRows:
             ).fetchone()
         return _container(row) if row else None
 
-    def container_of_session(self, session_key: str) -> Container | None:
+    def container_of_session(self, session_key: SessionKey) -> Container | None:
         """The newest container of the session, if it has one."""
         with self.database.reading() as db:
             row = db.execute(
@@ -205,7 +211,7 @@ class OpenAIObjectRows:
                 > 0
             )
 
-    def forget_session_containers(self, session_key: str) -> None:
+    def forget_session_containers(self, session_key: SessionKey) -> None:
         """The session is deleted: so are its containers."""
         with self.database.transaction() as db:
             db.execute("DELETE FROM containers WHERE session_key = ?", (session_key,))

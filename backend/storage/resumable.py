@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from backend.storage.drafts import Draft
-from backend.storage.sessions import check_key, valid_key
+from backend.storage.sessions import SessionKey, check_key, valid_key
 from backend.storage.workspaces import Workspaces
 
 _ID = re.compile(r"[0-9a-f]{32}")
@@ -30,7 +30,7 @@ _ID = re.compile(r"[0-9a-f]{32}")
 class Upload:
     id: str
     user_id: int
-    session_id: str  # the session's key (backend/storage/sessions.py)
+    session_id: SessionKey  # the session's key (backend/storage/sessions.py)
     filename: str
     length: int
     created: float
@@ -42,7 +42,7 @@ class ResumableUploads:
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.busy: set[str] = set()  # uploads with a PATCH in flight (this server process)
 
-    def create(self, user_id: int, session_id: str, filename: str, length: int) -> Upload:
+    def create(self, user_id: int, session_id: SessionKey, filename: str, length: int) -> Upload:
         upload = Upload(
             uuid.uuid4().hex, user_id, check_key(session_id), filename, length, time.time()
         )
@@ -66,7 +66,7 @@ class ResumableUploads:
         # started before sessions had keys) is as unknown as a missing one.
         return upload if valid_key(upload.session_id) else None
 
-    def remove_session(self, session_id: str) -> int:
+    def remove_session(self, session_id: SessionKey) -> int:
         """Give up every unfinished upload of the session key `session_id`; returns how many."""
         removed = 0
         for info in self.root.glob("*.json"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from starlette.concurrency import run_in_threadpool
 
 from backend.storage.mirror import WorkspaceMirror
+from backend.storage.sessions import SessionKey
 from backend.storage.workspaces import Workspaces
 
 
@@ -18,19 +19,19 @@ class SharedWorkspaces:
         self.workspaces = workspaces
         self.mirror = mirror
 
-    async def pull(self, session_id: str) -> None:
+    async def pull(self, session_id: SessionKey) -> None:
         """Bring this server's copy up to date with S3."""
         if self.mirror is not None:
             local = await run_in_threadpool(self.workspaces.ensure, session_id)
             await run_in_threadpool(self.mirror.pull, session_id, local)
 
-    async def push(self, session_id: str) -> None:
+    async def push(self, session_id: SessionKey) -> None:
         """Send what changed in this server's copy to S3."""
         if self.mirror is not None:
             local = await run_in_threadpool(self.workspaces.ensure, session_id)
             await run_in_threadpool(self.mirror.push, session_id, local)
 
-    async def remove(self, session_id: str) -> None:
+    async def remove(self, session_id: SessionKey) -> None:
         """Delete the session's files here and in S3 (a deleted session)."""
         await run_in_threadpool(self.workspaces.remove, session_id)
         if self.mirror is not None:

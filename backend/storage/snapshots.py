@@ -41,7 +41,7 @@ from typing import BinaryIO, Literal
 
 from backend.storage import workspace_tree
 from backend.storage.drafts import is_draft
-from backend.storage.sessions import check_key
+from backend.storage.sessions import SessionKey, check_key
 from backend.storage.sparse_copy import Inode, OverLimit, allocation, copy_sparse, inode
 from backend.storage.tree_removal import remove_tree
 from backend.storage.workspaces import (
@@ -108,10 +108,10 @@ class TurnSnapshots:
         self.root = data_dir / SNAPSHOTS_FOLDER
         self.workspaces = workspaces
 
-    def folder(self, key: str) -> Path:
+    def folder(self, key: SessionKey) -> Path:
         return self.root / check_key(key)
 
-    def head(self, key: str) -> int | None:
+    def head(self, key: SessionKey) -> int | None:
         """The turn whose snapshot the live workspace matches (None: before any turn, or
         a session from before snapshots)."""
         head = self.folder(key) / HEAD  # a bad key raises here, never reads as "no head"
@@ -121,10 +121,10 @@ class TurnSnapshots:
             return None
         return value if isinstance(value, int) else None
 
-    def has(self, key: str, message_id: int) -> bool:
+    def has(self, key: SessionKey, message_id: int) -> bool:
         return (self.folder(key) / str(message_id) / MANIFEST).is_file()
 
-    def take(self, key: str, message_id: int, budget: int | None = None) -> SnapshotCost:
+    def take(self, key: SessionKey, message_id: int, budget: int | None = None) -> SnapshotCost:
         """Snapshot the live workspace as the state after the turn `message_id` answered.
         Raises `NoRoom`, having written nothing, when its copies would allocate more than
         `budget` bytes (the user's quota left; None: no quota) or the disk's room."""
@@ -154,7 +154,7 @@ class TurnSnapshots:
         self._set_head(key, message_id)
         return dataclasses.replace(cost, seconds=time.perf_counter() - started)
 
-    def restore(self, key: str, message_id: int | None, budget: int | None = None) -> None:
+    def restore(self, key: SessionKey, message_id: int | None, budget: int | None = None) -> None:
         """Make the live workspace (all but uploads/) what it was after `message_id`'s turn,
         or before any turn for None. The session's sandbox must be stopped first. Raises
         `NoRoom`, having changed nothing, when the copies would allocate more than what
@@ -208,7 +208,7 @@ class TurnSnapshots:
             self.workspaces.link(key, first, relative)
         self._set_head(key, message_id)
 
-    def _bound(self, key: str, needed: int, budget: int | None, credit: int = 0) -> _Bound:
+    def _bound(self, key: SessionKey, needed: int, budget: int | None, credit: int = 0) -> _Bound:
         """The tighter of the user's `budget` and the disk's room above its floor, plus
         `credit` (bytes freed first); `NoRoom` when `needed` does not fit."""
         room = _Bound(self.workspaces.room(key) + credit, "disk")
@@ -219,14 +219,14 @@ class TurnSnapshots:
             raise bound.refuse(needed)
         return bound
 
-    def _manifest(self, key: str, message_id: int | None) -> dict[str, Mark]:
+    def _manifest(self, key: SessionKey, message_id: int | None) -> dict[str, Mark]:
         try:
             raw = json.loads((self.folder(key) / str(message_id) / MANIFEST).read_text())
         except (OSError, ValueError):
             return {}
         return {path: (int(mark[0]), int(mark[1])) for path, mark in raw.items()}
 
-    def _links(self, key: str, message_id: int) -> dict[str, str]:
+    def _links(self, key: SessionKey, message_id: int) -> dict[str, str]:
         """Names that share their file with an earlier name of the snapshot (none in a
         snapshot from before links were kept)."""
         try:
@@ -237,7 +237,7 @@ class TurnSnapshots:
             return {}
         return {str(name): str(first) for name, first in raw.items()}
 
-    def _set_head(self, key: str, message_id: int | None) -> None:
+    def _set_head(self, key: SessionKey, message_id: int | None) -> None:
         folder = self.folder(key)
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         draft = folder / f"{HEAD}.partial"
@@ -339,7 +339,7 @@ def _mark(info: os.stat_result) -> Mark:
     return info.st_size, info.st_mtime_ns
 
 
-def open_kept(workspaces: Workspaces, key: str, relative: str) -> BinaryIO:
+def open_kept(workspaces: Workspaces, key: SessionKey, relative: str) -> BinaryIO:
     """`Workspaces.open_file`, and for a file under outputs/ that is not in the workspace
     (a run on another branch wrote it: a plot, a chart, a table), the copy the newest
     snapshot kept. Such files are named by their run, so the copy is that file."""

@@ -30,6 +30,7 @@ from backend.storage.feedback import FeedbackRows
 from backend.storage.mcp_servers import McpServerRows
 from backend.storage.migrations import MIGRATIONS, SCHEMA_TABLE, statements
 from backend.storage.openai_objects import OpenAIObjectRows
+from backend.storage.sessions import SessionKey
 from backend.storage.usage import UsageRows
 from backend.storage.work_places import WorkPlaceRows
 
@@ -197,14 +198,16 @@ class SQLStore(EvalRows, FeedbackRows, McpServerRows, OpenAIObjectRows, UsageRow
 
     # Conversations
 
-    def conversation_for_session(self, user_id: int, session_id: str, title: str) -> Conversation:
+    def conversation_for_session(
+        self, user_id: int, session_id: SessionKey, title: str
+    ) -> Conversation:
         with self.database.transaction() as db:
             return _conversation_for_session(db, user_id, session_id, title)
 
     def begin_turn(
         self,
         user_id: int,
-        session_id: str,
+        session_id: SessionKey,
         title: str,
         text: str,
         *,
@@ -230,7 +233,7 @@ class SQLStore(EvalRows, FeedbackRows, McpServerRows, OpenAIObjectRows, UsageRow
             )
             return _insert_message(db, c.id, "user", text, {}, ROOT) if text else None
 
-    def session_owner(self, session_id: str) -> int | None:
+    def session_owner(self, session_id: SessionKey) -> int | None:
         with self.database.reading() as db:
             row = db.execute(
                 "SELECT user_id FROM conversations WHERE session_id = ?", (session_id,)
@@ -321,7 +324,7 @@ class SQLStore(EvalRows, FeedbackRows, McpServerRows, OpenAIObjectRows, UsageRow
 
     # A session's steps
 
-    def add_session_step(self, session_id: str, step: dict[str, Any]) -> None:
+    def add_session_step(self, session_id: SessionKey, step: dict[str, Any]) -> None:
         try:
             with self.database.transaction() as db:
                 db.execute(
@@ -331,7 +334,7 @@ class SQLStore(EvalRows, FeedbackRows, McpServerRows, OpenAIObjectRows, UsageRow
         except self.database.integrity_errors:
             raise ConversationNotFound(session_id) from None
 
-    def list_session_steps(self, session_id: str) -> list[dict[str, Any]]:
+    def list_session_steps(self, session_id: SessionKey) -> list[dict[str, Any]]:
         with self.database.reading() as db:
             rows = db.execute(
                 "SELECT step FROM session_steps WHERE session_id = ? ORDER BY id", (session_id,)
@@ -380,7 +383,7 @@ class SQLStore(EvalRows, FeedbackRows, McpServerRows, OpenAIObjectRows, UsageRow
 
 
 def _conversation_for_session(
-    db: Connection, user_id: int, session_id: str, title: str
+    db: Connection, user_id: int, session_id: SessionKey, title: str
 ) -> Conversation:
     now = time.time()
     db.execute(

@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 from backend.storage.drafts import DRAFT_PREFIX, Draft, Staging, is_draft, staging_of
-from backend.storage.sessions import check_key, valid_session_id
+from backend.storage.sessions import SessionKey, check_key, valid_session_id
 from backend.storage.tree_removal import remove_tree
 
 SUBFOLDERS = ("uploads", "outputs", "variables", "scripts")
@@ -125,11 +125,11 @@ class Workspaces:
     def __init__(self, data_dir: Path) -> None:
         self.root = data_dir / "scratch"
 
-    def path(self, session_id: str) -> Path:
+    def path(self, session_id: SessionKey) -> Path:
         """The workspace of the session key `session_id` (`InvalidSession` for any other name)."""
         return self.root / check_key(session_id)
 
-    def remove(self, session_id: str) -> None:
+    def remove(self, session_id: SessionKey) -> None:
         """Delete the workspace and everything in it; links in it are removed, never followed."""
         workspace = self.path(session_id)
         with contextlib.suppress(FileNotFoundError):
@@ -143,11 +143,11 @@ class Workspaces:
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(workspace.parent.parent / SNAPSHOTS_FOLDER / workspace.name)
 
-    def staging(self, session_id: str) -> Staging:
+    def staging(self, session_id: SessionKey) -> Staging:
         """The server's own folder for the session's drafts, outside its workspace."""
         return Staging(self.path(session_id))
 
-    def adopt_legacy(self, old_id: str, session_id: str) -> bool:
+    def adopt_legacy(self, old_id: str, session_id: SessionKey) -> bool:
         """Rename a workspace from before sessions had keys (`scratch/<old id>`) to its key."""
         target = self.path(session_id)
         if not valid_session_id(old_id) or target.exists():
@@ -158,7 +158,7 @@ class Workspaces:
             return False
         return True
 
-    def ensure(self, session_id: str) -> Path:
+    def ensure(self, session_id: SessionKey) -> Path:
         """Create the workspace and its folders; never follows what the sandbox planted.
 
         Sandboxed code can put a symlink (to any host file) wherever we are about to
@@ -182,7 +182,7 @@ class Workspaces:
             os.close(root)
         return workspace
 
-    def _open(self, session_id: str, relative: str) -> int:
+    def _open(self, session_id: SessionKey, relative: str) -> int:
         """A read-only fd for a regular file, refusing links at every component."""
         parts = safe_relative(relative).parts
         directory = os.open(self.path(session_id), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
@@ -207,12 +207,17 @@ class Workspaces:
             raise NotARegularFile(relative)
         return fd
 
-    def open_file(self, session_id: str, relative: str) -> BinaryIO:
+    def open_file(self, session_id: SessionKey, relative: str) -> BinaryIO:
         """A read-only binary handle on a regular file; no link is ever followed."""
         return os.fdopen(self._open(session_id, relative), "rb")
 
     def read_chunks(
-        self, session_id: str, relative: str, size: int = 65536, *, opened: BinaryIO | None = None
+        self,
+        session_id: SessionKey,
+        relative: str,
+        size: int = 65536,
+        *,
+        opened: BinaryIO | None = None,
     ) -> Iterator[bytes]:
         """The file's bytes, from `opened` if the caller opened it already."""
         handle = opened or self.open_file(session_id, relative)
@@ -224,16 +229,16 @@ class Workspaces:
 
         return chunks()
 
-    def room(self, session_id: str) -> int:
+    def room(self, session_id: SessionKey) -> int:
         """Bytes that may still be written to the workspace's disk, above the floor."""
         disk = os.statvfs(self.ensure(session_id))
         return disk.f_bavail * disk.f_frsize - DISK_FLOOR
 
-    def upload_draft(self, session_id: str, name: str) -> Draft:
+    def upload_draft(self, session_id: SessionKey, name: str) -> Draft:
         """A draft of uploads/<name>, for a body that arrives in pieces (`Draft.commit`)."""
         return self.draft(session_id, f"uploads/{safe_filename(name)}")
 
-    def draft(self, session_id: str, relative: str, *, create: bool = False) -> Draft:
+    def draft(self, session_id: SessionKey, relative: str, *, create: bool = False) -> Draft:
         """A draft of the file `relative` (`Draft.commit`); its folders must exist
         unless `create`."""
         parts = safe_relative(relative).parts
@@ -243,7 +248,7 @@ class Workspaces:
         finally:
             os.close(folder)
 
-    def link(self, session_id: str, existing: str, relative: str) -> None:
+    def link(self, session_id: SessionKey, existing: str, relative: str) -> None:
         """Make `relative` another name (a hard link) of the workspace's regular file
         `existing`, moved in as the server's own arrival; no link is followed."""
         source_parts, parts = safe_relative(existing).parts, safe_relative(relative).parts
@@ -279,7 +284,7 @@ class Workspaces:
         finally:
             os.close(source)
 
-    def adopt_upload(self, session_id: str, name: str, folder: int, source: str) -> None:
+    def adopt_upload(self, session_id: SessionKey, name: str, folder: int, source: str) -> None:
         """Rename `source` (in the open `folder`, on the same disk) to uploads/<name>."""
         filename = safe_filename(name)
         uploads = self._parent(session_id, ("uploads", filename), create=False)
@@ -290,7 +295,9 @@ class Workspaces:
         finally:
             os.close(uploads)
 
-    def write_upload(self, session_id: str, name: str, source: BinaryIO, max_bytes: int) -> int:
+    def write_upload(
+        self, session_id: SessionKey, name: str, source: BinaryIO, max_bytes: int
+    ) -> int:
         """Copy `source` to uploads/<name> without following links; returns the size.
 
         Raises `FileTooLarge` past `max_bytes`, leaving nothing behind.
@@ -304,7 +311,7 @@ class Workspaces:
         finally:
             os.close(uploads)
 
-    def read_json(self, session_id: str, relative: str, max_bytes: int) -> Any:
+    def read_json(self, session_id: SessionKey, relative: str, max_bytes: int) -> Any:
         """A workspace JSON file's value, or None if it is missing, too big or not JSON."""
         try:
             fd = self._open(session_id, relative)
@@ -319,7 +326,7 @@ class Workspaces:
         except (ValueError, RecursionError):
             return None
 
-    def _parent(self, session_id: str, parts: tuple[str, ...], *, create: bool) -> int:
+    def _parent(self, session_id: SessionKey, parts: tuple[str, ...], *, create: bool) -> int:
         """An open descriptor of the folder holding `parts[-1]`, walked without links."""
         root = os.open(self.ensure(session_id), _DIRECTORY_FLAGS)
         try:
@@ -327,7 +334,7 @@ class Workspaces:
         finally:
             os.close(root)
 
-    def new_folder(self, session_id: str, relative: str) -> int:
+    def new_folder(self, session_id: SessionKey, relative: str) -> int:
         """Create the folder `relative` (its parent must exist); returns its open descriptor.
 
         Raises `FileExistsError` if anything is already there.
@@ -340,7 +347,7 @@ class Workspaces:
         finally:
             os.close(parent)
 
-    def write_file(self, session_id: str, relative: str, data: bytes) -> None:
+    def write_file(self, session_id: SessionKey, relative: str, data: bytes) -> None:
         """Atomically replace `relative` (its folders are created), never following links."""
         parts = safe_relative(relative).parts
         parent = self._parent(session_id, parts, create=True)
@@ -350,7 +357,7 @@ class Workspaces:
         finally:
             os.close(parent)
 
-    def delete_file(self, session_id: str, relative: str) -> None:
+    def delete_file(self, session_id: SessionKey, relative: str) -> None:
         """Remove the file `relative` (a link is removed, never followed); `FileNotFoundError`
         if it is not there, `NotARegularFile` for a folder."""
         parts = safe_relative(relative).parts
@@ -363,7 +370,7 @@ class Workspaces:
         finally:
             os.close(parent)
 
-    def list_files(self, session_id: str) -> list[WorkspaceFile]:
+    def list_files(self, session_id: SessionKey) -> list[WorkspaceFile]:
         """Regular files, walked by descriptor so a folder swapped for a link is not followed.
 
         Names the API could not carry (not UTF-8, a backslash, control characters)

@@ -59,7 +59,7 @@ from backend.files.catalog import DATA_FOLDER, WorkspaceCatalog
 from backend.llm.embedder import embedder_for_backend
 from backend.llm.turn import LLMCallLimit, TurnLLM
 from backend.storage.checkpoints import Closer, open_checkpointer
-from backend.storage.sessions import client_id
+from backend.storage.sessions import SessionKey, client_id
 from backend.storage.shared import SharedWorkspaces
 from backend.tools.python_coder.answer import output_answer, plots
 from backend.tools.python_coder.coder import PythonCoder
@@ -123,14 +123,14 @@ class AgentRunner:
             await self._close_saver()
             self._saver = self._close_saver = None
 
-    async def forget(self, user_id: int, session_id: str) -> None:
+    async def forget(self, user_id: int, session_id: SessionKey) -> None:
         """Drop the session's graph checkpoints and RAG passages (a deleted session)."""
         saver = await self.checkpointer()
         for agent in get_args(ToolAgent):
             await saver.adelete_thread(f"{agent}:{session_id}")
         await self.rag.forget_session(user_id, session_id)
 
-    async def checkpoint_after(self, agent: ToolAgent, session_id: str) -> str | None:
+    async def checkpoint_after(self, agent: ToolAgent, session_id: SessionKey) -> str | None:
         """The latest checkpoint of the session's thread for `agent`: after a turn, the
         one a branch from that turn continues from."""
         saver = await self.checkpointer()
@@ -140,17 +140,17 @@ class AgentRunner:
         value = found.config.get("configurable", {}).get("checkpoint_id")
         return value if isinstance(value, str) else None
 
-    async def uploads(self, session_id: str) -> list[str]:
+    async def uploads(self, session_id: SessionKey) -> list[str]:
         listed = await run_in_threadpool(self.workspaces.list_files, session_id)
         return [f.path for f in listed if f.path.startswith(DATA_FOLDER)]
 
-    async def has_files(self, session_id: str) -> bool:
+    async def has_files(self, session_id: SessionKey) -> bool:
         return bool(await self.uploads(session_id))
 
     async def tools(
         self,
         user_id: int,
-        session_id: str,
+        session_id: SessionKey,
         llm: TurnLLM,
         history: list[tuple[str, str]],
         question: str = "",
@@ -175,7 +175,7 @@ class AgentRunner:
         question: str,
         history: list[tuple[str, str]],
         user_id: int,
-        session_id: str,
+        session_id: SessionKey,
         llm: TurnLLM,
         fork_from: str | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
@@ -341,7 +341,7 @@ class StepEvents:
     rag_retrieval's passages follow it as `PassageFound`s.
     """
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: SessionKey) -> None:
         self.session_id = session_id
         self.attempts_seen = False
         self.last_result: str | None = None  # the last step that worked: a stopped turn's answer

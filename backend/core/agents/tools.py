@@ -21,7 +21,7 @@ from backend.core.events import (
 )
 from backend.files.catalog import WorkspaceCatalog
 from backend.llm.turn import TurnLLM
-from backend.storage.sessions import client_id
+from backend.storage.sessions import SessionKey, client_id
 from backend.tools.python_coder.coder import CoderProgress, PythonCoder
 from backend.tools.python_coder.request import AnswerMode, CoderRequest
 from backend.tools.python_coder.result import ExecutionAttempt
@@ -105,7 +105,7 @@ class PythonCoderTool:
     coder: PythonCoder
     llm: TurnLLM
     executor: BasePythonExecutor
-    session_id: str
+    session_id: SessionKey
     history: list[tuple[str, str]] = field(default_factory=list)
     question: str = ""  # the user's message this turn answers
     head: str | None = None  # the file metadata the turn's head carries (`TurnHead.files`)
@@ -182,7 +182,7 @@ class PythonCoderTool:
 @dataclass
 class ListFilesTool:
     catalog: WorkspaceCatalog
-    session_id: str
+    session_id: SessionKey
     name: str = "list_files"
     description: str = "lists the session's data files with their columns; input: nothing"
 
@@ -210,7 +210,7 @@ class WebSearchTool:
 class RagTool:
     index: RagIndex
     user_id: int
-    session_id: str
+    session_id: SessionKey
     name: str = "rag_retrieval"
     description: str = (
         "finds passages in the session's documents (txt, md, pdf, docx, html) with their "

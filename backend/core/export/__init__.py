@@ -14,7 +14,7 @@ from typing import Literal
 from backend.core.export.cells import build_cells
 from backend.core.export.formats import as_notebook, as_script
 from backend.core.export.inputs import input_files, library_versions
-from backend.storage.sessions import client_id
+from backend.storage.sessions import SessionKey, client_id
 from backend.storage.workspaces import NotARegularFile, UnsafePath, Workspaces
 from backend.tools.python_coder.steps import SessionStep
 
@@ -32,7 +32,7 @@ class Export:
 
 def export_session(
     workspaces: Workspaces,
-    session_id: str,
+    session_id: SessionKey,
     title: str,
     steps: list[SessionStep],
     export_format: ExportFormat,

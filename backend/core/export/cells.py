@@ -65,7 +65,7 @@ Plots = Callable[[str], bytes | None]  # a workspace image's bytes, None if it c
 
 def build_cells(
     title: str,
-    session_id: str,
+    session_id: str,  # the id its owner knows, never the key
     steps: Sequence[SessionStep],
     inputs: Sequence[InputFile],
     versions: Sequence[tuple[str, str]],
@@ -109,7 +109,10 @@ def build_cells(
 
 
 def _header(
-    title: str, session_id: str, inputs: Sequence[InputFile], versions: Sequence[tuple[str, str]]
+    title: str,
+    session_id: str,  # the id its owner knows, never the key
+    inputs: Sequence[InputFile],
+    versions: Sequence[tuple[str, str]],
 ) -> str:
     table = [
         "| Input file | Bytes | SHA-256 |",

@@ -15,6 +15,7 @@ from importlib import metadata
 from typing import BinaryIO
 
 from backend.files.catalog import DATA_FOLDER
+from backend.storage.sessions import SessionKey
 from backend.storage.workspaces import NotARegularFile, UnsafePath, Workspaces
 
 # What analysis code in the sandbox imports; those installed are named in the header.
@@ -39,7 +40,9 @@ class InputFile:
     sha256: str
 
 
-def input_files(workspaces: Workspaces, session_id: str, loaded: Iterable[str]) -> list[InputFile]:
+def input_files(
+    workspaces: Workspaces, session_id: SessionKey, loaded: Iterable[str]
+) -> list[InputFile]:
     """The session's uploads and every other file its steps loaded, hashed now (or
     earlier, unchanged since: `_digests`).
 

@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from backend.files import describe_for_prompt
 from backend.files.catalog import WorkspaceCatalog
 from backend.llm.turn import TurnLLM
+from backend.storage.sessions import SessionKey
 from backend.tools.python_coder import prompts
 from backend.tools.python_coder.request import CoderRequest
 from backend.tools.python_coder.selection import choose_files
@@ -36,7 +37,7 @@ class TurnHead:
 async def turn_head(
     catalog: WorkspaceCatalog,
     llm: TurnLLM,
-    session_id: str,
+    session_id: SessionKey,
     tools: Sequence[tuple[str, str]],
     history: Sequence[tuple[str, str]],
     *,

@@ -13,6 +13,7 @@ import re
 import time
 from typing import Any
 
+from backend.storage.sessions import SessionKey
 from backend.storage.workspaces import Workspaces
 
 NOTEPAD = "notepad.json"
@@ -28,7 +29,7 @@ def _slug(task: str) -> str:
     return "_".join(words)[:48] or "task"
 
 
-def read_entries(workspaces: Workspaces, session_id: str) -> list[dict[str, Any]]:
+def read_entries(workspaces: Workspaces, session_id: SessionKey) -> list[dict[str, Any]]:
     data = workspaces.read_json(session_id, NOTEPAD, _MAX_BYTES)
     entries = data.get("entries") if isinstance(data, dict) else None
     if not isinstance(entries, list):
@@ -40,7 +41,7 @@ def read_entries(workspaces: Workspaces, session_id: str) -> list[dict[str, Any]
     ]
 
 
-def read_variables(workspaces: Workspaces, session_id: str) -> dict[str, dict[str, Any]]:
+def read_variables(workspaces: Workspaces, session_id: SessionKey) -> dict[str, dict[str, Any]]:
     catalog = workspaces.read_json(session_id, CATALOG, _MAX_BYTES)
     if not isinstance(catalog, dict):
         return {}
@@ -73,7 +74,7 @@ def describe_entries(entries: list[dict[str, Any]]) -> str:
 
 def record_task(
     workspaces: Workspaces,
-    session_id: str,
+    session_id: SessionKey,
     *,
     task: str,
     summary: str,

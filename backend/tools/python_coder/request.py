@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from backend.storage.sessions import SessionKey
+
 # "write": the answer is the tool's result (the HTTP tool); "final": it is the turn's answer,
 # shown as it is written (an agent's one tool call that answers the question); "none": the
 # agent writes the answer from the output itself, later (a step of a plan).
@@ -13,7 +15,7 @@ AnswerMode = Literal["write", "final", "none"]
 
 @dataclass
 class CoderRequest:
-    session_id: str
+    session_id: SessionKey
     query: str
     files: list[str] | None = None  # workspace paths to use; None: choose from uploads
     file_paths: dict[str, str] | None = None  # workspace path -> variable name

@@ -13,6 +13,8 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field, field_validator
 
+from backend.storage.sessions import SessionKey
+
 MAX_KEPT_OUTPUT = 100_000  # characters of a step's output kept for the export (a rerun prints all)
 
 
@@ -43,7 +45,7 @@ class SessionStep(BaseModel):
 
 
 class StepLog(Protocol):
-    async def record(self, session_id: str, step: SessionStep) -> None:
+    async def record(self, session_id: SessionKey, step: SessionStep) -> None:
         """Keep `step`; never raises (a step that cannot be kept is logged)."""
         ...
 

@@ -23,6 +23,7 @@ from docx.text.paragraph import Paragraph
 from backend.files.archive_checks import check_zip_container
 from backend.files.model import Source
 from backend.files.text import looks_binary, read_sample
+from backend.storage.sessions import SessionKey
 from backend.storage.workspaces import Workspaces
 from backend.tools.rag.html_text import html_sections
 
@@ -61,7 +62,7 @@ def extension_of(path: str) -> str:
     return name.rsplit(".", 1)[-1].lower() if "." in name else ""
 
 
-def read_sections(data_dir: str, session_id: str, path: str) -> list[Section]:
+def read_sections(data_dir: str, session_id: SessionKey, path: str) -> list[Section]:
     """`path`'s sections, opened through `Workspaces` (no link is followed)."""
     with Workspaces(Path(data_dir)).open_file(session_id, path) as handle:
         return sections_from(path, handle)

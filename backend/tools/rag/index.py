@@ -24,6 +24,7 @@ from typing import Literal
 
 from backend.files.isolation import IsolatedCallFailed, IsolatedRunner
 from backend.llm.embedder import Embedder
+from backend.storage.sessions import SessionKey
 from backend.storage.workspaces import NotARegularFile, Workspaces, safe_relative
 from backend.tools.rag.chunking import chunk_sections
 from backend.tools.rag.documents import (
@@ -122,7 +123,7 @@ class RagIndex:
         if self._owns_runner:
             self.runner.close()
 
-    async def index_file(self, user_id: int, session_id: str, name: str) -> IndexedFile:
+    async def index_file(self, user_id: int, session_id: SessionKey, name: str) -> IndexedFile:
         """Index one upload. Raises `DocumentNotFound`, `UnsupportedDocument` or `UnsafePath`."""
         async with self._placed(user_id):
             return await self._index(user_id, session_id, document_path(name), embed=True)
@@ -130,13 +131,13 @@ class RagIndex:
     def _placed(self, user_id: int) -> AbstractAsyncContextManager[None]:
         return self.place(user_id) if self.place is not None else contextlib.nullcontext()
 
-    async def index_session(self, user_id: int, session_id: str) -> list[IndexedFile]:
+    async def index_session(self, user_id: int, session_id: SessionKey) -> list[IndexedFile]:
         """Index every supported document under uploads/; forget those no longer there.
         `IndexingRefused` when the server refuses the work or it ran too long."""
         async with self._placed(user_id):
             return await self._index_session(user_id, session_id)
 
-    async def _index_session(self, user_id: int, session_id: str) -> list[IndexedFile]:
+    async def _index_session(self, user_id: int, session_id: SessionKey) -> list[IndexedFile]:
         files = await asyncio.to_thread(self.workspaces.list_files, session_id)
         names = [
             entry.path
@@ -158,17 +159,17 @@ class RagIndex:
             outcomes.append(IndexedFile(source, "removed"))
         return outcomes
 
-    async def forget_session(self, user_id: int, session_id: str) -> None:
+    async def forget_session(self, user_id: int, session_id: SessionKey) -> None:
         await asyncio.to_thread(self.store.forget_session, user_id, session_id)
 
     async def search(
-        self, user_id: int, query: str, k: int = 5, session_id: str | None = None
+        self, user_id: int, query: str, k: int = 5, session_id: SessionKey | None = None
     ) -> list[Passage]:
         """The best `k` of the user's passages (of one session, if given), best first."""
         return (await self.retrieve(user_id, query, k, session_id)).passages
 
     async def retrieve(
-        self, user_id: int, query: str, k: int = 5, session_id: str | None = None
+        self, user_id: int, query: str, k: int = 5, session_id: SessionKey | None = None
     ) -> Retrieval:
         """Like `search`, also saying how the passages were ranked."""
         k = max(1, min(k, MAX_K))
@@ -217,7 +218,7 @@ class RagIndex:
         return [replace(known[i], score=scores[i]) for i in best if i in known]
 
     async def _index(
-        self, user_id: int, session_id: str, source: str, *, embed: bool
+        self, user_id: int, session_id: SessionKey, source: str, *, embed: bool
     ) -> IndexedFile:
         outcome = await asyncio.to_thread(self._index_file, user_id, session_id, source)
         if self.embedder is None or outcome.status == "failed":
@@ -227,7 +228,7 @@ class RagIndex:
         note = await self._embed_missing(self.embedder, user_id, session_id, source)
         return replace(outcome, note=note)
 
-    def _index_file(self, user_id: int, session_id: str, source: str) -> IndexedFile:
+    def _index_file(self, user_id: int, session_id: SessionKey, source: str) -> IndexedFile:
         try:
             version = self._version(session_id, source)
         except (OSError, NotARegularFile):
@@ -249,12 +250,12 @@ class RagIndex:
         added = self.store.replace(user_id, session_id, source, version, chunks)
         return IndexedFile(source, "unchanged" if added is None else "indexed", len(added or []))
 
-    def _version(self, session_id: str, source: str) -> FileVersion:
+    def _version(self, session_id: SessionKey, source: str) -> FileVersion:
         with self.workspaces.open_file(session_id, source) as handle:
             info = os.fstat(handle.fileno())
         return info.st_size, info.st_mtime_ns
 
-    def _read(self, session_id: str, source: str) -> list[Section]:
+    def _read(self, session_id: SessionKey, source: str) -> list[Section]:
         if extension_of(source) not in ISOLATED_EXTENSIONS:
             return read_sections(str(self.workspaces.root.parent), session_id, source)
         try:
@@ -267,14 +268,14 @@ class RagIndex:
             rows = self._read_isolated(session_id, source)
         return [Section(text, page, heading) for text, page, heading in rows]
 
-    def _read_isolated(self, session_id: str, source: str) -> list[SectionRow]:
+    def _read_isolated(self, session_id: SessionKey, source: str) -> list[SectionRow]:
         """The parsers that a crafted file could take over run in the helper, which sees
         only this file, opened here without following a link."""
         with self.workspaces.open_file(session_id, source) as handle:
             return self.runner.call(section_rows, source, file=handle)
 
     async def _embed_missing(
-        self, embedder: Embedder, user_id: int, session_id: str, source: str
+        self, embedder: Embedder, user_id: int, session_id: SessionKey, source: str
     ) -> str | None:
         """Embed the file's passages that have no vector yet; a note if that failed."""
         model = embedder.model

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from backend.storage.sessions import SessionKey
 from backend.tools.rag.chunking import Chunk
 from backend.tools.rag.embeddings import Vector
 
@@ -69,7 +70,7 @@ class Passage:
     """A retrieved passage; `score` is higher for better matches (BM25 or fused)."""
 
     id: int
-    session_id: str
+    session_id: str  # the key its document was indexed under, as stored
     source: str
     page: int | None
     section: str | None
@@ -134,7 +135,7 @@ class PassageStore:
             raise
         connection.execute("COMMIT")
 
-    def document(self, user_id: int, session_id: str, source: str) -> IndexedDocument | None:
+    def document(self, user_id: int, session_id: SessionKey, source: str) -> IndexedDocument | None:
         """What was recorded when the file was last indexed, or None."""
         with self._connect(user_id) as connection:
             return _document(connection, session_id, source)
@@ -142,7 +143,7 @@ class PassageStore:
     def replace(
         self,
         user_id: int,
-        session_id: str,
+        session_id: SessionKey,
         source: str,
         version: FileVersion,
         chunks: Sequence[Chunk],
@@ -174,18 +175,18 @@ class PassageStore:
             )
             return added
 
-    def remove(self, user_id: int, session_id: str, source: str) -> None:
+    def remove(self, user_id: int, session_id: SessionKey, source: str) -> None:
         with self._connect(user_id) as connection, self._transaction(connection):
             _delete(connection, session_id, source)
 
-    def sources(self, user_id: int, session_id: str) -> list[str]:
+    def sources(self, user_id: int, session_id: SessionKey) -> list[str]:
         with self._connect(user_id) as connection:
             rows = connection.execute(
                 "SELECT source FROM documents WHERE session_id = ? ORDER BY source", (session_id,)
             )
             return [str(row[0]) for row in rows]
 
-    def forget_session(self, user_id: int, session_id: str) -> None:
+    def forget_session(self, user_id: int, session_id: SessionKey) -> None:
         """Drop every passage of a session (when the session is deleted)."""
         if not self.exists(user_id):
             return
@@ -199,7 +200,7 @@ class PassageStore:
                 _delete(connection, session_id, source)
 
     def unembedded(
-        self, user_id: int, session_id: str, source: str, model: str
+        self, user_id: int, session_id: SessionKey, source: str, model: str
     ) -> list[tuple[int, str]]:
         """(id, text) of the file's passages with no vector from `model`."""
         with self._connect(user_id) as connection:
@@ -231,7 +232,7 @@ class PassageStore:
         return stored
 
     def keyword_search(
-        self, user_id: int, expression: str, limit: int, session_id: str | None
+        self, user_id: int, expression: str, limit: int, session_id: SessionKey | None
     ) -> list[Passage]:
         """The best `limit` passages for an FTS5 MATCH `expression`, by BM25."""
         if not self.exists(user_id):
@@ -253,7 +254,7 @@ class PassageStore:
         model: str,
         query: Vector,
         limit: int,
-        session_id: str | None,
+        session_id: SessionKey | None,
         min_similarity: float,
     ) -> list[tuple[int, float]]:
         """(id, cosine) of the `limit` passages closest to the unit vector `query`."""
@@ -302,12 +303,12 @@ class PassageStore:
         return {int(row[0]): _passage(row, 0.0) for row in rows}
 
 
-def _chunk_row(chunk: Chunk, session_id: str, source: str) -> tuple[object, ...]:
+def _chunk_row(chunk: Chunk, session_id: SessionKey, source: str) -> tuple[object, ...]:
     return (chunk.text, session_id, source, chunk.page, chunk.section, chunk.index)
 
 
 def _document(
-    connection: sqlite3.Connection, session_id: str, source: str
+    connection: sqlite3.Connection, session_id: SessionKey, source: str
 ) -> IndexedDocument | None:
     row = connection.execute(
         "SELECT file_size, file_mtime, chunks, error FROM documents "
@@ -319,7 +320,7 @@ def _document(
     return IndexedDocument((int(row[0]), int(row[1])), int(row[2]), row[3])
 
 
-def _delete(connection: sqlite3.Connection, session_id: str, source: str) -> None:
+def _delete(connection: sqlite3.Connection, session_id: SessionKey, source: str) -> None:
     connection.execute(
         "DELETE FROM vectors WHERE passage_id IN "
         "(SELECT rowid FROM passages WHERE session_id = ? AND source = ?)",

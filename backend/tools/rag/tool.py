@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from backend.storage.sessions import SessionKey
 from backend.tools.rag.index import IndexingRefused, RagIndex, SearchMethod
 from backend.tools.rag.store import Passage
 
@@ -74,7 +75,7 @@ def _shorten(text: str, limit: int) -> str:
 
 
 async def rag_retrieval(
-    query: str, *, user_id: int, session_id: str | None, index: RagIndex, k: int = 5
+    query: str, *, user_id: int, session_id: SessionKey | None, index: RagIndex, k: int = 5
 ) -> RagResult:
     """The user's passages most relevant to `query` (this session's, when one is given)."""
     notes: list[str] = []

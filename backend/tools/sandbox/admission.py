@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from backend.storage.sessions import owner_of
+from backend.storage.sessions import SessionKey, owner_of
 
 
 class SandboxRefused(Exception):
@@ -40,7 +40,7 @@ class SandboxCaps:
     user_max: Callable[[int], int]  # the owner's USER_MAX_SANDBOXES, or an admin's override
     retry_after: float  # seconds a busy sandbox may stay busy: a run's time limit
 
-    def to_stop(self, key: str, warm: Mapping[str, WarmSandbox]) -> list[str]:
+    def to_stop(self, key: SessionKey, warm: Mapping[SessionKey, WarmSandbox]) -> list[SessionKey]:
         """The warm sandboxes (keys) to stop so that `key`'s may start, or `SandboxRefused`."""
         others = {other: sandbox for other, sandbox in warm.items() if other != key}
         owner = owner_of(key)
@@ -65,8 +65,8 @@ class SandboxCaps:
 
 
 def _idle_first(
-    sandboxes: Mapping[str, WarmSandbox], among: list[str], count: int
-) -> list[str] | None:
+    sandboxes: Mapping[SessionKey, WarmSandbox], among: list[SessionKey], count: int
+) -> list[SessionKey] | None:
     """The `count` least recently used idle ones of `among`; None if too few are idle."""
     if count <= 0:
         return []

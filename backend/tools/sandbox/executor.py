@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from backend.observability.metrics import SANDBOX_OOM_KILLS, SANDBOX_RUN_SECONDS, SANDBOX_RUNS
+from backend.storage.sessions import SessionKey
 from backend.storage.workspaces import listable_name
 from backend.tools.sandbox.availability import SandboxStatus
 from backend.tools.sandbox.cgroups import SandboxCgroup, cgroup_name
@@ -59,7 +60,7 @@ class ExecutionResult:
 
 
 # Told of every run of a session (its key) as it ends: the user's usage (core/usage.py).
-RunObserver = Callable[[str, "ExecutionResult"], None]
+RunObserver = Callable[[SessionKey, "ExecutionResult"], None]
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Protocol
 
 from backend.config import Settings
 from backend.observability.metrics import SANDBOX_EVICTIONS
-from backend.storage.sessions import check_key
+from backend.storage.sessions import SessionKey, check_key
 from backend.storage.workspaces import Workspaces
 from backend.tools.sandbox.admission import SandboxCaps
 from backend.tools.sandbox.availability import SandboxStatus
@@ -64,7 +64,7 @@ class SessionExecutors(Protocol):
 
     def limits(self) -> ExecutorLimits: ...
 
-    def get_python_executor(self, session_id: str) -> BasePythonExecutor: ...
+    def get_python_executor(self, session_id: SessionKey) -> BasePythonExecutor: ...
 
     async def reap_idle(self, idle_seconds: float) -> int: ...
 
@@ -72,7 +72,7 @@ class SessionExecutors(Protocol):
         """Sandboxes with a worker running on this server (for the metrics)."""
         ...
 
-    async def discard(self, session_id: str) -> None:
+    async def discard(self, session_id: SessionKey) -> None:
         """Stop the session's sandbox, if one is warm (a deleted session)."""
         ...
 
@@ -96,10 +96,10 @@ class ExecutorPool:
             user_max=max_sandboxes or (lambda _: settings.USER_MAX_SANDBOXES),
             retry_after=settings.PYTHON_CODE_TIMEOUT + OUTER_GRACE,
         )
-        self._executors: dict[str, SandboxedExecutor] = {}
+        self._executors: dict[SessionKey, SandboxedExecutor] = {}
         self.on_run: RunObserver | None = None
         # Held around each run: its share of the owner's disk quota (`DiskShares.held`).
-        self.room: Callable[[str, Path], AbstractAsyncContextManager[None]] | None = None
+        self.room: Callable[[SessionKey, Path], AbstractAsyncContextManager[None]] | None = None
         if sandbox.isolated and (stale := remove_stale()):
             logger.info("Removed %d cgroups left by an earlier server", stale)
 
@@ -111,7 +111,7 @@ class ExecutorPool:
             max_processes=self.settings.SANDBOX_MAX_PROCESSES,
         )
 
-    def get_python_executor(self, session_id: str) -> BasePythonExecutor:
+    def get_python_executor(self, session_id: SessionKey) -> BasePythonExecutor:
         """The session's executor; never a silent fallback to another mode."""
         check_mode(self.settings.PYTHON_EXECUTOR_MODE)
         executor = self._executors.get(check_key(session_id))
@@ -125,18 +125,18 @@ class ExecutorPool:
             self._executors[session_id] = executor
         return executor
 
-    def _ran(self, key: str, result: ExecutionResult) -> None:
+    def _ran(self, key: SessionKey, result: ExecutionResult) -> None:
         if self.on_run is not None:
             self.on_run(key, result)
 
-    def warm(self) -> dict[str, SandboxedExecutor]:
+    def warm(self) -> dict[SessionKey, SandboxedExecutor]:
         """The sessions whose worker is running or starting."""
         return {key: executor for key, executor in self._executors.items() if executor.warm}
 
     def warm_count(self) -> int:
         return len(self.warm())
 
-    async def _make_room(self, key: str, executor: SandboxedExecutor) -> None:
+    async def _make_room(self, key: SessionKey, executor: SandboxedExecutor) -> None:
         """Before `key`'s worker starts: stop what the caps say (or refuse)."""
         # One reaped while a turn still held it starts again: it is counted again too.
         self._executors.setdefault(key, executor)
@@ -163,7 +163,7 @@ class ExecutorPool:
             SANDBOX_EVICTIONS.labels("idle").inc(len(idle))
         return len(idle)
 
-    async def discard(self, session_id: str) -> None:
+    async def discard(self, session_id: SessionKey) -> None:
         executor = self._executors.pop(session_id, None)
         if executor is not None:
             await executor.close()

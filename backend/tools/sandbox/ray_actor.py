@@ -34,6 +34,7 @@ from backend.config import ConfigError
 from backend.config.settings import SandboxMode
 from backend.storage.mirror import WorkspaceMirror
 from backend.storage.s3_objects import S3Config, S3Error
+from backend.storage.sessions import SessionKey
 from backend.storage.workspaces import Workspaces
 from backend.tools.sandbox.availability import SandboxStatus, resolve_sandbox
 from backend.tools.sandbox.executor import ExecutionResult, ExecutorLimits, SandboxedExecutor
@@ -90,7 +91,7 @@ def failed(message: str) -> dict[str, Any]:
 class SessionSandbox:
     """The actor's class (made remote by the pool): one session's warm sandbox on a node."""
 
-    def __init__(self, session_id: str, spec: ActorSpec) -> None:
+    def __init__(self, session_id: SessionKey, spec: ActorSpec) -> None:
         self.session_id = session_id
         self.spec = spec
         self.node_id: str = ray.get_runtime_context().get_node_id()

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from backend.observability.metrics import SANDBOX_EVICTIONS
-from backend.storage.sessions import owner_of, valid_key
+from backend.storage.sessions import SessionKey, check_key, owner_of, valid_key
 from backend.tools.sandbox.admission import SandboxCaps, SandboxRefused
 from backend.tools.sandbox.ray_pool import ACTOR_PREFIX, actor_name
 
@@ -63,7 +63,7 @@ class _Seen:
 class Admission:
     """The ledger's answer: the sessions to end first, or why none may start."""
 
-    stop: list[str] = field(default_factory=list)
+    stop: list[SessionKey] = field(default_factory=list)
     refused: str | None = None
     retry_after: float = 0.0
 
@@ -75,9 +75,9 @@ class SandboxLedger:
         self.namespace = namespace
         self.clock = time.monotonic
         now = self.clock()
-        self.warm = {key: _Warm(now) for key in self._registered()}
+        self.warm: dict[SessionKey, _Warm] = {key: _Warm(now) for key in self._registered()}
 
-    def admit(self, key: str, user_max: int, host_max: int, run_seconds: float) -> Admission:
+    def admit(self, key: SessionKey, user_max: int, host_max: int, run_seconds: float) -> Admission:
         """Count `key`'s run as busy and answer the sessions to end, or a refusal."""
         caps = SandboxCaps(host_max=host_max, user_max=lambda _: user_max, retry_after=run_seconds)
         try:
@@ -95,24 +95,24 @@ class SandboxLedger:
         entry.busy_until = now + run_seconds + BUSY_GRACE
         return Admission(stop=stop)
 
-    def released(self, key: str) -> None:
+    def released(self, key: SessionKey) -> None:
         """`key`'s run ended, however: its sandbox is warm and idle (unless another runs)."""
         now = self.clock()
         entry = self.warm.setdefault(key, _Warm(now))
         entry.runs = max(entry.runs - 1, 0)
         entry.last_used = now
 
-    def kept(self, key: str) -> None:
+    def kept(self, key: SessionKey) -> None:
         """`key`'s actor declined to end (it was in use): count it again."""
         self.warm.setdefault(key, _Warm(self.clock()))
 
-    def ended(self, key: str) -> None:
+    def ended(self, key: SessionKey) -> None:
         """`key`'s actor ended (idle, or its session deleted), unless a run was admitted since."""
         entry = self.warm.get(key)
         if entry is not None and not self._busy(entry, self.clock()):
             del self.warm[key]
 
-    def _to_stop(self, caps: SandboxCaps, key: str) -> list[str]:
+    def _to_stop(self, caps: SandboxCaps, key: SessionKey) -> list[SessionKey]:
         try:
             if not caps.to_stop(key, self._seen()):
                 return []
@@ -121,7 +121,7 @@ class SandboxLedger:
         self._drop_gone()  # before ending or refusing anything: what it counts is there
         return caps.to_stop(key, self._seen())
 
-    def _seen(self) -> dict[str, _Seen]:
+    def _seen(self) -> dict[SessionKey, _Seen]:
         now = self.clock()
         return {
             key: _Seen(entry.last_used, self._busy(entry, now)) for key, entry in self.warm.items()
@@ -140,7 +140,7 @@ class SandboxLedger:
             if key not in registered and not self._busy(entry, now):
                 del self.warm[key]
 
-    def _registered(self) -> set[str]:
+    def _registered(self) -> set[SessionKey]:
         """The sessions with a sandbox actor in this namespace (dead ones are not listed)."""
         import ray
 
@@ -150,7 +150,7 @@ class SandboxLedger:
             for entry in entries
             if entry["namespace"] == self.namespace and entry["name"].startswith(ACTOR_PREFIX)
         )
-        return {key for key in keys if valid_key(key)}
+        return {check_key(key) for key in keys if valid_key(key)}
 
 
 class ClusterCaps:
@@ -173,7 +173,7 @@ class ClusterCaps:
         )
         self.ledger = cast("ActorHandle[Any]", options.remote(namespace))
 
-    async def admit(self, key: str) -> None:
+    async def admit(self, key: SessionKey) -> None:
         """Before `key`'s run: end the idle sandboxes the caps need, or `SandboxRefused`.
 
         Should the ledger not answer, the run goes ahead uncounted: bookkeeping never fails
@@ -196,7 +196,7 @@ class ClusterCaps:
             SANDBOX_EVICTIONS.labels("room").inc(len(answer.stop))
             await asyncio.gather(*(self._end(other) for other in answer.stop))
 
-    async def _end(self, key: str) -> None:
+    async def _end(self, key: SessionKey) -> None:
         """End `key`'s actor unless it is in use; if so it is counted again."""
         import ray
         from ray.exceptions import RayActorError
@@ -220,17 +220,17 @@ class ClusterCaps:
         if not ended:  # a run reached it meanwhile
             self.ledger.kept.remote(key)
 
-    async def released(self, key: str) -> None:
+    async def released(self, key: SessionKey) -> None:
         """After `key`'s run, however it ended (sent at once, even if the caller is
         being cancelled)."""
         await self._told(key, self.ledger.released.remote(key))
 
-    async def ended(self, key: str) -> None:
+    async def ended(self, key: SessionKey) -> None:
         """`key`'s actor was ended on purpose (its session deleted)."""
         await self._told(key, self.ledger.ended.remote(key))
 
     @staticmethod
-    async def _told(key: str, reference: Any) -> None:
+    async def _told(key: SessionKey, reference: Any) -> None:
         from ray.exceptions import RayError
 
         try:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 from backend.config import ConfigError, Settings
 from backend.storage.mirror import WorkspaceMirror
 from backend.storage.s3_objects import S3Error
-from backend.storage.sessions import check_key
+from backend.storage.sessions import SessionKey, check_key
 from backend.storage.workspaces import Workspaces
 from backend.tools.sandbox.admission import SandboxCaps
 from backend.tools.sandbox.executor import (
@@ -67,7 +67,7 @@ NODE_LOST = (
 _ENDED_ON_PURPOSE = "Worker exit type: INTENDED_USER_EXIT"
 
 
-def actor_name(session_id: str) -> str:
+def actor_name(session_id: SessionKey) -> str:
     return ACTOR_PREFIX + check_key(session_id)
 
 
@@ -180,12 +180,12 @@ class RayExecutorPool:
             max_processes=self.settings.SANDBOX_MAX_PROCESSES,
         )
 
-    def get_python_executor(self, session_id: str) -> BasePythonExecutor:
+    def get_python_executor(self, session_id: SessionKey) -> BasePythonExecutor:
         """A proxy to the session's actor; never a silent fallback to another mode."""
         check_mode(self.settings.PYTHON_EXECUTOR_MODE)
         return RayExecutor(self, session_id)
 
-    def actor(self, session_id: str) -> ActorHandle[Any]:
+    def actor(self, session_id: SessionKey) -> ActorHandle[Any]:
         """The session's actor, created if there is none (sessions are spread over nodes)."""
         options = self._actor_class.options(
             name=actor_name(session_id),
@@ -211,7 +211,7 @@ class RayExecutorPool:
     async def close_all(self) -> None:
         """Nothing to close: the actors belong to the sessions and outlive this server."""
 
-    async def discard(self, session_id: str) -> None:
+    async def discard(self, session_id: SessionKey) -> None:
         """End the session's actor, wherever it runs (a deleted session)."""
         import ray  # only with EXECUTOR_BACKEND=ray
 
@@ -229,7 +229,7 @@ class RayExecutorPool:
 class RayExecutor(BasePythonExecutor):
     """Routes one session's runs to its actor; as stateless as the pool."""
 
-    def __init__(self, pool: RayExecutorPool, session_id: str) -> None:
+    def __init__(self, pool: RayExecutorPool, session_id: SessionKey) -> None:
         self.pool = pool
         self.session_id = session_id
 
