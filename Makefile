@@ -51,6 +51,7 @@ lint: install-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(PY) scripts/check_private_imports.py
 
 typecheck: install-dev
 	$(VENV)/bin/mypy

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,10 @@ from tests.support.seaweedfs import S3Server, seaweedfs, weed_binary
 
 if TYPE_CHECKING:  # imported where used: it imports the app, which no other test needs here
     from tests.support.app_client import InProcessServer
+
+# Ray reads this once, when it is first imported (a test module may import it before
+# tests/support/ray_cluster.py): on Linux, a cluster on 127.0.0.1 stays on 127.0.0.1.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 ADMIN_PASSWORD = "admin-password-for-tests"
 

@@ -10,9 +10,9 @@ import json
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
+import httpx2
 import openai
 import pytest
-from openai.lib.streaming.responses._responses import ResponseStreamState
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter, ValidationError
 
@@ -94,11 +94,24 @@ async def sent(
         [frame async for frame in response_events(stream(events), RESPONSE_ID, None, output)]
     )
     payloads = [json.loads(frame.split("data: ", 1)[1]) for frame in body.strip().split("\n\n")]
-    state = ResponseStreamState[object](input_tools=openai.omit, text_format=openai.omit)
     for payload in payloads:
-        state.handle_event(EVENTS.validate_python(payload))  # raises on a changed id or index
+        EVENTS.validate_python(payload)
+    await sdk_stream(body)
     assert [p["sequence_number"] for p in payloads] == list(range(len(payloads)))
     return payloads
+
+
+async def sdk_stream(body: str) -> None:
+    """Read `body` with the SDK's `responses.stream()`, whose accumulator raises on an item
+    whose id or index changes."""
+    reply = httpx2.Response(200, headers={"content-type": "text/event-stream"}, text=body)
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(lambda request: reply))
+    sdk = openai.AsyncOpenAI(
+        api_key="unused", base_url="http://sdk.test/v1", http_client=http, max_retries=0
+    )
+    async with sdk, sdk.responses.stream(model="m", input="q") as events:
+        async for _ in events:
+            pass
 
 
 def test_each_run_is_a_call_before_the_message_paired_with_its_code() -> None:

@@ -21,7 +21,6 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, ImageContent, TextContent
 
@@ -50,11 +49,19 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         yield live
 
 
+def mcp_http(key: str) -> httpx2.AsyncClient:
+    """An MCP client's HTTP client with `key`, timed like the SDK's default one: 30 s, and
+    300 s to read, since the server may hold a stream open."""
+    return httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {key}"}, timeout=httpx2.Timeout(30.0, read=300.0)
+    )
+
+
 def call(server: LiveServer, key: str, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
     """Connect with `key`, list the tools, make `calls` in one MCP session."""
 
     async def session() -> list[Any]:
-        http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
+        http = mcp_http(key)
         transport = streamable_http_client(f"{server.url}/mcp", http_client=http)
         async with http, Client(transport) as client:
             results: list[Any] = [await client.list_tools()]
@@ -183,7 +190,7 @@ def test_cancelling_a_call_stops_its_run(server: LiveServer) -> None:
     )
 
     async def session() -> tuple[CallToolResult, float]:
-        http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
+        http = mcp_http(key)
         transport = streamable_http_client(f"{server.url}/mcp", http_client=http)
         async with http, Client(transport) as client:
             await client.call_tool("run_python", {"session_id": "g1", "code": "before = 7"})
@@ -219,7 +226,7 @@ def test_ask_runs_a_whole_turn_with_progress_and_returns_its_citations(
         progress.append(message or "")
 
     async def session() -> CallToolResult:
-        http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
+        http = mcp_http(key)
         transport = streamable_http_client(f"{server.url}/mcp", http_client=http)
         async with http, Client(transport) as client:
             return await client.call_tool(
@@ -249,7 +256,7 @@ def test_a_sessions_files_are_resources_of_their_owner_only(server: LiveServer) 
     )
 
     async def read(key: str, uri: str) -> Any:
-        http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
+        http = mcp_http(key)
         transport = streamable_http_client(f"{server.url}/mcp", http_client=http)
         async with http, Client(transport) as client:
             templates = await client.list_resource_templates()
@@ -373,7 +380,7 @@ def test_cancelling_ask_stops_its_turn(server: LiveServer) -> None:
     key = api_key(server, "mcp-nina")
 
     async def session() -> tuple[CallToolResult, float]:
-        http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
+        http = mcp_http(key)
         transport = streamable_http_client(f"{server.url}/mcp", http_client=http)
         running = anyio.Event()
 

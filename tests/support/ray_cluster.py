@@ -8,7 +8,8 @@ that is removed afterwards.
 
 Ray resolves 127.0.0.1 in a driver's address to the host's outward address (the one
 towards 8.8.8.8) unless clusters are "disabled", as on macOS; that switch is what keeps
-the driver on loopback.
+the driver on loopback. It is an environment variable that Ray reads once, when it is
+imported, so this module sets it and must be imported before Ray.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -30,23 +32,23 @@ from tests.support.processes import descendants
 from tests.support.waiting import wait_for
 
 LOOPBACK = "127.0.0.1"
+CLUSTER_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 ENVIRONMENT = {
     "RAY_USAGE_STATS_ENABLED": "0",
-    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # node addresses stay 127.0.0.1
+    CLUSTER_SWITCH: "0",  # node addresses stay 127.0.0.1
 }
+# Ray reads the switch once, when it is imported: if that was before this module, with the
+# switch on (unset is on), this process's driver would leave loopback.
+_switch = os.environ.get(CLUSTER_SWITCH, "1").lower()
+RAY_IMPORTED_FIRST = "ray" in sys.modules and _switch in {"1", "true"}
 for _name, _value in ENVIRONMENT.items():
     os.environ[_name] = _value
 
 try:
     import ray
-    from ray._private import ray_constants
     from ray.cluster_utils import Cluster
 except ImportError:  # pragma: no cover - depends on the environment
     ray = None  # type: ignore[assignment]
-else:
-    # The same switch where Ray was imported before this module (the variable is for the
-    # processes started later: nodes, workers, other drivers).
-    ray_constants.ENABLE_RAY_CLUSTER = False
 
 OBJECT_STORE_BYTES = 80 * 1024**2
 STOP_TIMEOUT = 30.0  # seconds for every Ray process to be gone after a shutdown
@@ -143,6 +145,11 @@ def ray_cluster(nodes: int = 2) -> Iterator[LoopbackCluster]:
     Ray process stopped on the way out."""
     if ray is None:
         raise RuntimeError("Ray is not installed")
+    if RAY_IMPORTED_FIRST:
+        raise RuntimeError(
+            "Ray was imported before tests.support.ray_cluster, so this process's driver "
+            f"would leave 127.0.0.1: import that module first, or set {CLUSTER_SWITCH}=0"
+        )
     temp_dir = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # short: socket paths
     cluster = Cluster()  # its first node is the head
     running = LoopbackCluster(cluster, temp_dir)
