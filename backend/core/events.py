@@ -165,24 +165,6 @@ class Table(Event):
     url: str
 
 
-class Observation(Event):
-    """What a tool gave back to the agent (the runner's input, never sent): the
-    runner turns it into the steps a client sees."""
-
-    type: Literal["observation"] = "observation"
-    tool: str
-    index: int | None = None
-    ok: bool
-    observation: str
-    answer: str | None = None  # python_coder's worded answer
-    error: str | None = None
-    code: str | None = None
-    output: str | None = None
-    run_id: str | None = None
-    files: list[str] = Field(default_factory=list)
-    passages: list[PassageFound] = Field(default_factory=list)
-
-
 class Citation(BaseModel):
     """Where one number of the answer came from; `start`/`end` index the answer (code points).
 

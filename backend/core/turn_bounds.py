@@ -4,21 +4,22 @@ most one model call past them). Both end the turn as an `LLMError` its stream re
 
 from __future__ import annotations
 
-from backend.core.governor import WorkTimedOut
+from backend.core.governor import Place, WorkTimedOut
 from backend.core.limits import Limits
-from backend.core.turn import Turn
+from backend.core.turn import TurnState
 from backend.llm.errors import LLMError
 
 
-def check_turn_bounds(turn: Turn, limits: Limits | None) -> None:
-    if turn.stream_place is not None:
+def check_turn_bounds(state: TurnState, place: Place | None, limits: Limits | None) -> None:
+    if place is not None:
         try:
-            turn.stream_place.held.check()
+            place.held.check()
         except WorkTimedOut as exc:
             raise LLMError(exc.message, status_code=503, code=exc.code) from None
-    if turn.tokens_left is None or limits is None:
+    plan = state.plan
+    if plan.tokens_left is None or limits is None:
         return
-    used = turn.counts().tokens  # a chat stream's: estimated until it reports them
-    if used >= turn.tokens_left:
-        past = limits.tokens_past(turn.tokens_limit - turn.tokens_left + used, turn.tokens_limit)
+    used = state.counts().tokens  # a chat stream's: estimated until it reports them
+    if used >= plan.tokens_left:
+        past = limits.tokens_past(plan.tokens_limit - plan.tokens_left + used, plan.tokens_limit)
         raise LLMError(past.message, status_code=429, code=past.code)

@@ -155,8 +155,11 @@ class LLMUsage:
         return self.prompt_tokens + self.completion_tokens
 
 
-@dataclass
+@dataclass(frozen=True)
 class TurnLLM:
+    """The turn's one LLM client, built complete (`dataclasses.replace` derives another
+    that shares its usage and trace)."""
+
     backend: LLMBackend
     model: BaseChatModel
     model_name: str
@@ -184,6 +187,7 @@ class TurnLLM:
         user: str = "",
         session_id: str = "",
         profile: ModelProfile | None = None,
+        trace: TurnTrace | None = None,
     ) -> TurnLLM:
         return cls(
             backend=backend,
@@ -193,6 +197,7 @@ class TurnLLM:
             user=user,
             session_id=session_id,
             model_profile=profile,
+            trace=trace,
         )
 
     def tool_span(self, name: str) -> AbstractContextManager[Any]:

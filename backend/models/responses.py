@@ -10,7 +10,6 @@ agents' Python, instead of the client's own functions.
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -236,13 +235,3 @@ def _object(text: str) -> dict[str, Any]:
     except ValueError:
         return {"arguments": text}
     return value if isinstance(value, dict) else {"value": value}
-
-
-def new_response_id(conversation_id: str) -> str:
-    """`resp_` + the conversation's id + a suffix: `previous_response_id` finds it again."""
-    return f"resp_{conversation_id}{uuid.uuid4().hex[:16]}"
-
-
-def conversation_of(response_id: str) -> str | None:
-    body = response_id.removeprefix("resp_")
-    return body[:32] if response_id.startswith("resp_") and len(body) == 48 else None

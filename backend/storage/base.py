@@ -250,6 +250,10 @@ class Store(Protocol):
 
     def list_messages(self, conversation_id: str) -> list[Message]: ...
 
+    def response_message(self, conversation_id: str, response_id: str) -> int | None:
+        """The id of the conversation's answer that the Responses API named `response_id`."""
+        ...
+
     def add_session_step(self, session_id: SessionKey, step: dict[str, Any]) -> None:
         """Append a successful run to the session's steps (what its export replays);
         `ConversationNotFound` if the session has no conversation (any more)."""

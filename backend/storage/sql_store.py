@@ -298,6 +298,16 @@ class SQLStore(EvalRows, FeedbackRows, McpServerRows, OpenAIObjectRows, UsageRow
                 (content, json.dumps(metadata), message_id),
             )
 
+    def response_message(self, conversation_id: str, response_id: str) -> int | None:
+        field = self.database.dialect.json_text.format(column="metadata", key="response_id")
+        with self.database.reading() as db:
+            row = db.execute(
+                "SELECT id FROM messages WHERE conversation_id = ? AND role = 'assistant'"
+                f" AND {field} = ? ORDER BY id LIMIT 1",
+                (conversation_id, response_id),
+            ).fetchone()
+        return int(row["id"]) if row is not None else None
+
     def interrupt_unfinished(self, server: str) -> int:
         field = self.database.dialect.json_text
         finish_reason = field.format(column="metadata", key="finish_reason")

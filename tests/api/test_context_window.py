@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -149,8 +150,7 @@ def test_a_server_that_still_cuts_the_prompt_is_reported(tmp_path: Path) -> None
             OLLAMA_HOST=stubborn.url, OLLAMA_MODEL=MODEL, OLLAMA_NUM_CTX=16384, DATA_DIR=tmp_path
         )
         backend = OllamaBackend(settings, "test")
-        llm = TurnLLM.for_backend(backend, MODEL)
-        llm.report = seen.append
+        llm = replace(TurnLLM.for_backend(backend, MODEL), report=seen.append)
         prompt = "Summarise these figures: " + " ".join(str(n) for n in range(3000))
 
         async def ask() -> str:

@@ -1,10 +1,11 @@
-"""The turn's event contract: what each event sends, and what a tool's observation becomes."""
+"""The turn's event contract: what each event sends, and what a tool's result becomes."""
 
 from __future__ import annotations
 
 from backend.core.agents.runner import StepEvents
-from backend.core.agents.tools import ToolResult
-from backend.core.events import Code, Execution, PassageFound, Plot
+from backend.core.agents.tools import ToolContext, ToolData, ToolResult
+from backend.core.events import Code, Event, Execution, PassageFound, Plot
+from backend.storage.sessions import session_key
 
 
 def test_a_payload_leaves_out_what_the_event_does_not_know_but_sends_a_null_error() -> None:
@@ -23,7 +24,11 @@ def test_a_payload_leaves_out_what_the_event_does_not_know_but_sends_a_null_erro
 def test_a_tool_without_attempts_becomes_an_execution_and_its_passages_follow_as_data() -> None:
     passage = PassageFound(ref=1, source="report.pdf", page=3, text="Revenue grew 12.5%.")
     result = ToolResult("[1] (source: report.pdf, page 3) Revenue grew 12.5%.", True, {}, [passage])
-    events = list(StepEvents("u1-s")(result.event("rag_retrieval", index=2)))
+    reported: list[Event] = []  # a Plan-and-Execute step's writer: its index on each event
+    context = ToolContext(report=lambda e: reported.append(e.model_copy(update={"index": 2})))
+    assert context.ran("rag_retrieval", result) is result
+    steps = StepEvents(session_key(1, "s"))
+    events = [shown for event in reported for shown in steps(event)]
 
     assert [e.type for e in events] == ["execution", "passage"]
     execution, found = events
@@ -34,12 +39,21 @@ def test_a_tool_without_attempts_becomes_an_execution_and_its_passages_follow_as
 
 
 def test_python_coders_reported_attempts_are_not_repeated_and_its_plots_get_urls() -> None:
-    steps = StepEvents("u7-sales")
+    steps = StepEvents(session_key(7, "sales"))
     code = Code(tool="python_coder", attempt=1, code="plot()")
     assert list(steps(code)) == [code]
-    data = {"code": "plot()", "files": ["outputs/plot_1.png", "outputs/table.csv"]}
-    events = list(steps(ToolResult("Output: done", True, data).event("python_coder")))
+    files = ["outputs/plot_1.png", "outputs/table.csv"]
+    ran = Execution(
+        tool="python_coder", attempt=1, run_id="r1", ok=True, stdout="done", error=None, files=files
+    )
+    events = list(steps(ran))
     assert events == [
-        Plot(path="outputs/plot_1.png", url="/api/sessions/sales/files/outputs/plot_1.png")
+        ran,
+        Plot(path="outputs/plot_1.png", url="/api/sessions/sales/files/outputs/plot_1.png"),
     ]  # the client's id in the URL, never the session key
+    # The step the tool finished, in the graph's state: its text is the latest result.
+    data: ToolData = {"code": "plot()", "files": files}
+    step = {"observation": "Output: done", "ok": True, "data": data}
+    steps.settled({"steps": [step]})
     assert steps.last_result == "Output: done"
+    assert list(steps(ran)) == [ran]  # a plot is shown once

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from backend.core.agents.tools import ToolContext, ToolResult
+from backend.core.agents.tools import ToolContext, ToolData, ToolResult
 from backend.llm.json_values import json_values
 from backend.llm.turn import StructuredReplyError, TurnLLM
 from backend.tools.mcp_client import ServerLink, ToolInfo
@@ -80,17 +80,22 @@ class McpTool:
         arguments = await self._arguments(tool_input, context)
         if arguments is None:
             hint = _arguments_hint(self.info.input_schema)
-            return ToolResult(
-                f"Error: {self.name} takes a JSON object of arguments: {hint}. "
-                "Please fix your mistakes.",
-                False,
+            return context.ran(
+                self.name,
+                ToolResult(
+                    f"Error: {self.name} takes a JSON object of arguments: {hint}. "
+                    "Please fix your mistakes.",
+                    False,
+                ),
             )
         outcome = await self.link.call(self.info.name, arguments)
-        data = {"output": outcome.text, "arguments": arguments, "mcp": self.name}
+        data: ToolData = {"output": outcome.text, "arguments": arguments, "mcp": self.name}
         if not outcome.ok:
             error = outcome.text if outcome.text.startswith("Error:") else f"Error: {outcome.text}"
-            return ToolResult(error, False, {**data, "error": error})
-        return ToolResult(f"Result of {self.name}:\n{outcome.text}", True, data)
+            return context.ran(self.name, ToolResult(error, False, {**data, "error": error}))
+        return context.ran(
+            self.name, ToolResult(f"Result of {self.name}:\n{outcome.text}", True, data)
+        )
 
     async def _arguments(self, tool_input: str, context: ToolContext) -> dict[str, Any] | None:
         text = tool_input.strip()

@@ -1,12 +1,11 @@
 """Run the ReAct or Plan-and-Execute graph for one turn, as a stream of typed events.
 
-The graphs write their steps to LangGraph's custom stream as the events of
-`backend/core/events.py`; this module passes them on, turns each tool's
-`Observation` into what a client sees of it (an `Execution` for a tool that
-reported no attempts, its passages, a `Plot` per image), and ends with the
-answer (`AnswerDelta`, unless the graph already streamed it as it was written)
-and `Finish`. For a model with a long context it first builds the turn's head
-(`TurnHead`), which every prompt of the turn then starts with.
+The graphs and their tools write their steps to LangGraph's custom stream as the
+events of `backend/core/events.py`; this module passes them on, adds a `Plot` or
+`Chart` per image a run made, and ends with the answer (`AnswerDelta`, unless the
+graph already streamed it as it was written) and `Finish`. For a model with a long
+context it first builds the turn's head (`TurnHead`), which every prompt of the turn
+then starts with.
 """
 
 from __future__ import annotations
@@ -15,7 +14,8 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+from dataclasses import replace
 from typing import Any, Literal, get_args
 
 import anyio
@@ -25,7 +25,7 @@ from langgraph.config import get_stream_writer
 from starlette.concurrency import run_in_threadpool
 
 from backend.config import Settings
-from backend.core.agents.mcp_tools import McpToolSource
+from backend.core.agents.mcp_tools import McpTool, McpToolSource
 from backend.core.agents.plan_execute.graph import build_plan_execute_graph
 from backend.core.agents.react.graph import build_react_graph
 from backend.core.agents.tools import (
@@ -39,19 +39,12 @@ from backend.core.events import (
     AgentEvent,
     AnswerDelta,
     Chart,
-    Code,
     ContextFitted,
     Event,
     Execution,
     Finish,
-    Observation,
-    PassageFound,
-    Plan,
     Plot,
     StepEvent,
-    StepStart,
-    Table,
-    ToolCall,
 )
 from backend.core.governor import Governor
 from backend.core.limits import LimitReached
@@ -63,8 +56,7 @@ from backend.storage.sessions import SessionKey, client_id
 from backend.storage.shared import SharedWorkspaces
 from backend.tools.python_coder.answer import output_answer, plots
 from backend.tools.python_coder.coder import PythonCoder
-from backend.tools.python_coder.head import turn_head
-from backend.tools.python_coder.result import new_run_id
+from backend.tools.python_coder.head import TurnHead, turn_head
 from backend.tools.rag import RAG_EXTENSIONS, IndexingRefused, RagIndex
 from backend.tools.sandbox.chart_files import chart_files
 from backend.tools.sandbox.pool import SessionExecutors
@@ -182,9 +174,9 @@ class AgentRunner:
         """`fork_from`: the checkpoint of the thread to continue from (a branch's last
         turn of this agent, `backend/core/branches.py`); None for the thread's latest."""
         await self.shared.pull(session_id)  # what other servers and the sandbox wrote
-        llm.question = question
-        llm.report = _report_in_graph
+        llm = replace(llm, question=question, report=_report_in_graph)
         tools = await self.tools(user_id, session_id, llm, history, question)
+        head = None
         if llm.profile.long_context:
             head = await turn_head(
                 self.catalog,
@@ -194,10 +186,13 @@ class AgentRunner:
                 history,
                 file_limit=self.settings.PYTHON_CODE_MAX_FILES_TO_SELECT,
             )
-            llm.head = head.messages
-            for tool in tools:
-                if isinstance(tool, PythonCoderTool):
-                    tool.head = head.files
+        # The graph's client, complete: its head, and its limit of calls from here on.
+        llm = replace(
+            llm,
+            head=head.messages if head is not None else llm.head,
+            max_calls=self.settings.AGENT_MAX_LLM_CALLS,
+        )
+        tools = [_bound(tool, llm, head) for tool in tools]
         saver = await self.checkpointer()
         if agent == "react":
             graph = build_react_graph(
@@ -216,7 +211,6 @@ class AgentRunner:
         config: RunnableConfig = {"configurable": configurable}
         final: dict[str, Any] = {}
         step_events = StepEvents(session_id)
-        llm.max_calls = self.settings.AGENT_MAX_LLM_CALLS
         timeout = self.settings.AGENT_TURN_TIMEOUT
         stream = graph.astream(inputs, config, stream_mode=_MODES)
         limit: str | None = None
@@ -231,6 +225,7 @@ class AgentRunner:
                         yield event
                 elif mode == "values" and isinstance(chunk, dict):
                     final = chunk
+                    step_events.settled(chunk)
         except TurnTimeout:
             limit = f"its time limit of {timeout:g} s (AGENT_TURN_TIMEOUT)"
         except LLMCallLimit as exc:
@@ -242,6 +237,15 @@ class AgentRunner:
         if answer:
             yield AnswerDelta(text=answer)
         yield Finish(reason="stop" if limit is None else "length")
+
+
+def _bound(tool: AgentTool, llm: TurnLLM, head: TurnHead | None) -> AgentTool:
+    """`tool` with the graph's client (and python_coder with the files the head describes)."""
+    if isinstance(tool, PythonCoderTool):
+        return replace(tool, llm=llm, head=head.files if head is not None else tool.head)
+    if isinstance(tool, McpTool):
+        return replace(tool, llm=llm)
+    return tool
 
 
 @contextlib.asynccontextmanager
@@ -333,57 +337,43 @@ async def _driven(stream: AsyncIterator[Any], deadline: float) -> AsyncGenerator
 class StepEvents:
     """What a client sees of the steps a graph reports, for one turn.
 
-    python_coder reports each execution attempt as it starts (`Code`, before the
-    sandbox runs it) and ends (`Execution`); a successful attempt adds a `Chart` per
+    Every tool reports its own steps: python_coder each execution attempt as it starts
+    (`Code`, before the sandbox runs it) and ends (`Execution`), any other tool one
+    `Execution` with its result (`ToolContext.ran`). A successful run adds a `Chart` per
     interactive chart and a `Plot` per other image at once, before any answer written
-    from it. A tool that reports no
-    attempts gets one `Execution` from its observation, then its plots, and
-    rag_retrieval's passages follow it as `PassageFound`s.
+    from it.
     """
 
     def __init__(self, session_id: SessionKey) -> None:
         self.session_id = session_id
-        self.attempts_seen = False
         self.last_result: str | None = None  # the last step that worked: a stopped turn's answer
         self.last_failure: str | None = None
         self.plotted: set[str] = set()  # a plot is shown once, as soon as its run has made it
+        self._settled = 0  # the graph's steps (or results) seen in its state
+
+    def settled(self, state: Mapping[str, Any]) -> None:
+        """The graph's state after a node: a step it has finished is the latest result (a
+        tool's worded answer, else its text) or failure."""
+        done = state.get("steps") or state.get("results") or []
+        if len(done) <= self._settled:
+            return
+        self._settled = len(done)
+        last = done[-1]
+        if last["ok"]:
+            self.last_result = str(last["data"].get("answer") or last["observation"])
+        else:
+            self.last_failure = str(last["data"].get("error") or last["observation"])
 
     def __call__(self, step: Event) -> Iterator[StepEvent]:
-        if isinstance(step, Code | Execution):
-            self.attempts_seen = True
+        if isinstance(step, Execution):
             yield step
-            if isinstance(step, Execution) and step.ok:  # before an answer written from it
+            if step.ok:  # before an answer written from it
                 self.last_result = output_answer(step.stdout, step.files)
                 yield from self._plots(step.files, step.tool, step.index, step.run_id)
-        elif isinstance(step, Observation):
-            yield from self._observed(step)
-        elif isinstance(
-            step, Plan | StepStart | ToolCall | PassageFound | Plot | Table | Chart | ContextFitted
-        ):
+            else:
+                self.last_failure = step.error or step.stdout
+        elif isinstance(step, StepEvent):  # Code, Plan, StepStart, ToolCall, PassageFound, …
             yield step
-
-    def _observed(self, step: Observation) -> Iterator[StepEvent]:
-        if step.ok:
-            self.last_result = step.answer or step.observation
-        else:
-            self.last_failure = step.error or step.observation
-        run_id = step.run_id or new_run_id()
-        if not self.attempts_seen:
-            if step.code:
-                yield Code(tool=step.tool, index=step.index, attempt=1, code=step.code)
-            yield Execution(
-                tool=step.tool,
-                index=step.index,
-                attempt=1,
-                run_id=run_id,
-                ok=step.ok,
-                stdout=step.output if step.output is not None else step.observation,
-                error=None if step.ok else (step.error or step.observation),
-                files=step.files,
-            )
-        self.attempts_seen = False
-        yield from step.passages
-        yield from self._plots(step.files, step.tool, step.index, run_id)
 
     def _plots(
         self, files: list[str], tool: str | None, index: int | None, run_id: str

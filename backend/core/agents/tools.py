@@ -8,23 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
-from backend.core.events import (
-    AnswerDelta,
-    Code,
-    Execution,
-    Observation,
-    PassageFound,
-    StepEvent,
-    Table,
-)
+from backend.core.events import AnswerDelta, Code, Execution, PassageFound, StepEvent, Table
 from backend.files.catalog import WorkspaceCatalog
 from backend.llm.turn import TurnLLM
 from backend.storage.sessions import SessionKey, client_id
 from backend.tools.python_coder.coder import CoderProgress, PythonCoder
 from backend.tools.python_coder.request import AnswerMode, CoderRequest
-from backend.tools.python_coder.result import ExecutionAttempt
+from backend.tools.python_coder.result import ExecutionAttempt, new_run_id
 from backend.tools.rag import RagIndex, rag_retrieval
 from backend.tools.sandbox.executor import BasePythonExecutor
 from backend.tools.web_search import WebSearch
@@ -37,6 +29,23 @@ Report = Callable[[StepEvent | AnswerDelta], None]
 
 def _unheard(step: StepEvent | AnswerDelta) -> None:
     pass
+
+
+class ToolData(TypedDict, total=False):
+    """What a tool returns besides its text, kept in the agent's state (and checkpoint)."""
+
+    code: str  # python_coder's last code
+    output: str  # what the run printed (an MCP tool: its result)
+    error: str | None
+    files: list[str]  # the files the run wrote (list_files: the data files)
+    answer: str | None  # python_coder's worded answer
+    attempts: int
+    run_id: str | None
+    final: bool  # python_coder's `answer` is the turn's, already shown
+    mcp: str  # the MCP tool's name
+    arguments: dict[str, Any]  # the MCP tool's arguments
+    results: list[dict[str, Any]]  # web_search's hits
+    citations: list[dict[str, Any]]  # rag_retrieval's sources
 
 
 @dataclass
@@ -56,6 +65,30 @@ class ToolContext:
     answer: AnswerMode = "write"
     partial: bool = False
 
+    def ran(self, tool: str, result: ToolResult) -> ToolResult:
+        """Report `result` as one run of `tool`, for a step without attempts of its own (a
+        tool that runs no code, or a step that failed before any ran), then the passages
+        it showed; returns it."""
+        data = result.data
+        code = data.get("code")
+        if code:
+            self.report(Code(tool=tool, attempt=1, code=code))
+        output = data.get("output")
+        self.report(
+            Execution(
+                tool=tool,
+                attempt=1,
+                run_id=data.get("run_id") or new_run_id(),
+                ok=result.ok,
+                stdout=output if output is not None else result.observation,
+                error=None if result.ok else (data.get("error") or result.observation),
+                files=list(data.get("files") or ()),
+            )
+        )
+        for passage in result.passages:
+            self.report(passage.model_copy(update={"tool": tool}))
+        return result
+
 
 @dataclass
 class ToolResult:
@@ -64,29 +97,8 @@ class ToolResult:
 
     observation: str
     ok: bool = True
-    data: dict[str, Any] = field(default_factory=dict)
+    data: ToolData = field(default_factory=lambda: ToolData())
     passages: list[PassageFound] = field(default_factory=list)
-
-    def event(self, tool: str, index: int | None = None) -> Observation:
-        """The result as the runner reads it."""
-        data = self.data
-        return Observation(
-            tool=tool,
-            index=index,
-            ok=self.ok,
-            observation=self.observation,
-            answer=_text(data.get("answer")),
-            error=_text(data.get("error")),
-            code=_text(data.get("code")),
-            output=_text(data.get("output")),
-            run_id=_text(data.get("run_id")),
-            files=[name for name in data.get("files") or () if isinstance(name, str)],
-            passages=[p.model_copy(update={"tool": tool, "index": index}) for p in self.passages],
-        )
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)
 
 
 class AgentTool(Protocol):
@@ -163,7 +175,7 @@ class PythonCoderTool:
 
         progress = CoderProgress(running=running, ran=ran, answering=answering)
         result = await self.coder.run(request, self.llm, self.executor, progress)
-        data = {
+        data: ToolData = {
             "code": result.code,
             "output": result.output,
             "error": result.error,
@@ -174,9 +186,13 @@ class PythonCoderTool:
             "final": result.final,  # `answer` is the turn's, already shown
         }
         if not result.success:
-            return ToolResult(f"Error: {_cut(result.error or 'the code failed')}", False, data)
-        files = f"\nFiles: {', '.join(result.files)}" if result.files else ""
-        return ToolResult(f"Output:\n{_cut(result.output.strip())}{files}", True, data)
+            outcome = ToolResult(f"Error: {_cut(result.error or 'the code failed')}", False, data)
+        else:
+            files = f"\nFiles: {', '.join(result.files)}" if result.files else ""
+            outcome = ToolResult(f"Output:\n{_cut(result.output.strip())}{files}", True, data)
+        if not result.execution_history:  # no attempt ran, so none was reported
+            context.ran(self.name, outcome)
+        return outcome
 
 
 @dataclass
@@ -189,9 +205,13 @@ class ListFilesTool:
     async def run(self, tool_input: str, context: ToolContext) -> ToolResult:
         files = await self.catalog.data_files(self.session_id)
         if not files:
-            return ToolResult("There are no data files in this session.", True, {"files": []})
+            return context.ran(
+                self.name,
+                ToolResult("There are no data files in this session.", True, {"files": []}),
+            )
         lines = [f"- {f.name}: {f.summary}" for f in files[:50]]
-        return ToolResult("\n".join(lines), True, {"files": [f.name for f in files]})
+        names = [f.name for f in files]
+        return context.ran(self.name, ToolResult("\n".join(lines), True, {"files": names}))
 
 
 @dataclass
@@ -203,7 +223,9 @@ class WebSearchTool:
     async def run(self, tool_input: str, context: ToolContext) -> ToolResult:
         result = await self.search.search(tool_input)
         hits = [hit.model_dump() for hit in result.results]
-        return ToolResult(result.as_observation(), result.ok, {"results": hits})
+        return context.ran(
+            self.name, ToolResult(result.as_observation(), result.ok, {"results": hits})
+        )
 
 
 @dataclass
@@ -223,14 +245,17 @@ class RagTool:
                 tool_input, user_id=self.user_id, session_id=self.session_id, index=self.index
             )
         except Exception as exc:  # storage trouble is an observation, not a crash
-            return ToolResult(f"Error: rag_retrieval failed: {exc}", False)
+            return context.ran(self.name, ToolResult(f"Error: rag_retrieval failed: {exc}", False))
         passages = [
             PassageFound(ref=n, source=p.source, page=p.page, section=p.section, text=p.text)
             for n, p in enumerate(result.passages, start=1)
         ]
-        return ToolResult(
-            result.as_observation(),
-            bool(result.passages),
-            {"citations": result.citations},
-            passages,
+        return context.ran(
+            self.name,
+            ToolResult(
+                result.as_observation(),
+                bool(result.passages),
+                {"citations": result.citations},
+                passages,
+            ),
         )

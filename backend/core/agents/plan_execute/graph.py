@@ -141,13 +141,12 @@ def build_plan_execute_graph(
         )
         try:
             with llm.tool_span(step["tool"]):
-                outcome = await by_name[step["tool"]].run(step["goal"], context)
+                outcome = await by_name[step["tool"]].run(step["goal"], context)  # reported
         except LLMCallLimit:
             raise  # the turn's limit: the runner stops the turn
         except Exception as exc:  # the replanner decides what a failed step means
-            outcome = ToolResult(f"Error: {exc}", False)
+            outcome = context.ran(step["tool"], ToolResult(f"Error: {exc}", False))
         observation, ok, data = outcome.observation, outcome.ok, outcome.data
-        writer(outcome.event(step["tool"], index))
         result = StepResult(goal=step["goal"], tool=step["tool"], observation=observation,
                             ok=ok, data=data)  # fmt: skip
         return {"plan": remaining[1:], "results": [result]}

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Literal, TypedDict
 
 from pydantic import BaseModel, Field
+
+from backend.core.agents.tools import ToolData
 
 MAX_STEPS = 6
 
@@ -32,7 +34,7 @@ class StepResult(TypedDict):
     tool: str
     observation: str
     ok: bool
-    data: dict[str, Any]
+    data: ToolData
 
 
 def results_of_turn(left: list[StepResult], right: list[StepResult] | None) -> list[StepResult]:

@@ -28,7 +28,7 @@ from backend.core.agents.react import prompts
 from backend.core.agents.react.parsing import parse_reply
 from backend.core.agents.react.state import ReactState, Step, react_context
 from backend.core.agents.tools import AgentTool, ToolContext, ToolResult
-from backend.core.events import PassageFound, ToolCall
+from backend.core.events import ToolCall
 from backend.llm.turn import LLMCallLimit, TurnLLM
 from backend.tools.provenance import ungrounded_numbers
 
@@ -130,52 +130,49 @@ def build_react_graph(
         steps = state.get("steps", [])
         tool, tool_input = pending.get("tool", ""), pending.get("input", "")
         update: dict[str, Any] = {"pending": None}
-        data: dict[str, Any]
-        passages: list[PassageFound] = []
+        context = ToolContext(
+            react=react_context(steps),
+            report=get_stream_writer(),
+            answer="final" if _answers_alone(steps) else "none",
+            partial=llm.profile.chooses_tools,
+        )
+        action = tool or tool_input
         if not tool:
-            observation, ok, data = (
+            result = ToolResult(
                 f"Error: there is no tool named {tool_input!r}. Use one of: "
                 f"{', '.join(names)}. Please fix your mistakes.",
                 False,
-                {},
             )
+            context.ran(action, result)  # no tool ran to report it
         elif (seen := _repeats(steps, tool, tool_input)) >= 1:
-            observation, ok, data = (
+            result = ToolResult(
                 "You already took this exact action; its observation is above. "
                 "Use it, try something different, or give the Final Answer.",
                 False,
-                {},
             )
+            context.ran(action, result)
             if seen + 1 >= REPEAT_LIMIT:
                 update["stop_reason"] = "repeated_action"
         else:
             try:
-                context = ToolContext(
-                    react=react_context(steps),
-                    report=get_stream_writer(),
-                    answer="final" if _answers_alone(steps) else "none",
-                    partial=llm.profile.chooses_tools,
-                )
                 with llm.tool_span(tool):
-                    result = await by_name[tool].run(tool_input, context)
-                observation, ok, data = result.observation, result.ok, result.data
-                passages = result.passages
+                    result = await by_name[tool].run(tool_input, context)  # reports itself
             except LLMCallLimit:
                 raise  # the turn's limit, not the tool's failure: the runner stops the turn
             except Exception as exc:  # a tool's failure is the model's to react to
-                observation, ok, data = f"Error: {exc}. Please fix your mistakes.", False, {}
+                result = ToolResult(f"Error: {exc}. Please fix your mistakes.", False)
+                context.ran(action, result)
         step = Step(
             thought=pending.get("thought", ""),
-            action=tool or tool_input,
+            action=action,
             action_input=tool_input if tool else "",
-            observation=observation,
-            ok=ok,
-            data=data,
+            observation=result.observation,
+            ok=result.ok,
+            data=result.data,
         )
-        get_stream_writer()(ToolResult(observation, ok, data, passages).event(step["action"]))
         update["steps"] = [step]
-        if ok and data.get("final"):  # its answer was the turn's, and has been shown
-            update.update(final_answer=str(data.get("answer") or ""), stop_reason="answered")
+        if result.ok and result.data.get("final"):  # its answer was the turn's, and shown
+            update.update(final_answer=str(result.data.get("answer") or ""), stop_reason="answered")
         return update
 
     async def finish(state: ReactState) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, TypedDict
+
+from backend.core.agents.tools import ToolData
 
 
 class Step(TypedDict):
@@ -12,7 +14,7 @@ class Step(TypedDict):
     action_input: str
     observation: str
     ok: bool  # whether the tool succeeded (python_coder: whether its code ran)
-    data: dict[str, Any]  # what the tool returned besides the text (code, files, …)
+    data: ToolData  # what the tool returned besides the text (code, files, …)
 
 
 def react_context(steps: list[Step]) -> list[str]:
