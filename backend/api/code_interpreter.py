@@ -13,23 +13,12 @@ from __future__ import annotations
 from backend.api.bodies import UploadQuota
 from backend.api.encoders.code_interpreter import CodeInterpreterOutput
 from backend.api.errors import ApiError
-from backend.api.routes.containers import (
-    check_room,
-    container_expired,
-    container_not_found,
-)
-from backend.api.routes.openai_files import file_not_found
-from backend.api.routes.uploads import stored_file_errors
-from backend.core.containers import (
-    ContainerExpired,
-    ContainerNotFound,
-    Containers,
-    container_file_id,
-)
+from backend.api.upload_checks import check_room, stored_file_errors
+from backend.core.containers import ContainerExpired, Containers, container_file_id
 from backend.core.router import AgentType
-from backend.core.user_files import UserFileNotFound
 from backend.models.responses import CodeInterpreterTool, ResponseRequest
 from backend.storage.openai_objects import Container
+from backend.storage.sessions import SessionKey
 
 AUTO_NAME = "code_interpreter"
 
@@ -68,26 +57,19 @@ async def interpreter_container(
     containers: Containers,
     quota: UploadQuota,
     tool: CodeInterpreterTool,
-    continued: str | None,
+    continued: SessionKey | None,
 ) -> Container:
     """The container the turn runs in, active now. `continued`: the session key of the
     conversation `previous_response_id` continues."""
     user_id = quota.user.id
     if not isinstance(tool.container, str):
         await check_room(quota, containers.files, user_id, list(tool.container.file_ids))
-    try:
-        with stored_file_errors():
-            return await _container(containers, user_id, tool, continued)
-    except ContainerNotFound as exc:
-        raise container_not_found(exc.container_id) from None
-    except ContainerExpired as exc:
-        raise container_expired(exc.container) from None
-    except UserFileNotFound as exc:
-        raise file_not_found(exc.file_id) from None
+    with stored_file_errors():
+        return await _container(containers, user_id, tool, continued)
 
 
 async def _container(
-    containers: Containers, user_id: int, tool: CodeInterpreterTool, continued: str | None
+    containers: Containers, user_id: int, tool: CodeInterpreterTool, continued: SessionKey | None
 ) -> Container:
     if isinstance(tool.container, str):
         container = await containers.usable(user_id, tool.container)

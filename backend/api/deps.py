@@ -31,8 +31,10 @@ from backend.core.throttle import LoginThrottle
 from backend.core.user_files import UserFiles
 from backend.files.catalog import WorkspaceCatalog
 from backend.llm import LLMBackend
+from backend.models.common import SessionId
 from backend.storage import Store, User
 from backend.storage.resumable import ResumableUploads
+from backend.storage.sessions import SessionKey, session_key
 from backend.storage.shared import SharedWorkspaces
 from backend.storage.workspaces import Workspaces
 from backend.tools.sandbox import SandboxStatus
@@ -231,3 +233,43 @@ CurrentAdmin = Annotated[User, Depends(get_current_admin)]
 # A stored row's id in a path: past a 64-bit integer it could not exist (and PostgreSQL
 # would refuse the query).
 RecordId = Annotated[int, Path(ge=1, le=2**63 - 1)]
+
+
+# A session the request names: its owner's key (storage/sessions.py), or a 404.
+
+
+def owned_session(store: Store, user: User, session_id: str) -> SessionKey:
+    """The key of the user's session `session_id`; 404 if the user has no such session."""
+    key = session_key(user.id, session_id)
+    if store.session_owner(key) != user.id:
+        raise ApiError(404, "Session not found.", code="session_not_found")
+    return key
+
+
+def opened_session(store: Store, user: User, session_id: str) -> SessionKey:
+    """The key of the user's session `session_id`, started (as an untitled conversation,
+    named by its first message) if it is new."""
+    key = session_key(user.id, session_id)
+    store.conversation_for_session(user.id, key, "")
+    return key
+
+
+async def current_session(
+    store: Store, shared: SharedWorkspaces, user: User, session_id: str
+) -> SessionKey:
+    """The key of the user's session, its workspace brought up to date with the other
+    servers'."""
+    key = owned_session(store, user, session_id)
+    await shared.pull(key)
+    return key
+
+
+async def get_current_session(
+    session_id: SessionId, user: FileReader, request: Request
+) -> SessionKey:
+    services = _services(request)
+    return await current_session(services.store, services.shared, user, session_id)
+
+
+# The reader's session `session_id` in the path, its workspace up to date (or a 404).
+CurrentSession = Annotated[SessionKey, Depends(get_current_session)]

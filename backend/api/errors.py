@@ -3,11 +3,19 @@
 `/v1/*` routes answer in OpenAI's shape, `{"error": {message, type, param, code}}`,
 so the official SDK raises its own exception types; other routes answer
 `{"detail": message}` as FastAPI does.
+
+`DOMAIN_ERRORS` is the one table of the domain's exceptions and the answer each gets: a
+route lets them through, one handler words them, and the MCP tools say the same
+(mcp_errors.py). Where one exception means something else in a context (a bad upload
+name, a folder an upload cannot use), a small module beside the routes says so
+(upload_checks.py, container_files.py).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -17,14 +25,31 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from backend.api.disconnect import ClientGone
 from backend.core.branches import MessageNotFound, NotARegeneration
+from backend.core.containers import ContainerExpired, ContainerFileNotFound, ContainerNotFound
+from backend.core.evals.dabench import InvalidEvalSet
+from backend.core.evals.jobs import EvalRunBusy, EvalRunNotFound
+from backend.core.evals.sets import EvalSetNotFound
 from backend.core.limits import LimitReached
+from backend.core.mcp_registry import McpRefused
 from backend.core.python_coder_service import ExecutorUnavailable, UnknownSession
-from backend.files import UnsupportedFileType
+from backend.core.responses import ResponseNotFound
+from backend.core.runs import RunInProgress
+from backend.core.user_files import UserFileNotFound
+from backend.files import UnsafeArchive, UnsupportedFileType
 from backend.files.catalog import FileNotInWorkspace
+from backend.files.table_downloads import TooManyRowsForXlsx, XlsxFailed
+from backend.files.tables import BadTableQuery, TableBusy, TableNotFound, TableUnreadable
 from backend.llm import LLMError
 from backend.models.errors import ErrorBody, OpenAIErrorBody
 from backend.observability.tracing import current_trace_id
-from backend.storage import SessionOwnedByAnotherUser, StoreBusy, StoreFull, StoreUnavailable
+from backend.storage import (
+    McpServerNameTaken,
+    SessionOwnedByAnotherUser,
+    StoreBusy,
+    StoreFull,
+    StoreUnavailable,
+    UsernameTaken,
+)
 from backend.storage.s3_objects import S3Error
 from backend.storage.sessions import InvalidSession
 from backend.storage.workspaces import NotARegularFile, UnsafePath
@@ -47,12 +72,6 @@ CLIENT_ERRORS: dict[int | str, dict[str, Any]] = {
 OPENAI_CLIENT_ERRORS: dict[int | str, dict[str, Any]] = {
     "4XX": {"model": OpenAIErrorBody, "description": "The request was refused, in OpenAI's shape."}
 }
-
-
-# The store's refusals, said the same way by the REST API and the MCP tools (mcp_errors.py).
-STORE_BUSY = "The database is busy (another process holds it): try again shortly."
-STORE_UNAVAILABLE = "The database is not reachable: try again shortly."
-STORE_FULL = "The server's disk is full: nothing was saved. Free some space and try again."
 
 
 class ApiError(Exception):
@@ -108,6 +127,189 @@ def error_response(
     return JSONResponse(body, status_code=status_code, headers=headers)
 
 
+# The domain's exceptions, each with the answer it gets wherever it is raised (a class
+# not listed gets its nearest listed base class's).
+
+
+def _llm_error(exc: LLMError) -> ApiError:
+    param = {"model_not_found": "model", "context_length_exceeded": "messages"}.get(exc.code)
+    return ApiError(exc.status_code, exc.message, code=exc.code, param=param)
+
+
+def _limit_reached(exc: LimitReached) -> ApiError:
+    headers = None if exc.retry_after is None else {"Retry-After": f"{exc.retry_after:.0f}"}
+    return ApiError(exc.status_code, exc.message, code=exc.code, headers=headers)
+
+
+def _sandbox_refused(exc: SandboxRefused) -> ApiError:
+    headers = {"Retry-After": f"{exc.retry_after:.0f}"}
+    return ApiError(429, exc.message, code="too_many_sandboxes", headers=headers)
+
+
+def _unknown_session(exc: UnknownSession) -> ApiError:
+    message = f"Session '{exc.session_id}' not found: upload a file to it or chat in it first."
+    return ApiError(404, message, code="session_not_found")
+
+
+def _container_expired(exc: ContainerExpired) -> ApiError:
+    container = exc.container
+    when = datetime.fromtimestamp(container.expires_at(), UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return ApiError(
+        400,
+        f"Container {container.id} expired at {when}, {container.expires_minutes} minutes after "
+        "it was last active: its sandbox has ended and it takes no more code or files. Create "
+        "a new container (the conversation it held is kept).",
+        code="container_expired",
+        param="container_id",
+    )
+
+
+def _mcp_refused(exc: McpRefused) -> ApiError:
+    if exc.param == "secrets":  # a stdio server's environment variable
+        return ApiError(400, f"{exc}.", code="secret_not_allowed", param="secrets")
+    return ApiError(422, f"{exc}.", code="program_not_allowed", param="command")
+
+
+def _bad_path(exc: UnsafePath | NotARegularFile) -> ApiError:
+    return ApiError(400, f"Invalid file path: {exc}", code="bad_path")
+
+
+def _no_session(exc: SessionOwnedByAnotherUser | InvalidSession) -> ApiError:
+    return ApiError(404, "Session not found.", code="session_not_found", param="session_id")
+
+
+DOMAIN_ERRORS: dict[type[Exception], Callable[[Any], ApiError]] = {
+    # The model, the database, S3 and the limits on the server's work
+    LLMError: _llm_error,
+    S3Error: lambda exc: ApiError(exc.status, str(exc), code=exc.code),
+    StoreBusy: lambda exc: ApiError(
+        503,
+        "The database is busy (another process holds it): try again shortly.",
+        code="store_busy",
+        headers={"Retry-After": "5"},
+    ),
+    StoreUnavailable: lambda exc: ApiError(
+        503,
+        "The database is not reachable: try again shortly.",
+        code="store_unavailable",
+        headers={"Retry-After": "5"},
+    ),
+    StoreFull: lambda exc: ApiError(
+        507,
+        "The server's disk is full: nothing was saved. Free some space and try again.",
+        code="insufficient_storage",
+    ),
+    LimitReached: _limit_reached,
+    SandboxRefused: _sandbox_refused,
+    ExecutorUnavailable: lambda exc: ApiError(503, str(exc), code="executor_unavailable"),
+    # Sessions and their messages
+    UnknownSession: _unknown_session,
+    SessionOwnedByAnotherUser: _no_session,
+    InvalidSession: _no_session,  # an id no check let through: still never a path
+    MessageNotFound: lambda exc: ApiError(
+        404,
+        "Message not found in this conversation.",
+        code="message_not_found",
+        param="parent_message_id",
+    ),
+    NotARegeneration: lambda exc: ApiError(
+        400, str(exc), code="invalid_request", param="parent_message_id"
+    ),
+    RunInProgress: lambda exc: ApiError(
+        409,
+        "A run is already in progress in this conversation: wait for it or stop it.",
+        code="run_in_progress",
+    ),
+    # A session's files (a file named in a request)
+    FileNotInWorkspace: lambda exc: ApiError(
+        404, f"File not found in the session: {exc}", code="file_not_found"
+    ),
+    UnsupportedFileType: lambda exc: ApiError(415, str(exc), code="unsupported_file_type"),
+    UnsafePath: _bad_path,
+    NotARegularFile: _bad_path,
+    UnsafeArchive: lambda exc: ApiError(400, str(exc), code="unsafe_archive"),
+    # The tables runs showed
+    TableNotFound: lambda exc: ApiError(404, "Table not found.", code="table_not_found"),
+    BadTableQuery: lambda exc: ApiError(400, str(exc), code="bad_table_query"),
+    TooManyRowsForXlsx: lambda exc: ApiError(400, str(exc), code="too_many_rows_for_xlsx"),
+    XlsxFailed: lambda exc: ApiError(
+        503,
+        "The server could not build this XLSX file; the CSV and Parquet downloads work.",
+        code="xlsx_failed",
+    ),
+    TableUnreadable: lambda exc: ApiError(
+        422,
+        "This table's file is not a table the server can read (not Parquet, or damaged).",
+        code="table_unreadable",
+    ),
+    TableBusy: lambda exc: ApiError(
+        503,
+        "The server's table engine has no memory left for this query now: other queries "
+        "hold it, or this one sorts more than fits. Try again shortly, or filter first.",
+        code="server_busy",
+        headers={"Retry-After": "5"},
+    ),
+    # OpenAI's Responses, Files and Containers APIs
+    ResponseNotFound: lambda exc: ApiError(
+        404,
+        f"No response '{exc.response_id}' to continue.",
+        code="response_not_found",
+        param="previous_response_id",
+    ),
+    UserFileNotFound: lambda exc: ApiError(
+        404, f"No such File object: {exc.file_id[:80]}", code="file_not_found", param="file_id"
+    ),
+    ContainerNotFound: lambda exc: ApiError(
+        404,
+        f"No such container: {exc.container_id[:80]}",
+        code="container_not_found",
+        param="container_id",
+    ),
+    ContainerExpired: _container_expired,
+    ContainerFileNotFound: lambda exc: ApiError(
+        404, f"No such container file: {exc.file_id[:80]}", code="file_not_found", param="file_id"
+    ),
+    # Evaluations
+    EvalSetNotFound: lambda exc: ApiError(
+        404, "Evaluation set not found.", code="eval_set_not_found"
+    ),
+    EvalRunNotFound: lambda exc: ApiError(
+        404, "Evaluation run not found.", code="eval_run_not_found"
+    ),
+    InvalidEvalSet: lambda exc: ApiError(422, str(exc), code="invalid_eval_set"),
+    EvalRunBusy: lambda exc: ApiError(
+        409,
+        "You already have an evaluation run going: wait for it or stop it.",
+        code="eval_run_in_progress",
+    ),
+    # Users and MCP servers (admins)
+    UsernameTaken: lambda exc: ApiError(409, f"A user named '{exc.username}' already exists."),
+    McpServerNameTaken: lambda exc: ApiError(
+        409, f"An MCP server named '{exc}' already exists.", code="name_taken"
+    ),
+    McpRefused: _mcp_refused,
+}
+
+# Those the server's log hears of too: the operator has something to fix.
+_LOGGED: dict[type[Exception], tuple[int, str]] = {
+    StoreBusy: (logging.WARNING, "The database stayed locked: %s"),
+    StoreUnavailable: (logging.ERROR, "The database is not reachable: %s"),
+    StoreFull: (logging.ERROR, "The database's disk is full: %s"),
+}
+
+
+def api_error(exc: Exception) -> ApiError:
+    """The answer to `exc`: itself if an `ApiError`, else its table entry (`LookupError`
+    for an exception the table does not know)."""
+    if isinstance(exc, ApiError):
+        return exc
+    for kind in type(exc).__mro__:
+        answer = DOMAIN_ERRORS.get(kind)
+        if answer is not None:
+            return answer(exc)
+    raise LookupError(f"No answer for {type(exc).__name__}")
+
+
 # Validation errors the request models word as OpenAI does (models/openai.py): their message,
 # code and param (`tools[0].type`) are OpenAI's, so a client reads the 400 OpenAI would give.
 _OPENAI_WORDED = {"invalid_value", "unsupported_value"}
@@ -142,118 +344,13 @@ def _openai_param(location: tuple[int | str, ...]) -> str:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(ApiError)
-    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return error_response(
-            request,
-            exc.status_code,
-            exc.message,
-            code=exc.code,
-            param=exc.param,
-            headers=exc.headers,
-        )
-
-    @app.exception_handler(LLMError)
-    async def _llm_error(request: Request, exc: LLMError) -> JSONResponse:
-        param = {"model_not_found": "model", "context_length_exceeded": "messages"}.get(exc.code)
-        return error_response(request, exc.status_code, exc.message, code=exc.code, param=param)
-
-    @app.exception_handler(S3Error)
-    async def _s3_error(request: Request, exc: S3Error) -> JSONResponse:
-        return error_response(request, exc.status, str(exc), code=exc.code)
-
-    @app.exception_handler(StoreBusy)
-    async def _store_busy(request: Request, exc: StoreBusy) -> JSONResponse:
-        logger.warning("The database stayed locked: %s", exc)
-        return error_response(
-            request,
-            503,
-            STORE_BUSY,
-            code="store_busy",
-            headers={"Retry-After": "5"},
-        )
-
-    @app.exception_handler(StoreUnavailable)
-    async def _store_unavailable(request: Request, exc: StoreUnavailable) -> JSONResponse:
-        logger.error("The database is not reachable: %s", exc)
-        return error_response(
-            request,
-            503,
-            STORE_UNAVAILABLE,
-            code="store_unavailable",
-            headers={"Retry-After": "5"},
-        )
-
-    @app.exception_handler(StoreFull)
-    async def _store_full(request: Request, exc: StoreFull) -> JSONResponse:
-        logger.error("The database's disk is full: %s", exc)
-        return error_response(
-            request,
-            507,
-            STORE_FULL,
-            code="insufficient_storage",
-        )
-
-    @app.exception_handler(LimitReached)
-    async def _limit_reached(request: Request, exc: LimitReached) -> JSONResponse:
-        headers = None if exc.retry_after is None else {"Retry-After": f"{exc.retry_after:.0f}"}
-        return error_response(request, exc.status_code, exc.message, code=exc.code, headers=headers)
-
-    @app.exception_handler(SandboxRefused)
-    async def _sandbox_refused(request: Request, exc: SandboxRefused) -> JSONResponse:
-        headers = {"Retry-After": f"{exc.retry_after:.0f}"}
-        return error_response(request, 429, exc.message, code="too_many_sandboxes", headers=headers)
-
-    @app.exception_handler(ExecutorUnavailable)
-    async def _executor_unavailable(request: Request, exc: ExecutorUnavailable) -> JSONResponse:
-        return error_response(request, 503, str(exc), code="executor_unavailable")
-
-    @app.exception_handler(UnknownSession)
-    async def _unknown_session(request: Request, exc: UnknownSession) -> JSONResponse:
-        message = f"Session '{exc.session_id}' not found: upload a file to it or chat in it first."
-        return error_response(request, 404, message, code="session_not_found")
-
-    # A file named in a request; routes that answer one differently catch it themselves.
-    @app.exception_handler(FileNotInWorkspace)
-    async def _file_not_found(request: Request, exc: FileNotInWorkspace) -> JSONResponse:
-        message = f"File not found in the session: {exc}"
-        return error_response(request, 404, message, code="file_not_found")
-
-    @app.exception_handler(UnsupportedFileType)
-    async def _unsupported_file(request: Request, exc: UnsupportedFileType) -> JSONResponse:
-        return error_response(request, 415, str(exc), code="unsupported_file_type")
-
-    @app.exception_handler(UnsafePath)
-    @app.exception_handler(NotARegularFile)
-    async def _bad_path(request: Request, exc: Exception) -> JSONResponse:
-        return error_response(request, 400, f"Invalid file path: {exc}", code="bad_path")
+    app.add_exception_handler(ApiError, _answer)
+    for kind in DOMAIN_ERRORS:
+        app.add_exception_handler(kind, _answer)
 
     @app.exception_handler(ClientGone)
     async def _client_gone(request: Request, exc: ClientGone) -> Response:
         return Response(status_code=499)  # nobody is listening any more
-
-    @app.exception_handler(MessageNotFound)
-    async def _no_message(request: Request, exc: Exception) -> JSONResponse:
-        return error_response(
-            request,
-            404,
-            "Message not found in this conversation.",
-            code="message_not_found",
-            param="parent_message_id",
-        )
-
-    @app.exception_handler(NotARegeneration)
-    async def _not_regeneration(request: Request, exc: Exception) -> JSONResponse:
-        return error_response(
-            request, 400, str(exc), code="invalid_request", param="parent_message_id"
-        )
-
-    @app.exception_handler(SessionOwnedByAnotherUser)
-    @app.exception_handler(InvalidSession)  # an id no check let through: still never a path
-    async def _foreign_session(request: Request, exc: Exception) -> JSONResponse:
-        return error_response(
-            request, 404, "Session not found.", code="session_not_found", param="session_id"
-        )
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -274,3 +371,19 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(
             request, 500, "Internal server error; the details are in the server log."
         )
+
+
+async def _answer(request: Request, exc: Exception) -> JSONResponse:
+    """An `ApiError`, or a domain error answered as `DOMAIN_ERRORS` says."""
+    for kind, (level, text) in _LOGGED.items():
+        if isinstance(exc, kind):
+            logger.log(level, text, exc)
+    error = api_error(exc)
+    return error_response(
+        request,
+        error.status_code,
+        error.message,
+        code=error.code,
+        param=error.param,
+        headers=error.headers,
+    )

@@ -2,8 +2,8 @@
 
 A tool body runs inside `as_tool_errors()`: a known refusal (a per-user limit, a busy
 sandbox host, an unreachable model or database, a full disk) becomes a `ToolError` that
-says what the REST API would; anything else is left to the SDK, which logs it and answers
-an error result.
+says what the REST API would (its `DOMAIN_ERRORS` entry); anything else is left to the
+SDK, which logs it and answers an error result.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from backend.api.errors import STORE_BUSY, STORE_FULL, STORE_UNAVAILABLE
+from backend.api.errors import api_error
 from backend.core.limits import LimitReached
 from backend.core.python_coder_service import ExecutorUnavailable
 from backend.llm import LLMError
@@ -21,16 +21,22 @@ from backend.storage import StoreBusy, StoreFull, StoreUnavailable
 from backend.storage.s3_objects import S3Error
 from backend.tools.sandbox.admission import SandboxRefused
 
-_STORE = {StoreBusy: STORE_BUSY, StoreUnavailable: STORE_UNAVAILABLE, StoreFull: STORE_FULL}
+# What a tool passes on to its caller; the rest of the table is about REST requests.
+_PASSED_ON = (
+    LimitReached,
+    SandboxRefused,
+    LLMError,
+    ExecutorUnavailable,
+    S3Error,
+    StoreBusy,
+    StoreUnavailable,
+    StoreFull,
+)
 
 
 @contextmanager
 def as_tool_errors() -> Iterator[None]:
     try:
         yield
-    except (LimitReached, SandboxRefused, LLMError) as exc:
-        raise ToolError(exc.message) from None
-    except (ExecutorUnavailable, S3Error) as exc:
-        raise ToolError(str(exc)) from None
-    except (StoreBusy, StoreUnavailable, StoreFull) as exc:
-        raise ToolError(_STORE[type(exc)]) from None
+    except _PASSED_ON as exc:
+        raise ToolError(api_error(exc).message) from None

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from backend.storage.feedback import Feedback
+
 
 class FeedbackIn(BaseModel):
     """A thumb up or down on an answer, with an optional note (what was wrong, or right)."""
@@ -22,6 +24,16 @@ class FeedbackPublic(BaseModel):
     note: str
     model: str  # the model that gave the answer
     updated_at: float
+
+    @classmethod
+    def of(cls, given: Feedback) -> FeedbackPublic:
+        return cls(
+            message_id=given.message_id,
+            rating=given.rating,
+            note=given.note,
+            model=given.model,
+            updated_at=given.updated_at,
+        )
 
 
 class MessagePublic(BaseModel):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import mimetypes
 import time
-from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -19,21 +18,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from backend.api.bodies import UploadQuota
+from backend.api.container_files import container_file
 from backend.api.deps import ContainersDep, CurrentUser, FilesDep, LimitsDep, WorkspacesDep
 from backend.api.downloads import download_headers
 from backend.api.errors import OPENAI_CLIENT_ERRORS, ApiError
-from backend.api.routes.openai import check_parameters
-from backend.api.routes.openai_files import file_not_found
-from backend.api.routes.uploads import checked_name, stored_file_errors
+from backend.api.openai_params import check_parameters
 from backend.api.streamed import ClosingStreamingResponse
-from backend.core.containers import (
-    ContainerExpired,
-    ContainerFile,
-    ContainerFileNotFound,
-    ContainerNotFound,
-    Containers,
-)
-from backend.core.user_files import UserFileNotFound, UserFiles
+from backend.api.upload_checks import check_room, checked_name, stored_file_errors
 from backend.models.openai_files import (
     ContainerCreate,
     ContainerDeleted,
@@ -44,8 +35,6 @@ from backend.models.openai_files import (
     Order,
     Page,
 )
-from backend.storage.openai_objects import Container
-from backend.storage.workspaces import NotARegularFile, UnsafePath
 
 router = APIRouter(prefix="/v1", tags=["openai"], responses=OPENAI_CLIENT_ERRORS)
 
@@ -66,49 +55,6 @@ _FILE_BODY: dict[str, Any] = {
 }
 
 
-def container_not_found(container_id: str) -> ApiError:
-    return ApiError(
-        404,
-        f"No such container: {container_id[:80]}",
-        code="container_not_found",
-        param="container_id",
-    )
-
-
-def container_expired(container: Container) -> ApiError:
-    when = datetime.fromtimestamp(container.expires_at(), UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    return ApiError(
-        400,
-        f"Container {container.id} expired at {when}, {container.expires_minutes} minutes after "
-        "it was last active: its sandbox has ended and it takes no more code or files. Create "
-        "a new container (the conversation it held is kept).",
-        code="container_expired",
-        param="container_id",
-    )
-
-
-async def check_room(
-    quota: UploadQuota, files: UserFiles, user_id: int, file_ids: list[str]
-) -> None:
-    """A 404 for a file the user does not have, a 507 if copies of them would not fit
-    the user's disk quota."""
-    try:
-        adding = sum(files.get(user_id, file_id).bytes for file_id in file_ids)
-    except UserFileNotFound as exc:
-        raise file_not_found(exc.file_id) from None
-    await quota.check(adding)
-
-
-async def usable_container(containers: Containers, user_id: int, container_id: str) -> Container:
-    """The user's container, if it has not expired; 404 or 400 otherwise."""
-    try:
-        return await containers.usable(user_id, container_id)
-    except ContainerNotFound:
-        raise container_not_found(container_id) from None
-    except ContainerExpired as exc:
-        raise container_expired(exc.container) from None
-
-
 @router.post("/containers")
 async def create_container(
     body: ContainerCreate,
@@ -127,11 +73,8 @@ async def create_container(
             param="network_policy",
         )
     await check_room(UploadQuota(limits, user), files, user.id, body.file_ids)
-    try:
-        with stored_file_errors():
-            container = await containers.create(user.id, body.name, body.file_ids, body.minutes)
-    except UserFileNotFound as exc:
-        raise file_not_found(exc.file_id) from None
+    with stored_file_errors():
+        container = await containers.create(user.id, body.name, body.file_ids, body.minutes)
     return ContainerObject.of(container, time.time())
 
 
@@ -157,11 +100,7 @@ async def list_containers(
 async def retrieve_container(
     container_id: str, user: CurrentUser, containers: ContainersDep
 ) -> ContainerObject:
-    try:
-        container = containers.get(user.id, container_id)
-    except ContainerNotFound:
-        raise container_not_found(container_id) from None
-    return ContainerObject.of(container, time.time())
+    return ContainerObject.of(containers.get(user.id, container_id), time.time())
 
 
 @router.delete("/containers/{container_id}")
@@ -169,10 +108,7 @@ async def delete_container(
     container_id: str, user: CurrentUser, containers: ContainersDep
 ) -> ContainerDeleted:
     """The container, its files and its sandbox; its conversation's messages are kept."""
-    try:
-        await containers.delete(user.id, container_id)
-    except ContainerNotFound:
-        raise container_not_found(container_id) from None
+    await containers.delete(user.id, container_id)
     return ContainerDeleted(id=container_id)
 
 
@@ -186,7 +122,7 @@ async def list_container_files(
     order: Order = "desc",
 ) -> Page[ContainerFileObject]:
     """The uploads and the files its code wrote (oldest first with `order=asc`)."""
-    container = await usable_container(containers, user.id, container_id)
+    container = await containers.usable(user.id, container_id)
     files = sorted(await containers.list_files(container), key=lambda f: (f.created_at, f.path))
     listed = [ContainerFileObject.of(f) for f in files]
     return Page[ContainerFileObject].of(listed, after=after, limit=limit, order=order)
@@ -203,7 +139,7 @@ async def create_container_file(
 ) -> ContainerFileObject:
     """Add a file: JSON `{"file_id": ...}` copies one of the user's files; a multipart
     `file` is uploaded (the limits of `POST /api/upload`)."""
-    container = await usable_container(containers, user.id, container_id)
+    container = await containers.usable(user.id, container_id)
     if request.headers.get("content-type", "").startswith("multipart/form-data"):
         async with request.form(max_files=1, max_fields=4) as form:
             upload = form.get("file")
@@ -236,8 +172,8 @@ async def create_container_file(
 async def retrieve_container_file(
     container_id: str, file_id: str, user: CurrentUser, containers: ContainersDep
 ) -> ContainerFileObject:
-    container = await usable_container(containers, user.id, container_id)
-    return ContainerFileObject.of(await _file(containers, container, file_id))
+    container = await containers.usable(user.id, container_id)
+    return ContainerFileObject.of(await containers.find_file(container, file_id))
 
 
 @router.get(
@@ -252,12 +188,10 @@ async def read_container_file_content(
     containers: ContainersDep,
     workspaces: WorkspacesDep,
 ) -> StreamingResponse:
-    container = await usable_container(containers, user.id, container_id)
-    file = await _file(containers, container, file_id)
-    try:
+    container = await containers.usable(user.id, container_id)
+    file = await containers.find_file(container, file_id)
+    with container_file(file_id):
         chunks = await run_in_threadpool(workspaces.read_chunks, container.session_key, file.path)
-    except (UnsafePath, NotARegularFile, FileNotFoundError):
-        raise _container_file_not_found(file_id) from None
     media_type = mimetypes.guess_type(file.path)[0] or "application/octet-stream"
     headers = download_headers(file.path.rsplit("/", 1)[-1])
     return ClosingStreamingResponse(chunks, media_type=media_type, headers=headers)
@@ -267,25 +201,10 @@ async def read_container_file_content(
 async def delete_container_file(
     container_id: str, file_id: str, user: CurrentUser, containers: ContainersDep
 ) -> ContainerFileDeleted:
-    container = await usable_container(containers, user.id, container_id)
-    try:
+    container = await containers.usable(user.id, container_id)
+    with container_file(file_id):
         await containers.delete_file(container, file_id)
-    except (ContainerFileNotFound, FileNotFoundError, NotARegularFile):
-        raise _container_file_not_found(file_id) from None
     return ContainerFileDeleted(id=file_id)
-
-
-async def _file(containers: Containers, container: Container, file_id: str) -> ContainerFile:
-    try:
-        return await containers.find_file(container, file_id)
-    except ContainerFileNotFound:
-        raise _container_file_not_found(file_id) from None
-
-
-def _container_file_not_found(file_id: str) -> ApiError:
-    return ApiError(
-        404, f"No such container file: {file_id[:80]}", code="file_not_found", param="file_id"
-    )
 
 
 def _unsupported(body: ContainerCreate) -> str | None:

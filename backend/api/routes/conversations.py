@@ -8,12 +8,12 @@ from fastapi import APIRouter, Query, Response, status
 
 from backend.api.deps import CurrentUser, PurgeDep, RunsDep, StoreDep
 from backend.api.errors import CLIENT_ERRORS, ApiError
-from backend.api.routes.feedback import public as feedback_public
 from backend.core.runs import RunRegistry
 from backend.models.conversations import (
     BranchPublic,
     ConversationDetail,
     ConversationPublic,
+    FeedbackPublic,
     MessagePublic,
 )
 from backend.storage import Conversation
@@ -69,7 +69,7 @@ async def read_conversation(
             metadata=m.metadata,
             parent_id=m.parent_id,
             siblings=tree.siblings(m.id),
-            feedback=feedback_public(thumbs[m.id]) if m.id in thumbs else None,
+            feedback=FeedbackPublic.of(thumbs[m.id]) if m.id in thumbs else None,
         )
         for m in tree.path(end)
     ]

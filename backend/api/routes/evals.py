@@ -13,10 +13,8 @@ from fastapi import APIRouter, File, Form, Response, UploadFile, status
 
 from backend.api.deps import CurrentUser, EvalJobsDep, EvalSetsDep, PurgeDep
 from backend.api.errors import CLIENT_ERRORS, ApiError
-from backend.core.evals.dabench import InvalidEvalSet
-from backend.core.evals.jobs import EvalRunBusy, EvalRunNotFound
 from backend.core.evals.scoring import wilson
-from backend.core.evals.sets import EvalSetNotFound, Upload, questions_of
+from backend.core.evals.sets import Upload, questions_of
 from backend.core.purge import SessionPurge
 from backend.models.evals import (
     EvalComparison,
@@ -37,14 +35,6 @@ from backend.storage.evals import EvalResultRow, EvalRunRow, EvalSetRow
 router = APIRouter(prefix="/api/evals", tags=["evaluations"], responses=CLIENT_ERRORS)
 
 MAX_JSONL_BYTES = 16 * 1024 * 1024
-
-
-def _set_not_found() -> ApiError:
-    return ApiError(404, "Evaluation set not found.", code="eval_set_not_found")
-
-
-def _run_not_found() -> ApiError:
-    return ApiError(404, "Evaluation run not found.", code="eval_run_not_found")
 
 
 def _set_public(row: EvalSetRow) -> EvalSetPublic:
@@ -130,20 +120,6 @@ def _by_kind(results: list[EvalResultPublic]) -> list[EvalKindScore]:
     ]
 
 
-def _owned_set(sets: EvalSetsDep, user: CurrentUser, set_id: str) -> EvalSetRow:
-    try:
-        return sets.get(user.id, set_id)
-    except EvalSetNotFound:
-        raise _set_not_found() from None
-
-
-def _owned_run(evals: EvalJobsDep, user: CurrentUser, run_id: str) -> EvalRunRow:
-    try:
-        return evals.get(user.id, run_id)
-    except EvalRunNotFound:
-        raise _run_not_found() from None
-
-
 @router.get("/sets")
 async def read_eval_sets(user: CurrentUser, sets: EvalSetsDep) -> list[EvalSetPublic]:
     """Your evaluation sets, newest first."""
@@ -168,10 +144,7 @@ async def import_eval_set(
     """Import a set in InfiAgent-DABench's format: questions, labels and the tables."""
     asked, labelled = await _jsonl(questions), await _jsonl(labels)
     uploads = [Upload(t.filename or "", t.file, t.size or 0) for t in tables]
-    try:
-        row = await sets.import_dabench(user, name.strip() or "DABench", asked, labelled, uploads)
-    except InvalidEvalSet as exc:
-        raise ApiError(422, str(exc), code="invalid_eval_set") from None
+    row = await sets.import_dabench(user, name.strip() or "DABench", asked, labelled, uploads)
     return _set_public(row)
 
 
@@ -185,7 +158,7 @@ async def _jsonl(part: UploadFile) -> bytes:
 @router.get("/sets/{set_id}")
 async def read_eval_set(set_id: str, user: CurrentUser, sets: EvalSetsDep) -> EvalSetDetail:
     """A set, with its questions and their expected answers."""
-    row = _owned_set(sets, user, set_id)
+    row = sets.get(user.id, set_id)
     questions = [
         EvalQuestionPublic(
             id=q.id,
@@ -215,7 +188,7 @@ async def delete_eval_set(
     set_id: str, user: CurrentUser, sets: EvalSetsDep, evals: EvalJobsDep, purge: PurgeDep
 ) -> Response:
     """Delete a set, its runs and their conversations."""
-    _owned_set(sets, user, set_id)
+    sets.get(user.id, set_id)  # yours, or a 404
     for run in evals.of_user(user.id):
         if run.set_id == set_id:
             await _forget_run(user.id, run, evals, purge)
@@ -228,15 +201,8 @@ async def create_eval_run(
     body: EvalRunCreate, user: CurrentUser, sets: EvalSetsDep, evals: EvalJobsDep
 ) -> EvalRunPublic:
     """Ask every question of a set on a model, in the background; follow it with GET."""
-    eval_set = _owned_set(sets, user, body.set_id)
-    try:
-        run = await evals.start(user, eval_set, body.model, body.agent_type)
-    except EvalRunBusy:
-        raise ApiError(
-            409,
-            "You already have an evaluation run going: wait for it or stop it.",
-            code="eval_run_in_progress",
-        ) from None
+    eval_set = sets.get(user.id, body.set_id)
+    run = await evals.start(user, eval_set, body.model, body.agent_type)
     return _run_public(run, None)
 
 
@@ -249,7 +215,7 @@ async def read_eval_runs(user: CurrentUser, evals: EvalJobsDep) -> list[EvalRunP
 @router.get("/runs/{run_id}")
 async def read_eval_run(run_id: str, user: CurrentUser, evals: EvalJobsDep) -> EvalRunDetail:
     """A run's progress and score, and each question's result so far."""
-    run = _owned_run(evals, user, run_id)
+    run = evals.get(user.id, run_id)
     results = [_result_public(r) for r in evals.results(user.id, run.id)]
     return EvalRunDetail(
         **_run_public(run, evals.current(run.id)).model_dump(),
@@ -261,7 +227,7 @@ async def read_eval_run(run_id: str, user: CurrentUser, evals: EvalJobsDep) -> E
 @router.post("/runs/{run_id}/cancel")
 async def cancel_eval_run(run_id: str, user: CurrentUser, evals: EvalJobsDep) -> EvalRunPublic:
     """Stop a run; the results so far stay."""
-    _owned_run(evals, user, run_id)
+    evals.get(user.id, run_id)  # yours, or a 404
     return _run_public(await evals.cancel(user.id, run_id), None)
 
 
@@ -270,7 +236,7 @@ async def delete_eval_run(
     run_id: str, user: CurrentUser, evals: EvalJobsDep, purge: PurgeDep
 ) -> Response:
     """Delete a run, its results and its questions' conversations."""
-    run = _owned_run(evals, user, run_id)
+    run = evals.get(user.id, run_id)
     await _forget_run(user.id, run, evals, purge)
     evals.delete(user.id, run.id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
@@ -281,7 +247,7 @@ async def compare_eval_runs(
     run_id: str, other_id: str, user: CurrentUser, evals: EvalJobsDep
 ) -> EvalComparison:
     """Two of your runs side by side, question by question (in the first run's order)."""
-    first, second = _owned_run(evals, user, run_id), _owned_run(evals, user, other_id)
+    first, second = evals.get(user.id, run_id), evals.get(user.id, other_id)
     a = {r.question_id: _result_public(r) for r in evals.results(user.id, first.id)}
     b = {r.question_id: _result_public(r) for r in evals.results(user.id, second.id)}
     pairs = []

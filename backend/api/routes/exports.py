@@ -15,20 +15,19 @@ from fastapi.responses import Response
 from backend.api.client_gone import until_gone
 from backend.api.deps import (
     ChatServiceDep,
+    CurrentSession,
     FileReader,
     GovernorDep,
-    SharedDep,
     StepsDep,
     StoreDep,
     WorkspacesDep,
 )
 from backend.api.errors import CLIENT_ERRORS, ApiError
-from backend.api.routes.files import current_session
 from backend.core.export import Export, ExportFormat, export_session
 from backend.core.step_log import StoreStepLog
-from backend.models.common import SessionId
 from backend.storage import Message, Store
 from backend.storage.message_tree import MessageTree
+from backend.storage.sessions import SessionKey
 from backend.storage.workspaces import Workspaces
 
 router = APIRouter(prefix="/api", tags=["sessions"], responses=CLIENT_ERRORS)
@@ -42,11 +41,10 @@ _EXPORTS: dict[str, dict[str, object]] = {"application/x-ipynb+json": {}, "text/
     responses={200: {"description": "The notebook or the script.", "content": _EXPORTS}},
 )
 async def export_session_steps(
-    session_id: SessionId,
+    key: CurrentSession,
     user: FileReader,
     chat: ChatServiceDep,
     store: StoreDep,
-    shared: SharedDep,
     steps: StepsDep,
     workspaces: WorkspacesDep,
     governor: GovernorDep,
@@ -57,7 +55,6 @@ async def export_session_steps(
     """The session's successful steps as a notebook (`ipynb`) or a script (`py`) that reruns
     on copies of its input files; the header records their SHA-256 and the library versions.
     A conversation with branches exports one: the branch through `leaf`, or its latest."""
-    key = await current_session(store, shared, user, session_id)
     if chat.branches is not None:
         await chat.branches.settled(key)  # a turn just streamed is recorded
 
@@ -82,7 +79,7 @@ def build(
     steps: StoreStepLog,
     workspaces: Workspaces,
     user_id: int,
-    key: str,
+    key: SessionKey,
     leaf: int | None,
     format: ExportFormat,
 ) -> Export:

@@ -12,21 +12,10 @@ from backend.api.deps import CurrentUser, RecordId, StoreDep
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.models.conversations import FeedbackIn, FeedbackPublic
 from backend.observability.metrics import ANSWER_FEEDBACK
-from backend.storage.feedback import Feedback
 
 router = APIRouter(prefix="/api/conversations", tags=["conversations"], responses=CLIENT_ERRORS)
 
 _PATH = "/{conversation_id}/messages/{message_id}/feedback"
-
-
-def public(given: Feedback) -> FeedbackPublic:
-    return FeedbackPublic(
-        message_id=given.message_id,
-        rating=given.rating,
-        note=given.note,
-        model=given.model,
-        updated_at=given.updated_at,
-    )
 
 
 @router.put(_PATH)
@@ -38,7 +27,7 @@ def give_feedback(
     if given is None:
         raise ApiError(404, "Answer not found in this conversation.", code="message_not_found")
     ANSWER_FEEDBACK.labels(model=given.model or "unknown", rating=given.rating).inc()
-    return public(given)
+    return FeedbackPublic.of(given)
 
 
 @router.delete(_PATH, status_code=status.HTTP_204_NO_CONTENT)

@@ -17,21 +17,17 @@ from starlette.concurrency import run_in_threadpool
 
 from backend.api.deps import (
     CatalogDep,
+    CurrentSession,
     CurrentUser,
-    FileReader,
     SharedDep,
     StoreDep,
     WorkspacesDep,
+    current_session,
 )
 from backend.api.downloads import download_headers
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.api.streamed import ClosingStreamingResponse
-from backend.files import (
-    ArchiveLimits,
-    UnsafeArchive,
-    UnsupportedFileType,
-    safe_extract_at,
-)
+from backend.files import ArchiveLimits, safe_extract_at
 from backend.files.archive_checks import EXTRACT_LIMITS
 from backend.files.catalog import FileNotInWorkspace
 from backend.models.common import SessionId
@@ -41,10 +37,8 @@ from backend.models.tools import (
     FileInfoPublic,
     WorkspaceFilePublic,
 )
-from backend.storage import Store, User
 from backend.storage.s3_objects import is_s3
-from backend.storage.sessions import session_key
-from backend.storage.shared import SharedWorkspaces
+from backend.storage.sessions import SessionKey
 from backend.storage.snapshots import open_kept
 from backend.storage.workspaces import (
     DISK_FLOOR,
@@ -60,32 +54,6 @@ router = APIRouter(prefix="/api", tags=["files"], responses=CLIENT_ERRORS)
 _MAX_EXTRACTED_FILES = MAX_WORKSPACE_FILES // 5  # one archive may not use up the budget
 
 _INLINE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
-
-
-def owned_session(store: Store, user: User, session_id: str) -> str:
-    """The key of the user's session `session_id`; 404 if the user has no such session."""
-    key = session_key(user.id, session_id)
-    if store.session_owner(key) != user.id:
-        raise ApiError(404, "Session not found.", code="session_not_found")
-    return key
-
-
-def opened_session(store: Store, user: User, session_id: str) -> str:
-    """The key of the user's session `session_id`, started (as an untitled conversation,
-    named by its first message) if it is new."""
-    key = session_key(user.id, session_id)
-    store.conversation_for_session(user.id, key, "")
-    return key
-
-
-async def current_session(
-    store: Store, shared: SharedWorkspaces, user: User, session_id: str
-) -> str:
-    """The key of the user's session, its workspace brought up to date with the other
-    servers'."""
-    key = owned_session(store, user, session_id)
-    await shared.pull(key)
-    return key
 
 
 @router.get("/files")
@@ -124,8 +92,6 @@ async def read_file_info(
         raise ApiError(400, "Invalid file path.", code="bad_path") from None
     except (FileNotInWorkspace, NotARegularFile):
         raise ApiError(404, f"File not found: {name}", code="file_not_found") from None
-    except UnsupportedFileType as exc:
-        raise ApiError(415, str(exc), code="unsupported_file_type") from None
     return FileInfoPublic(**metadata.to_dict())
 
 
@@ -153,8 +119,6 @@ async def extract_archive(
         files = await run_in_threadpool(_extract, workspaces, key, found.path, folder)
     except FileExistsError:
         raise ApiError(409, f"{folder} already exists.", code="exists") from None
-    except UnsafeArchive as exc:
-        raise ApiError(400, str(exc), code="unsafe_archive") from None
     except (NotARegularFile, OSError):
         raise ApiError(
             409, "The session's uploads folder is not usable.", code="bad_workspace"
@@ -171,7 +135,9 @@ def _archive_folder(path: str) -> str | None:
     return None
 
 
-def _extract(workspaces: Workspaces, session_id: str, archive: str, folder: str) -> list[str]:
+def _extract(
+    workspaces: Workspaces, session_id: SessionKey, archive: str, folder: str
+) -> list[str]:
     with workspaces.open_file(session_id, archive) as source:
         root = workspaces.new_folder(session_id, folder)
         try:
@@ -206,16 +172,11 @@ def _remove_empty(folder: int, name: str) -> None:
 
 @router.get("/sessions/{session_id}/files")
 async def read_session_files(
-    session_id: SessionId,
-    user: FileReader,
-    store: StoreDep,
-    shared: SharedDep,
-    workspaces: WorkspacesDep,
+    key: CurrentSession, workspaces: WorkspacesDep
 ) -> list[WorkspaceFilePublic]:
     """The session's files: uploads and what its code wrote, not the server's own (hidden
     names, such as the tables /tables pages, the persisted variables, the run scripts,
     the notepad); each can still be downloaded by its path."""
-    key = await current_session(store, shared, user, session_id)
     files = await run_in_threadpool(workspaces.list_files, key)
     return [
         WorkspaceFilePublic(path=f.path, size=f.size, modified=f.modified)
@@ -233,15 +194,9 @@ _ANY_FILE: dict[str, dict[str, object]] = {"*/*": {}}  # typed by its extension
     responses={200: {"description": "The file's bytes.", "content": _ANY_FILE}},
 )
 async def read_session_file(
-    session_id: SessionId,
-    path: str,
-    user: FileReader,
-    store: StoreDep,
-    shared: SharedDep,
-    workspaces: WorkspacesDep,
+    key: CurrentSession, path: str, workspaces: WorkspacesDep
 ) -> StreamingResponse:
     """Download one workspace file; links and special files are refused."""
-    key = await current_session(store, shared, user, session_id)
     try:
         # A plot of a turn on another branch is served from the snapshot that kept it.
         chunks = workspaces.read_chunks(key, path, opened=open_kept(workspaces, key, path))

@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from backend.api.deps import CurrentAdmin, RecordId, StoreDep
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.core.agents.mcp_tools import agent_name
-from backend.core.mcp_registry import McpRefused, McpRegistry
+from backend.core.mcp_registry import McpRegistry
 from backend.models.mcp_servers import (
     McpServerCreate,
     McpServerPublic,
@@ -18,7 +18,7 @@ from backend.models.mcp_servers import (
     McpServerUpdate,
     McpToolPublic,
 )
-from backend.storage import McpServer, McpServerNameTaken, Store
+from backend.storage import McpServer, Store
 from backend.tools.mcp_client.link import McpUnavailable
 
 router = APIRouter(prefix="/api/mcp-servers", tags=["mcp-servers"], responses=CLIENT_ERRORS)
@@ -51,16 +51,6 @@ def _not_found() -> ApiError:
     return ApiError(404, "MCP server not found.", code="mcp_server_not_found")
 
 
-def _taken(name: str) -> ApiError:
-    return ApiError(409, f"An MCP server named '{name}' already exists.", code="name_taken")
-
-
-def _refused(exc: McpRefused) -> ApiError:
-    if exc.param == "secrets":  # a stdio server's environment variable
-        return ApiError(400, f"{exc}.", code="secret_not_allowed", param="secrets")
-    return ApiError(422, f"{exc}.", code="program_not_allowed", param="command")
-
-
 def _known_users(store: Store, user_ids: list[int] | None) -> None:
     unknown = [u for u in user_ids or () if store.get_user_by_id(u) is None]
     if unknown:
@@ -82,12 +72,7 @@ def create_mcp_server(
     """Register an MCP server; its agents' tools are none until `allowed_tools` names
     some (admin only)."""
     _known_users(store, body.user_ids)
-    try:
-        return _public(registry.register(body.model_dump()))
-    except McpServerNameTaken:
-        raise _taken(body.name) from None
-    except McpRefused as exc:
-        raise _refused(exc) from None
+    return _public(registry.register(body.model_dump()))
 
 
 @router.patch("/{server_id}")
@@ -101,10 +86,7 @@ async def update_mcp_server(
     """Change a server's address, secrets, allowed tools, users or state (admin only)."""
     await run_in_threadpool(_known_users, store, body.user_ids)
     fields = body.model_dump(exclude={"everyone"})
-    try:
-        server = await registry.change(server_id, fields, everyone=bool(body.everyone))
-    except McpRefused as exc:
-        raise _refused(exc) from None
+    server = await registry.change(server_id, fields, everyone=bool(body.everyone))
     if server is None:
         raise _not_found()
     return _public(server)

@@ -11,6 +11,7 @@ from backend.api.deps import ChatServiceDep, CurrentUser, LLMDep
 from backend.api.disconnect import unless_disconnected
 from backend.api.encoders.completions import completion, completion_chunks
 from backend.api.errors import OPENAI_CLIENT_ERRORS, ApiError
+from backend.api.openai_params import check_parameters
 from backend.api.sse import SSE_HEADERS, SSEResponse, sse_responses
 from backend.api.streaming import start_stream
 from backend.core.agents.client_tools import ClientTools
@@ -22,26 +23,6 @@ from backend.models.openai import (
 )
 
 router = APIRouter(prefix="/v1", tags=["openai"], responses=OPENAI_CLIENT_ERRORS)
-
-
-def check_parameters(unsupported: str | None, agent_type: str, **for_chat: object) -> None:
-    """400s naming a parameter: one the server cannot honour, or one (of `for_chat`, given)
-    that only plain chat answers while the request asks for an agent."""
-    if unsupported is not None:
-        raise ApiError(
-            400,
-            f"Unsupported parameter: '{unsupported}' is not supported by this server.",
-            code="unsupported_parameter",
-            param=unsupported,
-        )
-    for param, given in for_chat.items():
-        if given is not None and agent_type not in ("auto", "chat"):
-            raise ApiError(
-                400,
-                f"{param} is answered by plain chat: use agent_type 'chat' or 'auto'.",
-                code="unsupported_parameter",
-                param=param,
-            )
 
 
 @router.get("/models")

@@ -16,19 +16,12 @@ from starlette.concurrency import run_in_threadpool
 from backend.api.bodies import MEGABYTE, UploadQuota
 from backend.api.deps import CurrentUser, FilesDep, LimitsDep, SettingsDep
 from backend.api.downloads import download_headers
-from backend.api.errors import OPENAI_CLIENT_ERRORS, ApiError
-from backend.api.routes.uploads import checked_name, stored_file_errors
+from backend.api.errors import OPENAI_CLIENT_ERRORS
 from backend.api.streamed import ClosingStreamingResponse
-from backend.core.user_files import UserFileNotFound
+from backend.api.upload_checks import checked_name, stored_file_errors
 from backend.models.openai_files import FileDeleted, FileObject, FilePurpose, Order, Page
 
 router = APIRouter(prefix="/v1", tags=["openai"], responses=OPENAI_CLIENT_ERRORS)
-
-
-def file_not_found(file_id: str) -> ApiError:
-    return ApiError(
-        404, f"No such File object: {file_id[:80]}", code="file_not_found", param="file_id"
-    )
 
 
 @router.post("/files")
@@ -69,10 +62,7 @@ async def list_files(
 
 @router.get("/files/{file_id}")
 async def retrieve_file(file_id: str, user: CurrentUser, files: FilesDep) -> FileObject:
-    try:
-        return FileObject.of(files.get(user.id, file_id))
-    except UserFileNotFound:
-        raise file_not_found(file_id) from None
+    return FileObject.of(files.get(user.id, file_id))
 
 
 @router.get(
@@ -81,19 +71,13 @@ async def retrieve_file(file_id: str, user: CurrentUser, files: FilesDep) -> Fil
     responses={200: {"description": "The file's bytes.", "content": {"*/*": {}}}},
 )
 async def read_file_content(file_id: str, user: CurrentUser, files: FilesDep) -> StreamingResponse:
-    try:
-        stored = files.get(user.id, file_id)
-        chunks = await run_in_threadpool(files.chunks, user.id, stored.id)
-    except UserFileNotFound:
-        raise file_not_found(file_id) from None
+    stored = files.get(user.id, file_id)
+    chunks = await run_in_threadpool(files.chunks, user.id, stored.id)
     headers = download_headers(stored.filename)
     return ClosingStreamingResponse(chunks, media_type="application/octet-stream", headers=headers)
 
 
 @router.delete("/files/{file_id}")
 async def delete_file(file_id: str, user: CurrentUser, files: FilesDep) -> FileDeleted:
-    try:
-        await files.delete(user.id, file_id)
-    except UserFileNotFound:
-        raise file_not_found(file_id) from None
+    await files.delete(user.id, file_id)
     return FileDeleted(id=file_id)

@@ -11,7 +11,7 @@ from backend.api.deps import ChatServiceDep, CurrentUser, RunsDep
 from backend.api.encoders.chat import run_sse
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.api.sse import SSE_HEADERS, SSEResponse, sse_responses
-from backend.core.runs import Run, RunInProgress, RunRegistry
+from backend.core.runs import Run, RunRegistry
 from backend.core.turn import Turn, TurnRequest
 from backend.models.runs import RunCreate, RunPublic
 from backend.storage import User
@@ -53,14 +53,7 @@ async def create_run(
     async def open_turn() -> Turn:
         return await chat.open_turn(user, request)
 
-    try:
-        run = await runs.start(user.id, body.session_id, open_turn)
-    except RunInProgress:
-        raise ApiError(
-            409,
-            "A run is already in progress in this conversation: wait for it or stop it.",
-            code="run_in_progress",
-        ) from None
+    run = await runs.start(user.id, body.session_id, open_turn)
     return _public(run)
 
 

@@ -25,45 +25,33 @@ from starlette.concurrency import run_in_threadpool
 
 from backend.api.client_gone import until_gone
 from backend.api.deps import (
+    CurrentSession,
     FileReader,
     GovernorDep,
     SettingsDep,
-    SharedDep,
-    StoreDep,
     WorkspacesDep,
 )
 from backend.api.errors import CLIENT_ERRORS, ApiError
-from backend.api.routes.files import current_session
 from backend.api.streamed import ClosingStreamingResponse
 from backend.config import Settings
 from backend.core.governor import Governor, Held, in_work_thread
 from backend.core.limits import LimitReached
-from backend.files.table_downloads import (
-    TooManyRowsForXlsx,
-    XlsxFailed,
-    csv_chunks,
-    parquet_chunks,
-    xlsx_file,
-)
+from backend.files.table_downloads import csv_chunks, parquet_chunks, xlsx_file
 from backend.files.table_summary import summarize
 from backend.files.tables import (
     HEAVY_TABLE_BYTES,
     MAX_PAGE,
     SPILL_FOLDER,
-    BadTableQuery,
     ColumnFilter,
-    TableBusy,
     TableEngine,
-    TableNotFound,
     TableQuery,
-    TableUnreadable,
     engine,
     read_page,
     table_bytes,
     table_path,
 )
-from backend.models.common import SessionId
 from backend.models.tables import TablePagePublic, TableSummaryPublic
+from backend.storage.sessions import SessionKey
 from backend.storage.workspaces import Workspaces
 
 T = TypeVar("T")
@@ -72,7 +60,6 @@ router = APIRouter(prefix="/api/sessions", tags=["tables"], responses=CLIENT_ERR
 logger = logging.getLogger(__name__)
 
 _FILTERS = TypeAdapter(list[ColumnFilter])
-_NOT_FOUND = "Table not found."
 _MEDIA = {
     "csv": "text/csv; charset=utf-8",
     "parquet": "application/vnd.apache.parquet",
@@ -92,7 +79,7 @@ Filters = Annotated[
 
 
 async def _lane(
-    settings: Settings, workspaces: Workspaces, key: str, table_id: str
+    settings: Settings, workspaces: Workspaces, key: SessionKey, table_id: str
 ) -> tuple[TableEngine, bool]:
     """The engine for this table's queries, and whether it is the heavy lane's.
 
@@ -117,7 +104,7 @@ async def _queried(
     user_id: int,
     settings: Settings,
     workspaces: Workspaces,
-    key: str,
+    key: SessionKey,
     table_id: str,
     work: Callable[..., T],
     *args: object,
@@ -125,42 +112,14 @@ async def _queried(
     """`work(cursor, workspaces, key, table_id, *args)` in a `table_query` place, on the
     table's engine, interrupted through its cursor."""
     async with governor.hold("table_query", user_id) as held:
-        with _answers():
-            tables, heavy = await _lane(settings, workspaces, key, table_id)
-            with tables.cursor() as cursor:
-                return await held.run(
-                    work,
-                    *(cursor, workspaces, key, table_id, *args),
-                    interrupt=cursor.interrupt,
-                    native=heavy,  # DuckDB's: outside the GIL
-                )
-
-
-@contextlib.contextmanager
-def _answers() -> Iterator[None]:
-    """The table modules' refusals as the API's."""
-    try:
-        yield
-    except TableNotFound:
-        raise ApiError(404, _NOT_FOUND, code="table_not_found") from None
-    except BadTableQuery as exc:
-        raise ApiError(400, str(exc), code="bad_table_query") from None
-    except TooManyRowsForXlsx as exc:
-        raise ApiError(400, str(exc), code="too_many_rows_for_xlsx") from None
-    except XlsxFailed:
-        message = "The server could not build this XLSX file; the CSV and Parquet downloads work."
-        raise ApiError(503, message, code="xlsx_failed") from None
-    except TableUnreadable:
-        message = "This table's file is not a table the server can read (not Parquet, or damaged)."
-        raise ApiError(422, message, code="table_unreadable") from None
-    except TableBusy:
-        raise LimitReached(
-            503,
-            "The server's table engine has no memory left for this query now: other queries "
-            "hold it, or this one sorts more than fits. Try again shortly, or filter first.",
-            "server_busy",
-            retry_after=5,
-        ) from None
+        tables, heavy = await _lane(settings, workspaces, key, table_id)
+        with tables.cursor() as cursor:
+            return await held.run(
+                work,
+                *(cursor, workspaces, key, table_id, *args),
+                interrupt=cursor.interrupt,
+                native=heavy,  # DuckDB's: outside the GIL
+            )
 
 
 def _query(sort: str | None, order: str, filters: str | None) -> TableQuery:
@@ -175,32 +134,18 @@ def _query(sort: str | None, order: str, filters: str | None) -> TableQuery:
     return TableQuery(sort=sort, descending=order == "desc", filters=parsed)
 
 
-async def _table(
-    store: StoreDep, shared: SharedDep, user: FileReader, session_id: str, table_id: str
-) -> str:
-    """The key of the user's session that holds `table_id` (404 for anything else)."""
-    key = await current_session(store, shared, user, session_id)
-    try:
-        table_path(table_id)
-    except TableNotFound:
-        raise ApiError(404, _NOT_FOUND, code="table_not_found") from None
-    return key
-
-
 @router.get("/{session_id}/tables/{table_id}")
 async def read_table(
-    session_id: SessionId,
+    key: CurrentSession,
     table_id: str,
     user: FileReader,
-    store: StoreDep,
-    shared: SharedDep,
     workspaces: WorkspacesDep,
     settings: SettingsDep,
     governor: GovernorDep,
     request: Request,
 ) -> TableSummaryPublic:
     """A table's row count, and per column its type, nulls, distinct values, range and mean."""
-    key = await _table(store, shared, user, session_id, table_id)
+    table_path(table_id)  # a table's id, or TableNotFound (404)
     work = _queried(governor, user.id, settings, workspaces, key, table_id, summarize)
     summary = await until_gone(request, work, "table summary")  # its wait for a place too
     return TableSummaryPublic.of(table_id, summary)
@@ -208,11 +153,9 @@ async def read_table(
 
 @router.get("/{session_id}/tables/{table_id}/rows")
 async def read_table_rows(
-    session_id: SessionId,
+    key: CurrentSession,
     table_id: str,
     user: FileReader,
-    store: StoreDep,
-    shared: SharedDep,
     workspaces: WorkspacesDep,
     settings: SettingsDep,
     governor: GovernorDep,
@@ -224,7 +167,7 @@ async def read_table_rows(
     filters: Filters = None,
 ) -> TablePagePublic:
     """A page of the table's rows, sorted by a column and filtered, as DuckDB reads them."""
-    key = await _table(store, shared, user, session_id, table_id)
+    table_path(table_id)  # a table's id, or TableNotFound (404)
     query = _query(sort, order, filters)
     work = _queried(
         *(governor, user.id, settings, workspaces, key, table_id),
@@ -248,11 +191,9 @@ _DOWNLOAD: dict[int | str, dict[str, Any]] = {
     responses=_DOWNLOAD,
 )
 async def download_table(
-    session_id: SessionId,
+    key: CurrentSession,
     table_id: str,
     user: FileReader,
-    store: StoreDep,
-    shared: SharedDep,
     workspaces: WorkspacesDep,
     settings: SettingsDep,
     governor: GovernorDep,
@@ -264,39 +205,37 @@ async def download_table(
 ) -> StreamingResponse:
     """Download the table as CSV or XLSX (at most 1,048,576 rows with the header: a larger
     one is a 400), filtered and sorted as asked, or as its whole Parquet file."""
-    key = await _table(store, shared, user, session_id, table_id)
+    table_path(table_id)  # a table's id, or TableNotFound (404)
     query = _query(sort, order, filters)
     work = contextlib.AsyncExitStack()  # the place and the cursor, until the stream ends
     stop = threading.Event()
 
     async def begun() -> tuple[Held, Iterator[bytes], Callable[[], None], bool]:
         held = await work.enter_async_context(governor.hold("table_download", user.id))
-        with _answers():
-            tables, heavy = await _lane(settings, workspaces, key, table_id)
+        tables, heavy = await _lane(settings, workspaces, key, table_id)
         cursor = work.enter_context(tables.cursor())
 
         def interrupt() -> None:
             stop.set()
             cursor.interrupt()
 
-        with _answers():
-            if format == "parquet":
-                chunks = await held.run(parquet_chunks, workspaces, key, table_id, native=heavy)
-                return held, chunks, interrupt, heavy
-            if format == "xlsx":  # built whole (in a process of its own) before it is sent
-                spill = settings.DATA_DIR / SPILL_FOLDER
-                built = await held.run(
-                    xlsx_file,
-                    *(cursor, workspaces, key, table_id, query, spill, stop),
-                    interrupt=interrupt,
-                )
-                return held, built, interrupt, False  # a file's reads: no native code
-            chunks = await held.run(
-                *(csv_chunks, cursor, workspaces, key, table_id, query),
-                interrupt=interrupt,
-                native=heavy,
-            )
+        if format == "parquet":
+            chunks = await held.run(parquet_chunks, workspaces, key, table_id, native=heavy)
             return held, chunks, interrupt, heavy
+        if format == "xlsx":  # built whole (in a process of its own) before it is sent
+            spill = settings.DATA_DIR / SPILL_FOLDER
+            built = await held.run(
+                xlsx_file,
+                *(cursor, workspaces, key, table_id, query, spill, stop),
+                interrupt=interrupt,
+            )
+            return held, built, interrupt, False  # a file's reads: no native code
+        chunks = await held.run(
+            *(csv_chunks, cursor, workspaces, key, table_id, query),
+            interrupt=interrupt,
+            native=heavy,
+        )
+        return held, chunks, interrupt, heavy
 
     try:  # a client gone while it waits for a place, or while its XLSX is built, stops it
         held, chunks, interrupt, native = await until_gone(request, begun(), "table download")

@@ -36,10 +36,10 @@ from backend.api.deps import (
     StoreDep,
     UploadsDep,
     WorkspacesDep,
+    opened_session,
 )
 from backend.api.errors import CLIENT_ERRORS, ApiError
-from backend.api.routes.files import opened_session
-from backend.api.routes.uploads import checked_name, too_large, unusable
+from backend.api.upload_checks import checked_name, too_large, unusable
 from backend.storage import User
 from backend.storage.drafts import write_all
 from backend.storage.resumable import ResumableUploads, Upload

@@ -8,10 +8,8 @@ once it is complete and on disk. A cut or refused upload leaves nothing behind.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import re
-from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Request, UploadFile, status
@@ -27,24 +25,18 @@ from backend.api.deps import (
     SharedDep,
     StoreDep,
     WorkspacesDep,
+    opened_session,
 )
 from backend.api.errors import CLIENT_ERRORS, ApiError
-from backend.api.routes.files import opened_session
+from backend.api.upload_checks import checked_name, too_large, unusable
 from backend.files import UnsupportedFileType
 from backend.files.catalog import FileNotInWorkspace, WorkspaceCatalog
 from backend.models.common import SessionId
 from backend.models.tools import UploadedFile
 from backend.storage.drafts import Draft
-from backend.storage.sessions import client_id
+from backend.storage.sessions import SessionKey, client_id
 from backend.storage.shared import SharedWorkspaces
-from backend.storage.workspaces import (
-    SUPPORTED_EXTENSIONS,
-    FileTooLarge,
-    NotARegularFile,
-    UnsafePath,
-    Workspaces,
-    safe_filename,
-)
+from backend.storage.workspaces import FileTooLarge, NotARegularFile, UnsafePath, Workspaces
 
 router = APIRouter(prefix="/api", tags=["files"], responses=CLIENT_ERRORS)
 STREAMED_UPLOAD = re.compile(r"/api/sessions/[^/]+/uploads/[^/]+")  # past the body size cap
@@ -136,7 +128,7 @@ async def _stream_into(
     draft: Draft,
     request: Request,
     workspaces: Workspaces,
-    key: str,
+    key: SessionKey,
     limit: int,
     mb: float,
     quota: UploadQuota,
@@ -157,25 +149,10 @@ async def _stream_into(
         raise
 
 
-def checked_name(name: str) -> str:
-    """The upload's extension; a 400 or 415 for a name we would not store."""
-    try:
-        safe_filename(name)
-    except UnsafePath:
-        raise ApiError(
-            400, f"Invalid file name {name!r}: use a plain name.", code="bad_name"
-        ) from None
-    extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
-    if extension not in SUPPORTED_EXTENSIONS:
-        supported = ", ".join(sorted(SUPPORTED_EXTENSIONS))
-        raise ApiError(415, f"Unsupported file type '.{extension}'. Supported: {supported}.")
-    return extension
-
-
 async def described(
     shared: SharedWorkspaces,
     catalog: WorkspaceCatalog,
-    key: str,
+    key: SessionKey,
     name: str,
     extension: str,
     size: int,
@@ -192,34 +169,3 @@ async def described(
         **{**info, "name": name, "path": path, "size": size, "extension": extension},
         session_id=client_id(key),
     )
-
-
-@contextlib.contextmanager
-def stored_file_errors(limit_mb: float | None = None) -> Iterator[None]:
-    """A file refused where it is being stored (Files API, a container's workspace): a
-    413 past the form upload's size, a 409 for an unusable folder, a 507 for a full disk."""
-    try:
-        yield
-    except FileTooLarge:
-        size = f"{limit_mb:g} MB" if limit_mb is not None else "an upload may be"
-        raise ApiError(
-            413,
-            f"The file is larger than {size} (PYTHON_CODE_MAX_FILE_SIZE).",
-            code="file_too_large",
-        ) from None
-    except (UnsafePath, NotARegularFile, NotADirectoryError):
-        raise unusable() from None
-    except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise no_room(0) from None
-        raise
-
-
-def too_large(limit_mb: float) -> ApiError:
-    return ApiError(
-        413, f"The file is larger than {limit_mb:g} MB (MAX_UPLOAD_SIZE_MB).", code="file_too_large"
-    )
-
-
-def unusable() -> ApiError:
-    return ApiError(409, "The session's uploads folder is not usable.", code="bad_workspace")

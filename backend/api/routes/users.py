@@ -17,7 +17,7 @@ from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.core import accounts
 from backend.core.security import hash_password
 from backend.models.auth import Limits, PasswordReset, UserCreate, UserPublic, UserUpdate
-from backend.storage import User, UserLimits, UsernameTaken
+from backend.storage import User, UserLimits
 
 router = APIRouter(prefix="/api/users", tags=["users"], responses=CLIENT_ERRORS)
 
@@ -59,12 +59,7 @@ def read_users(store: StoreDep, admin: CurrentAdmin) -> list[UserPublic]:
 @router.post("", status_code=status.HTTP_201_CREATED)
 def create_user(body: UserCreate, store: StoreDep, admin: CurrentAdmin) -> UserPublic:
     """Create a user (admin only)."""
-    try:
-        user = store.create_user(
-            body.username, hash_password(body.password), is_admin=body.is_admin
-        )
-    except UsernameTaken:
-        raise ApiError(409, f"A user named '{body.username}' already exists.") from None
+    user = store.create_user(body.username, hash_password(body.password), is_admin=body.is_admin)
     return _public(user)
 
 

@@ -28,8 +28,8 @@ class FakeTool:
         self.modes.append(context.answer)
         output = self.outputs.get(tool_input, f"done: {tool_input}")
         if tool_input in self.fails:
-            return ToolResult(f"Error: {output}", False)
-        return ToolResult(output, True, {"answer": f"Answer: {output}"})
+            return context.ran(self.name, ToolResult(f"Error: {output}", False))
+        return context.ran(self.name, ToolResult(output, True, {"answer": f"Answer: {output}"}))
 
 
 def step(goal: str, tool: str) -> dict[str, str]:
@@ -75,8 +75,8 @@ async def test_a_three_step_plan_is_revised_after_a_failed_step_and_answered() -
         "plot north",  # the revision replaced "plot the totals again"
     ]
     assert [e["type"] for e in events] == [
-        "plan", "step_start", "observation", "step_start", "observation",
-        "step_start", "observation", "plan", "step_start", "observation", "token",
+        "plan", "step_start", "execution", "step_start", "execution",
+        "step_start", "execution", "plan", "step_start", "execution", "token",
     ]  # fmt: skip
     assert events[7]["revised"] and events[7]["reason"] == "north dominates"
     assert events[7]["steps"][0]["tool"] == "python_coder"  # "coder" matched fuzzily

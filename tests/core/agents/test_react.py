@@ -63,7 +63,8 @@ class RecordingTool:
 
     async def run(self, tool_input: str, context: ToolContext) -> ToolResult:
         self.inputs.append(tool_input)
-        return ToolResult(f"files for {tool_input}: sales.csv", True, {"files": ["sales.csv"]})
+        result = ToolResult(f"files for {tool_input}: sales.csv", True, {"files": ["sales.csv"]})
+        return context.ran(self.name, result)  # a tool reports what it did
 
 
 def act(tool: str, tool_input: str) -> str:
@@ -79,8 +80,8 @@ async def test_an_action_then_a_final_answer() -> None:
     state, events = await run(graph, "which files do I have?")
     assert state["final_answer"] == "sales.csv" and state["stop_reason"] == "answered"
     assert tool.inputs == ["session"]
-    assert [e["type"] for e in events] == ["tool_call", "observation"]
-    assert events[1]["observation"] == "files for session: sales.csv"
+    assert [e["type"] for e in events] == ["tool_call", "execution"]
+    assert events[1]["stdout"] == "files for session: sales.csv"
     assert "Observation: files for session: sales.csv" in model.prompts[1]
 
 
@@ -148,8 +149,8 @@ async def test_react_answers_from_a_csv_and_a_failed_attempt_reaches_the_next_ge
     reacts = generate.split("## REACTS\n")[1].split("\n## ")[0]
     assert "Task: mean of cost" in reacts and "KeyError: 'cost'" in reacts
     assert "print(df1['cost'].mean())" in reacts
-    observed = [e for e in events if e["type"] == "observation"]
-    assert observed[1]["code"].endswith("print('mean price:', df1['price'].mean())\n")
+    written = [e for e in events if e["type"] == "code"]  # each attempt's, as it ran
+    assert written[-1]["code"].endswith("print('mean price:', df1['price'].mean())\n")
 
 
 async def test_react_retrieves_passages_and_the_answer_cites_them(tmp_path: Path) -> None:
