@@ -1,6 +1,8 @@
 """Load: concurrent streams, concurrent sandboxes, and memory over many turns.
 
-Three parts, each against a baseline measured in the same run:
+Three parts, each against a baseline measured in the same run. Every server it starts has
+the bounds on one user's turns at once raised (USER_MAX_RUNS, WORK_LIMITS' chat_stream):
+the benchmark is one user, whose 64 concurrent streams the defaults would refuse but 2.
 
 1. Streams: a fake OpenAI-compatible upstream on loopback (tests/support/fake_openai.py, in
    its own process) behind our server (LLM_BACKEND=openai). Each round sends 64 concurrent
@@ -25,19 +27,23 @@ Three parts, each against a baseline measured in the same run:
     .venv/bin/python -m benchmarks.load [--streams 64] [--rounds 3] [--sessions 32]
         [--runs 5] [--turns 2000]
 
-With `--observability`, instead: the cost of metrics and traces. Two servers on the same
+With `--observability`, instead: the cost of metrics and traces. Three servers on the same
 fake upstream, started in the same run: one with METRICS_ENABLED=false and no OTLP
-endpoint, one with METRICS_ENABLED=true, `/metrics` scraped every `--scrape-interval`
+endpoint; two with METRICS_ENABLED=true, `/metrics` scraped every `--scrape-interval`
 seconds, and OTEL_EXPORTER_OTLP_ENDPOINT pointing at a receiver on loopback that accepts
-spans and drops them. `--observability-rounds` rounds of part 1's 64 concurrent streams
-and `--observability-turns` sequential `/api/chat` plain-chat turns, the two servers taking
-turns (the order flipped every round, so machine noise hits both alike). Prints the
-p50/p99 of each and the ratio on/off (goal: p50 < 1.02), with a 95% interval of the
-streams' ratio (the rounds resampled): a round's p50 alone wanders by ±10%, so it takes
-about a hundred rounds to tell 1% from 2%.
+spans and drops them, one sampling every span (`parentbased_always_on`) and one with the
+sampler docs/observability.md recommends (`parentbased_traceidratio`, `--sample-ratio`).
+`--observability-rounds` rounds of part 1's 64 concurrent streams and
+`--observability-turns` sequential `/api/chat` plain-chat turns, the servers taking turns
+(each takes each place in the order in turn, so machine noise hits all alike). Prints,
+for each traced server against the untraced one, the p50/p99 of each and the ratio (goals:
+p50 <= 1.05 with every span sampled, <= 1.01 with the recommended sampler), with a 95%
+interval of the streams' ratio (the rounds resampled), and the servers' CPU per stream and
+per turn. A round's p50 alone wanders by ±10%, so it takes about a hundred rounds on a
+quiet machine to tell 1% from 2%.
 
     .venv/bin/python -m benchmarks.load --observability [--observability-rounds 100]
-        [--observability-turns 200] [--scrape-interval 5]
+        [--observability-turns 200] [--scrape-interval 5] [--sample-ratio 0.1]
 
 `--smoke` (with or without `--observability`): a few streams, sessions and turns of each
 part, to check that it runs (`make test` does); it fails when a request does.
@@ -410,6 +416,9 @@ async def memory_growth(args: argparse.Namespace, server: LiveServer) -> int:
 
 # Part 4 (--observability): metrics and traces on against off
 
+# The ratio docs/observability.md recommends for parentbased_traceidratio.
+SAMPLE_RATIO = 0.1
+
 
 async def plain_turn(client: httpx.AsyncClient) -> float:
     """One non-streamed plain-chat `/api/chat` turn in a new session; its wall time."""
@@ -482,13 +491,68 @@ def interval(
     return ratios[int(0.025 * draws)], ratios[int(0.975 * draws) - 1]
 
 
-def print_ratio(label: str, off: list[float], on: list[float]) -> None:
+def print_ratio(label: str, off: list[float], on: list[float], goal: float) -> None:
     for q in (50, 99):
         a, b = percentile(off, q), percentile(on, q)
-        goal = " (goal < 1.02)" if q == 50 else ""
+        target = f" (goal <= {goal:.2f})" if q == 50 else ""
         print(
-            f"  {label:<22} p{q}: off {a * 1000:8.2f} ms   on {b * 1000:8.2f} ms   "
-            f"ratio {b / a:6.4f}{goal}"
+            f"    {label:<22} p{q}: off {a * 1000:8.2f} ms   on {b * 1000:8.2f} ms   "
+            f"ratio {b / a:6.4f}{target}"
+        )
+
+
+@dataclass(frozen=True)
+class Traced:
+    """A server with metrics and traces on, its sampler, and the p50 ratio it may cost."""
+
+    name: str
+    label: str
+    sampler: str
+    sampler_arg: str
+    goal: float
+
+
+def traced_servers(ratio: float) -> list[Traced]:
+    """Every span sampled, and the sampler that docs/observability.md recommends."""
+    return [
+        Traced("all", "every span sampled", "parentbased_always_on", "", 1.05),
+        Traced(
+            "sampled",
+            f"parentbased_traceidratio {ratio:g} (the recommended sampler)",
+            "parentbased_traceidratio",
+            f"{ratio:g}",
+            1.01,
+        ),
+    ]
+
+
+def report_side(args: argparse.Namespace, traced: Traced, off: Side, on: Side) -> None:
+    """One traced server's figures against the untraced one's."""
+    print(f"  {traced.label}:")
+    if off.streams and on.streams:
+        print_ratio(f"stream ({args.streams} at once)", off.streams, on.streams, traced.goal)
+        paired = [
+            percentile(b, 50) / percentile(a, 50)
+            for a, b in zip(off.rounds, on.rounds, strict=True)
+            if a and b
+        ]
+        low, high = interval(off.rounds, on.rounds)
+        print(f"    {'':22} p50 ratio's 95% interval (rounds resampled): {low:6.4f} to {high:6.4f}")
+        print(
+            f"    {'':22} median over rounds of the round's p50 ratio: "
+            f"{percentile(paired, 50):6.4f} (min {min(paired):.3f}, max {max(paired):.3f})"
+        )
+    if off.turns and on.turns:
+        print_ratio("turn (sequential)", off.turns, on.turns, traced.goal)
+    # The servers' CPU time: what the load costs each, whatever the machine's noise (counted
+    # in clock ticks, so a short run can take none).
+    for label, a, b, count in (
+        ("stream", off.stream_cpu, on.stream_cpu, args.streams * args.observability_rounds),
+        ("turn", off.turn_cpu, on.turn_cpu, args.observability_turns),
+    ):
+        print(
+            f"    server CPU per {label:<7}     off {a / count * 1000:8.2f} ms   "
+            f"on {b / count * 1000:8.2f} ms   ratio {b / a if a else float('nan'):6.4f}"
         )
 
 
@@ -496,12 +560,19 @@ async def observability(
     args: argparse.Namespace, servers: dict[str, LiveServer], receiver: Receiver
 ) -> int:
     """Part 4's figures, printed; the number of failed streams and turns."""
-    names = list(servers)  # "off", "on"
+    names = list(servers)  # "off", then the traced ones
+    traced = traced_servers(args.sample_ratio)
     auth = {name: {"Authorization": f"Bearer {s.token()}"} for name, s in servers.items()}
     urls = {name: f"{s.url}/v1/chat/completions" for name, s in servers.items()}
     sides = {name: Side() for name in names}
     pids = {name: s.process.pid for name, s in servers.items() if s.process is not None}
     done = asyncio.Event()
+
+    def order(number: int) -> list[str]:
+        # Each server takes each place in turn, so drift and noise fall on all alike.
+        shift = number % len(names)
+        return names[shift:] + names[:shift]
+
     async with AsyncExitStack() as stack:
         clients = [  # a client each: see one_round
             await stack.enter_async_context(httpx.AsyncClient(timeout=120))
@@ -513,18 +584,20 @@ async def observability(
             )
             for name, s in servers.items()
         }
-        scraper = asyncio.create_task(scrape(turn_clients["on"], args.scrape_interval, done))
+        scrapers = [
+            asyncio.create_task(scrape(turn_clients[t.name], args.scrape_interval, done))
+            for t in traced
+        ]
         for name in names:  # warm up: connections, caches
             await stream_round(clients, urls[name], auth[name], None)
             await plain_turn(turn_clients[name])
-        # The order flips every round, so drift and noise fall on both alike.
         for number in range(args.observability_rounds):
-            for name in names if number % 2 == 0 else names[::-1]:
+            for name in order(number):
                 before = cpu_seconds(pids[name])
                 await stream_round(clients, urls[name], auth[name], sides[name])
                 sides[name].stream_cpu += cpu_seconds(pids[name]) - before
         for number in range(args.observability_turns):
-            for name in names if number % 2 == 0 else names[::-1]:
+            for name in order(number):
                 before = cpu_seconds(pids[name])
                 try:
                     sides[name].turns.append(await plain_turn(turn_clients[name]))
@@ -532,8 +605,7 @@ async def observability(
                     sides[name].errors.append(f"turn: {type(exc).__name__}: {str(exc)[:200]}")
                 sides[name].turn_cpu += cpu_seconds(pids[name]) - before
         done.set()
-        scrapes = await scraper
-    off, on = sides["off"], sides["on"]
+        scrapes = sum(await asyncio.gather(*scrapers))
     print(
         f"Observability: metrics and traces off against on (METRICS_ENABLED, /metrics scraped "
         f"every {args.scrape_interval:g} s: {scrapes} scrapes; OTLP/HTTP to a loopback "
@@ -542,64 +614,49 @@ async def observability(
     print(
         f"  {args.streams} concurrent /v1/chat/completions streams, "
         f"{args.observability_rounds} rounds each, and {args.observability_turns} sequential "
-        f"/api/chat turns each, alternating (upstream: {args.tokens} tokens, "
-        f"{args.delay_ms:g} ms apart)"
+        f"/api/chat turns each, the {len(names)} servers taking turns (upstream: "
+        f"{args.tokens} tokens, {args.delay_ms:g} ms apart)"
     )
-    print(f"  errors: off {len(off.errors)}, on {len(on.errors)} (goal 0)")
-    for error in (off.errors + on.errors)[:5]:
+    print("  errors: " + ", ".join(f"{n} {len(s.errors)}" for n, s in sides.items()), "(goal 0)")
+    for error in [e for side in sides.values() for e in side.errors][:5]:
         print(f"    {error}")
-    if off.streams and on.streams:
-        print_ratio(f"stream ({args.streams} at once)", off.streams, on.streams)
-        paired = [
-            percentile(b, 50) / percentile(a, 50)
-            for a, b in zip(off.rounds, on.rounds, strict=True)
-            if a and b
-        ]
-        low, high = interval(off.rounds, on.rounds)
-        print(f"  {'':22} p50 ratio's 95% interval (rounds resampled): {low:6.4f} to {high:6.4f}")
-        print(
-            f"  {'':22} median over rounds of the round's p50 ratio: "
-            f"{percentile(paired, 50):6.4f} (min {min(paired):.3f}, max {max(paired):.3f})"
-        )
-    if off.turns and on.turns:
-        print_ratio("turn (sequential)", off.turns, on.turns)
-    # The servers' CPU time: what the load costs each, whatever the machine's noise (counted
-    # in clock ticks, so a short run can take none).
-    for label, a, b, count in (
-        ("stream", off.stream_cpu, on.stream_cpu, args.streams * args.observability_rounds),
-        ("turn", off.turn_cpu, on.turn_cpu, args.observability_turns),
-    ):
-        print(
-            f"  server CPU per {label:<7}     off {a / count * 1000:8.2f} ms   "
-            f"on {b / count * 1000:8.2f} ms   ratio {b / a if a else float('nan'):6.4f}"
-        )
-    return len(off.errors) + len(on.errors)
+    for each in traced:
+        report_side(args, each, sides["off"], sides[each.name])
+    return sum(len(side.errors) for side in sides.values())
 
 
 def observability_main(args: argparse.Namespace, tmp: Path) -> int:
     upstream = ("--tokens", str(args.tokens), "--delay-ms", str(args.delay_ms))
     model = {"LLM_BACKEND": "openai", "OPENAI_MODEL": "fake-upstream", "MODEL_PROBE": "false"}
-    with (
-        serving("tests.support.fake_openai", *upstream) as upstream_url,
-        receiving(keep=False) as receiver,
-        live(
-            tmp / "off",
-            **model,
-            OPENAI_BASE_URL=upstream_url,
-            METRICS_ENABLED="false",
-            OTEL_EXPORTER_OTLP_ENDPOINT="",  # empty: off, whatever this environment says
-            OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="",
-        ) as off,
-        live(
-            tmp / "on",
-            **model,
-            OPENAI_BASE_URL=upstream_url,
-            METRICS_ENABLED="true",
-            OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url,
-            OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="",
-        ) as on,
-    ):
-        return asyncio.run(observability(args, {"off": off, "on": on}, receiver))
+    with contextlib.ExitStack() as stack:
+        upstream_url = stack.enter_context(serving("tests.support.fake_openai", *upstream))
+        receiver = stack.enter_context(receiving(keep=False))
+        servers = {
+            "off": stack.enter_context(
+                live(
+                    tmp / "off",
+                    **model,
+                    OPENAI_BASE_URL=upstream_url,
+                    METRICS_ENABLED="false",
+                    OTEL_EXPORTER_OTLP_ENDPOINT="",  # empty: off, whatever this environment says
+                    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="",
+                )
+            )
+        }
+        for traced in traced_servers(args.sample_ratio):
+            servers[traced.name] = stack.enter_context(
+                live(
+                    tmp / traced.name,
+                    **model,
+                    OPENAI_BASE_URL=upstream_url,
+                    METRICS_ENABLED="true",
+                    OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url,
+                    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="",
+                    OTEL_TRACES_SAMPLER=traced.sampler,
+                    OTEL_TRACES_SAMPLER_ARG=traced.sampler_arg,
+                )
+            )
+        return asyncio.run(observability(args, servers, receiver))
 
 
 # Servers
@@ -620,6 +677,14 @@ def serving(module: str, *args: str) -> Iterator[str]:
 
 @contextmanager
 def live(data_dir: Path, **env: str) -> Iterator[LiveServer]:
+    # One user sends every stream: with the default bounds on a user's turns at once
+    # (USER_MAX_RUNS, 2, and WORK_LIMITS' chat_stream, 4), all but 2 of 64 concurrent
+    # streams would be a 429.
+    env = {
+        "USER_MAX_RUNS": "1024",
+        "WORK_LIMITS": json.dumps({"chat_stream": {"total": 1024, "per_user": 1024}}),
+        **env,
+    }
     server = LiveServer(data_dir, ADMIN_PASSWORD=PASSWORD, LOG_LEVEL="WARNING", **env)
     try:
         yield server.start()
@@ -651,6 +716,12 @@ def main() -> None:
     )
     parser.add_argument("--observability-rounds", type=int, default=100, help="stream rounds")
     parser.add_argument("--observability-turns", type=int, default=200, help="turns per server")
+    parser.add_argument(
+        "--sample-ratio",
+        type=float,
+        default=SAMPLE_RATIO,
+        help="the recommended sampler's OTEL_TRACES_SAMPLER_ARG",
+    )
     parser.add_argument("--scrape-interval", type=float, default=5.0, help="seconds")
     parser.add_argument("--smoke", action="store_true", help="a little of each, to check it runs")
     args = parser.parse_args()

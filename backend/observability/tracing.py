@@ -11,9 +11,12 @@ Parents are passed explicitly (a `TurnTrace` rides on the turn's LLM handle), ne
 through context variables across `yield`s: a turn's events are generators that resume
 in whatever task reads them.
 
-Tracing is on when the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set (the OTLP/HTTP
-exporter reads the other OTEL_* variables itself), and off otherwise: then every span is
-OpenTelemetry's no-op one, and `TurnTrace` makes none at all.
+Tracing is on when the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set, and off
+otherwise: then every span is OpenTelemetry's no-op one, and `TurnTrace` makes none at all.
+When on, it is the OpenTelemetry SDK as documented: a `TracerProvider` (its sampler, ids,
+resource and limits from the OTEL_* variables), whose spans go through a
+`BatchSpanProcessor` (OTEL_BSP_*) to the OTLP/HTTP `OTLPSpanExporter`
+(OTEL_EXPORTER_OTLP_*), in a thread of the SDK's.
 """
 
 from __future__ import annotations
@@ -28,11 +31,11 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import NonRecordingSpan, Span, SpanKind, Status, StatusCode
-
-from backend.observability.spans import LeanTracer
 
 __all__ = ["Span", "TurnTrace"]
 
@@ -45,7 +48,7 @@ _ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
 class _State:
     tracer: trace.Tracer | None = None  # None: tracing is off
     record_content = False
-    processor: SpanProcessor | None = None
+    provider: TracerProvider | None = None
 
 
 def otlp_configured(environ: dict[str, str] | os._Environ[str] = os.environ) -> bool:
@@ -66,32 +69,34 @@ def configure_tracing(
         _State.tracer = None
         return False
     name = os.environ.get("OTEL_SERVICE_NAME") or SERVICE
-    # The provider reads the sampler, ids and resource from the OTEL_* variables; spans
-    # are the lean ones (backend/observability/spans.py), ended into `processor`: by
-    # default, handed to a child process that sends them (backend/observability/handover.py).
+    # The app's stop sends what is buffered (shutdown_tracing), not an atexit hook.
     provider = TracerProvider(
         resource=Resource.create({"service.name": name}), shutdown_on_exit=False
     )
     if processor is None:
-        from backend.observability.handover import HandoverSpanProcessor
-
-        processor = HandoverSpanProcessor(provider.resource)
-    _State.processor = processor
-    _State.tracer = LeanTracer(provider, processor, SERVICE)
+        processor = BatchSpanProcessor(OTLPSpanExporter())
+    provider.add_span_processor(processor)
+    _State.provider = provider
+    _State.tracer = provider.get_tracer(SERVICE)
     logger.info("Tracing on: spans go to %s", type(processor).__name__)
     return True
 
 
 def shutdown_tracing() -> None:
     """Send what is buffered (the app's stop)."""
-    processor, _State.processor = _State.processor, None
+    provider, _State.provider = _State.provider, None
     _State.tracer = None
-    if processor is not None:
-        processor.shutdown()
+    if provider is not None:
+        provider.shutdown()
 
 
 def tracing_on() -> bool:
     return _State.tracer is not None
+
+
+def get_tracer() -> trace.Tracer:
+    """The tracer the server's spans come from (OpenTelemetry's no-op one while off)."""
+    return _State.tracer or trace.NoOpTracer()
 
 
 def current_trace_id() -> str | None:
@@ -101,34 +106,12 @@ def current_trace_id() -> str | None:
 
 
 def server_span(name: str, attributes: dict[str, Any]) -> contextlib.AbstractContextManager[Span]:
-    """An HTTP request's span, current for the code that handles it (the middleware's)."""
+    """An HTTP request's span, current for the code that handles it (the middleware's); an
+    exception that escapes is recorded on it."""
     tracer = _State.tracer
     if tracer is None:
         return contextlib.nullcontext(trace.INVALID_SPAN)
-    return _Current(tracer.start_span(name, kind=SpanKind.SERVER, attributes=attributes))
-
-
-class _Current:
-    """A span current while it lasts, ended after; an exception recorded on it. As the
-    tracer's `start_as_current_span`, without its two generators (~5 µs a request)."""
-
-    __slots__ = ("span", "token")
-
-    def __init__(self, span: Span) -> None:
-        self.span = span
-
-    def __enter__(self) -> Span:
-        self.token = otel_context.attach(trace.set_span_in_context(self.span))
-        return self.span
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, _: Any
-    ) -> None:
-        otel_context.detach(self.token)
-        if isinstance(error, Exception) and self.span.is_recording():
-            self.span.record_exception(error)
-            self.span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
-        self.span.end()
+    return tracer.start_as_current_span(name, kind=SpanKind.SERVER, attributes=attributes)
 
 
 class TurnTrace:

@@ -1,6 +1,7 @@
-"""The hand-written OTLP encoder: what it writes decodes, with OpenTelemetry's own protobuf
-classes, to exactly the message OpenTelemetry's own encoder makes, for every kind of span
-and value; and the exporter delivers it to an OTLP/HTTP receiver (gzip too)."""
+"""Spans over OTLP/HTTP, as the server sends them: the SDK's exporter delivers every kind of
+span and value to a receiver (gzip too) as OpenTelemetry's encoder makes them; and the
+server's batch export sends every sampled span by the time tracing has stopped, and no
+unsampled one."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
@@ -17,8 +18,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.trace.span import TraceState
 
-from backend.observability import otlp
-from tests.support.otlp_receiver import receiving
+from backend.observability import tracing
+from tests.support.otlp_receiver import Receiver, receiving
 
 VALUES = {
     "text": "plain",
@@ -94,38 +95,13 @@ def spans() -> Iterator[list[ReadableSpan]]:
         made.shutdown()
 
 
-def test_decodes_to_what_opentelemetrys_encoder_makes(spans: list[ReadableSpan]) -> None:
-    assert any(span.events for span in spans) and any(span.links for span in spans)
-    assert any(span.dropped_attributes for span in spans)
-    theirs = encode_spans(spans)
-    ours = ExportTraceServiceRequest.FromString(otlp.encode_request(spans))
-    assert len(ours.resource_spans) == 2
-    assert ours == theirs
-    # Every span, one by one, too (a difference in one would hide in the whole).
-    for span in spans:
-        assert ExportTraceServiceRequest.FromString(otlp.encode_request([span])) == encode_spans(
-            [span]
-        ), span.name
-
-
-def test_a_full_cache_starts_again(
-    spans: list[ReadableSpan], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(otlp, "CACHED", 3)
-    attribute = otlp._Attributes()
-    first = otlp.encode_request(spans, attribute)
-    assert len(attribute.cache) <= 3
-    assert otlp.encode_request(spans, attribute) == first  # from the cache, or not: the same
-    assert ExportTraceServiceRequest.FromString(first) == encode_spans(spans)
-
-
 @pytest.mark.parametrize("compression", ["none", "gzip"])
 def test_the_exporter_delivers_to_a_receiver(
     spans: list[ReadableSpan], compression: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", compression)
     with receiving() as receiver:
-        exporter = otlp.FastOTLPSpanExporter(endpoint=f"{receiver.url}/v1/traces")
+        exporter = OTLPSpanExporter(endpoint=f"{receiver.url}/v1/traces")
         assert exporter.export(spans) is SpanExportResult.SUCCESS
         exporter.shutdown()
         assert exporter.export(spans) is SpanExportResult.FAILURE  # after shutdown: refused
@@ -140,6 +116,49 @@ def test_an_unreachable_receiver_is_a_failure_not_an_exception(
 ) -> None:
     with receiving() as receiver:
         url = f"{receiver.url}/v1/traces"
-    exporter = otlp.FastOTLPSpanExporter(endpoint=url, timeout=2)
+    exporter = OTLPSpanExporter(endpoint=url, timeout=2)
     assert exporter.export(spans[:1]) is SpanExportResult.FAILURE
     exporter.shutdown()
+
+
+# The server's batch export (tracing.configure_tracing)
+
+
+@pytest.fixture
+def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[Receiver]:
+    with receiving() as receiving_:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiving_.url)
+        monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+        monkeypatch.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "64")
+        yield receiving_
+        tracing.shutdown_tracing()
+
+
+def make(tracer: trace.Tracer, count: int, prefix: str) -> None:
+    for number in range(count):
+        with tracer.start_as_current_span(f"{prefix} {number}", attributes={"n": number}):
+            pass
+
+
+def names(receiver: Receiver) -> list[str]:
+    with receiver.changed:
+        return [span.name for span in receiver.spans]
+
+
+def test_every_span_is_sent_by_the_time_it_has_stopped(receiver: Receiver) -> None:
+    assert tracing.configure_tracing()
+    tracer = tracing.get_tracer()
+    make(tracer, 1000, "span")
+    tracing.shutdown_tracing()
+    assert sorted(names(receiver)) == sorted(f"span {n}" for n in range(1000))
+    assert receiver.exports >= 1000 // 64
+    make(tracer, 3, "after")  # a stopped processor takes no more
+    assert not [name for name in names(receiver) if name.startswith("after")]
+
+
+def test_unsampled_spans_are_not_sent(receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "always_off")
+    assert tracing.configure_tracing()
+    make(tracing.get_tracer(), 10, "dropped")
+    tracing.shutdown_tracing()
+    assert names(receiver) == []

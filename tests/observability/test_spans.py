@@ -1,10 +1,11 @@
-"""Lean spans against the SDK's: the same calls give the same recorded span (name, kind,
-parent, attributes in order, dropped counts, events, status), for the processors and
-exporters that read it; the sampler and limits come from the standard OTEL_* variables."""
+"""The server's spans against a plain SDK's: the same calls give the same recorded span
+(name, kind, parent, attributes in order, dropped counts, events, status), for the processors
+and exporters that read it; the sampler, limits and service name come from the standard
+OTEL_* variables."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -16,9 +17,20 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from backend.observability import tracing
-from backend.observability.spans import LeanSpan, LeanTracer
 
-RESOURCE = Resource.create({"service.name": "lean-test"})
+RESOURCE = Resource.create({"service.name": "spans-test"})
+
+
+@pytest.fixture(autouse=True)
+def tracing_off_after() -> Iterator[None]:
+    yield
+    tracing.shutdown_tracing()
+
+
+def configured(exporter: InMemorySpanExporter) -> trace.Tracer:
+    """The server's tracer (tracing.configure_tracing), its spans into `exporter`."""
+    assert tracing.configure_tracing(processor=SimpleSpanProcessor(exporter))
+    return tracing.get_tracer()
 
 
 def record(tracer: trace.Tracer) -> None:
@@ -84,13 +96,14 @@ def sdk(provider: TracerProvider, exporter: InMemorySpanExporter) -> trace.Trace
     return provider.get_tracer("test")
 
 
-def lean(provider: TracerProvider, exporter: InMemorySpanExporter) -> trace.Tracer:
-    return LeanTracer(provider, SimpleSpanProcessor(exporter), "test")
+def server(provider: TracerProvider, exporter: InMemorySpanExporter) -> trace.Tracer:
+    return configured(exporter)  # its own provider, from the environment
 
 
-def test_lean_spans_record_what_the_sdks_record(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "10")  # LeanTracer reads the env
-    theirs, ours = recorded(sdk), recorded(lean)
+def test_the_servers_spans_record_what_the_sdks_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "10")  # the server's reads the env
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "spans-test")
+    theirs, ours = recorded(sdk), recorded(server)
     assert ours == theirs
     child = ours[0]
     assert child["dropped"] > 0 and ("n7", 7) in child["attributes"]
@@ -101,9 +114,9 @@ def test_lean_spans_record_what_the_sdks_record(monkeypatch: pytest.MonkeyPatch)
 def test_the_sampler_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_TRACES_SAMPLER", "always_off")
     exporter = InMemorySpanExporter()
-    tracer = LeanTracer(TracerProvider(), SimpleSpanProcessor(exporter), "test")
+    tracer = configured(exporter)
     with tracer.start_as_current_span("GET") as span:
-        assert not span.is_recording() and not isinstance(span, LeanSpan)
+        assert not span.is_recording() and isinstance(span, trace.NonRecordingSpan)
         assert span.get_span_context().is_valid  # a trace id to quote all the same
         assert tracing.current_trace_id() is not None
     assert exporter.get_finished_spans() == ()
@@ -111,7 +124,7 @@ def test_the_sampler_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch)
 
 def test_a_child_continues_its_parents_trace() -> None:
     exporter = InMemorySpanExporter()
-    tracer = LeanTracer(TracerProvider(), SimpleSpanProcessor(exporter), "test")
+    tracer = configured(exporter)
     with tracer.start_as_current_span("parent") as parent:
         child = tracer.start_span("child")
         child.end()
