@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backend.core.agents.runner import StepEvents
+from backend.core.agents.step_events import StepEvents
 from backend.core.agents.tools import ToolContext, ToolData, ToolResult
 from backend.core.events import Code, Event, Execution, PassageFound, Plot
 from backend.storage.sessions import session_key
