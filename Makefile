@@ -45,7 +45,7 @@ TEST_WORKERS ?= 2
 test: DEBIAN_PACKAGES += chromium postgresql iproute2 prometheus
 test: install-dev system-deps frontend openinterpreter mcp-clients mcp-servers openai-node \
 	lint typecheck
-	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 lint: install-dev
 	$(VENV)/bin/ruff check .

@@ -1,16 +1,37 @@
-"""The product as a newcomer runs it: no Ollama, the embedded model, the openai SDK."""
+"""The product as a newcomer runs it: no Ollama, the embedded model, the openai SDK.
+
+The tests on the embedded model with its defaults share one server (it takes seconds to
+start and to load the model), each as a user of its own (tests/support/shared_server.py).
+A test of another setting (`auto`, a token or a time limit) starts a server of its own.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import openai
+import pytest
 from pydantic import BaseModel
 
 from tests.conftest import StartServer
 from tests.support.live_server import free_port
+from tests.support.shared_server import SharedServer, SignedIn, module_server, own_user
+
+
+@pytest.fixture(scope="module")
+def embedded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedServer]:
+    """A server on the embedded model (LLM_BACKEND=embedded), for the module."""
+    with module_server(tmp_path_factory.mktemp("embedded"), LLM_BACKEND="embedded") as server:
+        yield server
+
+
+@pytest.fixture
+def on_embedded(embedded_server: SharedServer, request: pytest.FixtureRequest) -> SignedIn:
+    """The test's own user of the embedded server: its sessions and sandboxes are its own."""
+    return own_user(embedded_server, request)
 
 
 def test_openai_sdk_chats_with_the_embedded_model(start_server: StartServer) -> None:
@@ -44,8 +65,8 @@ def test_openai_sdk_chats_with_the_embedded_model(start_server: StartServer) -> 
     assert len(pieces) >= 3
 
 
-def test_the_embedded_model_answers_a_question_about_a_csv(start_server: StartServer) -> None:
-    server = start_server(LLM_BACKEND="embedded")
+def test_the_embedded_model_answers_a_question_about_a_csv(on_embedded: SignedIn) -> None:
+    server = on_embedded
     rows = "\n".join(f"{region},{price}" for region, price in [("north", 12.5), ("south", 30)] * 5)
     with server.client(timeout=300) as http:
         upload = http.post(
@@ -65,8 +86,8 @@ def test_the_embedded_model_answers_a_question_about_a_csv(start_server: StartSe
     assert result["output"].strip() in result["answer"]
 
 
-def test_the_embedded_model_answers_through_the_react_agent(start_server: StartServer) -> None:
-    server = start_server(LLM_BACKEND="embedded")
+def test_the_embedded_model_answers_through_the_react_agent(on_embedded: SignedIn) -> None:
+    server = on_embedded
     rows = "\n".join(f"{region},{price}" for region, price in [("north", 12.5), ("south", 30)] * 5)
     with server.client(timeout=300) as http:
         http.post(
@@ -91,10 +112,10 @@ def test_the_embedded_model_answers_through_the_react_agent(start_server: StartS
 
 
 def test_auto_on_the_embedded_model_runs_code_for_a_question_about_a_file(
-    start_server: StartServer,
+    on_embedded: SignedIn,
 ) -> None:
     """Issue 39: this was routed to chat and answered "Qatar, about $1.2 billion"."""
-    server = start_server(LLM_BACKEND="embedded")
+    server = on_embedded
     rows = "".join(
         f"{region},{revenue}\n" for region, revenue in [("East", 700), ("West", 500)] * 3
     )
@@ -124,9 +145,9 @@ class City(BaseModel):
 
 
 def test_structured_outputs_follow_the_schema_on_the_embedded_model(
-    start_server: StartServer,
+    on_embedded: SignedIn,
 ) -> None:
-    server = start_server(LLM_BACKEND="embedded")
+    server = on_embedded
     client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
     question = [{"role": "user", "content": "The largest city of France and its population?"}]
     # json_schema, strict: the SDK builds the schema from the model and parses the reply.
@@ -151,8 +172,8 @@ def test_structured_outputs_follow_the_schema_on_the_embedded_model(
     assert len(pieces) > 1 and isinstance(json.loads("".join(pieces)), dict)
 
 
-def test_logprobs_on_the_embedded_model_whole_and_streamed(start_server: StartServer) -> None:
-    server = start_server(LLM_BACKEND="embedded")
+def test_logprobs_on_the_embedded_model_whole_and_streamed(on_embedded: SignedIn) -> None:
+    server = on_embedded
     client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
     question = [{"role": "user", "content": "What is the capital of France?"}]
     asked = {"logprobs": True, "top_logprobs": 3, "temperature": 0, "max_tokens": 12}
@@ -178,8 +199,8 @@ def test_logprobs_on_the_embedded_model_whole_and_streamed(start_server: StartSe
     assert [t.token for t in streamed] == [t.token for t in content]  # greedy: the same answer
 
 
-def test_a_required_tool_call_is_valid_on_the_embedded_model(start_server: StartServer) -> None:
-    server = start_server(LLM_BACKEND="embedded")
+def test_a_required_tool_call_is_valid_on_the_embedded_model(on_embedded: SignedIn) -> None:
+    server = on_embedded
     client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
     weather = {
         "type": "function",
@@ -245,9 +266,9 @@ def test_a_two_step_plan_on_the_embedded_model_finishes_well_within_its_bound(
     assert "40" in answer["answer"], answer["answer"]
 
 
-def test_code_interpreter_through_the_sdk_on_the_embedded_model(start_server: StartServer) -> None:
+def test_code_interpreter_through_the_sdk_on_the_embedded_model(on_embedded: SignedIn) -> None:
     """Issue 29's flow end to end on the real (tiny) model: only the shape is checked."""
-    server = start_server(LLM_BACKEND="embedded")
+    server = on_embedded
     client = openai.OpenAI(
         base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0, timeout=300
     )
