@@ -4,8 +4,9 @@ A server process takes seconds to start, so the tests share one per setting: one
 `openai` backend, one on it with a 1 s request timeout, one on `ollama`. Each test serves
 a fresh stand-in upstream on the port its server points at (tests/support/stand_in_port.py)
 and talks to the server as a user of its own (tests/support/shared_server.py). A test
-whose upstream is down, or that has a model or a script of its own, has an app of its own
-in this process (`start_app`): it only sends requests and reads whole answers.
+whose upstream is down, or that has a script of its own, has an app of its own in this
+process (`start_app`: it only sends requests and reads whole answers); the one whose
+Ollama lists other models (the server keeps the list for 5 s) has a server of its own.
 """
 
 from __future__ import annotations
@@ -14,21 +15,18 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 import openai
 import pytest
 
-from tests.conftest import StartApp, write_replies
+from tests.conftest import StartApp, StartServer, write_replies
 from tests.support.fake_ollama import FakeOllama
-from tests.support.live_server import free_port
+from tests.support.live_server import LiveServer, free_port
 from tests.support.shared_server import SharedServer, SignedIn, module_server, own_user
 from tests.support.stand_in_port import OpenAIStandIn, StandInPort
 from tests.support.waiting import wait_for
-
-if TYPE_CHECKING:  # imported where used (conftest's start_app): it imports the app
-    from tests.support.app_client import InProcessServer
 
 # What every stand-in Ollama of the shared server lists: the server keeps the list for
 # 5 s, so one test's list must not be another's.
@@ -124,12 +122,8 @@ def _close_sdk_clients() -> Iterator[None]:
         _sdk_clients.pop().close()
 
 
-def _sdk(server: SignedIn | InProcessServer) -> openai.OpenAI:
-    """The openai SDK, signed in to `server` (through the app's own transport if in process)."""
-    http = None if isinstance(server, SignedIn) else server.http()
-    client = openai.OpenAI(
-        base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0, http_client=http
-    )
+def _sdk(server: SignedIn | LiveServer) -> openai.OpenAI:
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token(), max_retries=0)
     _sdk_clients.append(client)
     return client
 
@@ -274,15 +268,10 @@ def test_ollama_down_fails_fast_with_the_fix(start_app: StartApp) -> None:
     assert chat.status_code == 503 and "ollama serve" in chat.json()["detail"]
 
 
-def test_ollama_missing_model_says_how_to_pull_it(start_app: StartApp) -> None:
+def test_ollama_missing_model_says_how_to_pull_it(start_server: StartServer) -> None:
     # A server of its own: its Ollama lists other models than the shared one's.
     with FakeOllama(free_port(), models=["llama3.2:latest"]) as ollama:
-        server = start_app(
-            LLM_BACKEND="ollama",
-            OLLAMA_HOST=ollama.url,
-            OLLAMA_MODEL="qwen2.5",
-            MODEL_PROBE="false",
-        )
+        server = start_server(LLM_BACKEND="ollama", OLLAMA_HOST=ollama.url, OLLAMA_MODEL="qwen2.5")
         client = _sdk(server)
         assert [m.id for m in client.models.list().data] == ["llama3.2:latest"]
         try:
