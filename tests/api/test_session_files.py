@@ -77,6 +77,7 @@ def test_a_download_whose_client_went_away_closes_its_file(server: LiveServer) -
     url = "/api/sessions/files/files/outputs/big.bin"
     with server.client() as http, http.stream("GET", url) as download:
         assert download.status_code == 200
-        next(download.iter_bytes())
+        chunks = download.iter_bytes()  # held: httpx closes the connection when it goes
+        next(chunks)
         assert server.has_open(big)
     wait_for(lambda: not server.has_open(big), timeout=10)

@@ -138,12 +138,16 @@ def test_shell_runs_only_inside_the_sandbox(server: LiveServer, secrets: Secrets
     assert_no_secrets(text, secrets)
 
 
-# A daemon detaches properly: it closes the run's pipes, so the run can return at once.
+# A daemon detaches properly: it closes the run's pipes, so the run can return at once. It
+# writes its marker DAEMON_DELAY s later: long enough that a run which waited for it is told
+# apart from a slow start on a busy machine.
+DAEMON_DELAY = 10
+LATER = str(DAEMON_DELAY)
 DETACH = "    os.closerange(0, 256)\n"
 DAEMONS = {
     "fork": (
         "import os, time\n"
-        "if os.fork() == 0:\n" + DETACH + "    time.sleep(3)\n"
+        "if os.fork() == 0:\n" + DETACH + "    time.sleep(" + LATER + ")\n"
         "    open('/workspace/{marker}', 'w').write('daemon')\n"
         "    os._exit(0)\n"
         "print('PARENT_RETURNED')\n"
@@ -152,7 +156,7 @@ DAEMONS = {
         "import os, time\n"
         "if os.fork() == 0:\n" + DETACH + "    os.setsid()\n"
         "    if os.fork() == 0:\n"
-        "        time.sleep(3)\n"
+        "        time.sleep(" + LATER + ")\n"
         "        open('/workspace/{marker}', 'w').write('daemon')\n"
         "    os._exit(0)\n"
         "print('PARENT_RETURNED')\n"
@@ -160,7 +164,7 @@ DAEMONS = {
     "fork_then_fail": (
         "import os, time, signal\n"
         "if os.fork() == 0:\n" + DETACH + "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-        "    time.sleep(3)\n"
+        "    time.sleep(" + LATER + ")\n"
         "    open('/workspace/{marker}', 'w').write('daemon')\n"
         "    os._exit(0)\n"
         "print('PARENT_RETURNED')\n"
@@ -169,7 +173,7 @@ DAEMONS = {
     "thread": (
         "import threading, time\n"
         "def later():\n"
-        "    time.sleep(3)\n"
+        "    time.sleep(" + LATER + ")\n"
         "    open('/workspace/{marker}', 'w').write('thread')\n"
         "threading.Thread(target=later, daemon=True).start()\n"
         "print('PARENT_RETURNED')\n"
@@ -182,8 +186,8 @@ def test_leftover_daemon_is_swept(server: LiveServer, sid: str, daemon: str) -> 
     marker = f"daemon-{uuid.uuid4().hex[:8]}"
     result = run(server, daemon.replace("{marker}", marker), sid)
     assert "PARENT_RETURNED" in stdout(result), everything(result)[:2000]
-    assert result["wall"] < 3, "the run waited for its daemon"
-    time.sleep(5)
+    assert result["wall"] < DAEMON_DELAY, "the run waited for its daemon"
+    time.sleep(DAEMON_DELAY + 2)  # past the moment the daemon, had it lived, would write
     assert not (workspace(server, sid) / marker).exists(), (
         "code left behind by a finished run kept running and wrote into the workspace"
     )
