@@ -128,14 +128,17 @@ class PassageFound(Event):
 
 
 class Plot(Event):
+    """An image a successful run made, by its workspace path (the API adds the `url` that
+    serves it: `backend/api/encoders/links.py`)."""
+
     type: Literal["plot"] = "plot"
     path: str
-    url: str
 
 
 class Chart(Event):
     """An interactive chart a successful run displayed: its JSON spec (Plotly, or
-    Vega-Lite from Altair) for a client to draw live, and its static PNG for any other."""
+    Vega-Lite from Altair) for a client to draw live, and its static PNG for any other, by
+    their workspace paths (the API adds their URLs)."""
 
     type: Literal["chart"] = "chart"
     tool: str | None = None
@@ -143,14 +146,13 @@ class Chart(Event):
     run_id: str
     library: Literal["plotly", "vega-lite"]
     spec_path: str
-    spec_url: str
     png_path: str
-    png_url: str
 
 
 class Table(Event):
     """A table an attempt showed (sent right after its `Execution`): its row count, columns
-    and first rows; `url` serves its summary, its pages (sorted, filtered) and downloads."""
+    and first rows. The API adds the `url` that serves its summary, its pages (sorted,
+    filtered) and downloads."""
 
     type: Literal["table"] = "table"
     tool: str | None = None
@@ -162,7 +164,6 @@ class Table(Event):
     rows: int
     columns: list[TableColumn]
     preview: list[list[Cell]]
-    url: str
 
 
 class Citation(BaseModel):

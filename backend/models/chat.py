@@ -24,6 +24,15 @@ class ChatRequest(BaseModel):
     stream: bool = False
 
 
+class TableShown(Table):
+    url: str  # serves its summary, its pages (sorted, filtered) and downloads
+
+
+class ChartShown(Chart):
+    spec_url: str
+    png_url: str
+
+
 class ChatResponse(BaseModel):
     answer: str
     model: str
@@ -32,5 +41,5 @@ class ChatResponse(BaseModel):
     agent_type: str
     metadata: TurnSummary
     citations: list[Citation] = []
-    tables: list[Table] = []  # the tables its runs showed (also sent as `table` events)
-    charts: list[Chart] = []  # the charts its runs showed, with their PNGs (`chart` events)
+    tables: list[TableShown] = []  # the tables its runs showed (also sent as `table` events)
+    charts: list[ChartShown] = []  # the charts its runs showed, with their PNGs (`chart` events)

@@ -6,16 +6,20 @@ import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from backend.api.encoders.chat import typed_sse
+from backend.api.encoders.chat import chat_response, typed_sse
 from backend.api.encoders.completions import completion, completion_chunks
+from backend.api.encoders.links import linked_metadata
 from backend.api.encoders.responses import response_events
 from backend.core.events import (
     AnswerDelta,
+    Chart,
     Citation,
     Code,
     Final,
     Finish,
+    Plot,
     Routed,
+    Table,
     TurnEvent,
     TurnSummary,
     Usage,
@@ -62,7 +66,7 @@ def frames(body: str) -> list[tuple[str | None, Any]]:
 
 
 async def test_api_chat_sends_what_clients_read_and_sums_the_turn_up_in_final() -> None:
-    body = "".join([frame async for frame in typed_sse(stream(turn()))])
+    body = "".join([frame async for frame in typed_sse(stream(turn()), "sales")])
     sent = frames(body)
     assert [kind for kind, _ in sent] == ["router", "code", "token", "final", "done"]
     assert sent[0][1] == {"type": "router", "agent_type": "react",
@@ -107,3 +111,59 @@ async def test_responses_events_are_numbered_and_end_with_the_completed_response
     done = sent[-1]["response"]
     assert done["output"][0]["content"][0]["text"] == "The total is 410."
     assert done["usage"]["input_tokens"] == 7 and done["agent"]["agent_type"] == "react"
+
+
+PLOT = Plot(path="outputs/plot_1.png")
+CHART = Chart(
+    run_id="r1", library="plotly", spec_path="outputs/chart_1.plotly.json",
+    png_path="outputs/chart_1.png",
+)  # fmt: skip
+TABLE = Table(
+    run_id="r1", table_id="t" * 32, name="totals", source="expression", rows=2, columns=[],
+    preview=[],
+)  # fmt: skip
+FILES = "/api/sessions/sales/files/"
+URLS = {
+    "plot": {"url": FILES + "outputs/plot_1.png"},
+    "chart": {"spec_url": FILES + "outputs/chart_1.plotly.json",
+              "png_url": FILES + "outputs/chart_1.png"},
+    "table": {"url": "/api/sessions/sales/tables/" + "t" * 32},
+}  # fmt: skip
+
+
+def shown_turn() -> list[TurnEvent]:
+    *steps, final = turn()
+    assert isinstance(final, Final)
+    final = final.model_copy(update={"tables": [TABLE], "charts": [CHART]})
+    return [*steps[:2], PLOT, CHART, TABLE, *steps[2:], final]
+
+
+async def test_every_format_links_what_runs_showed_to_the_clients_session_id() -> None:
+    """Core names a plot, a chart and a table by path and id; each format adds the URLs
+    that serve them, with the client's session id (never the owner-namespaced key)."""
+    body = "".join([frame async for frame in typed_sse(stream(shown_turn()), "sales")])
+    sent = {kind: data for kind, data in frames(body)}
+    for kind, urls in URLS.items():
+        assert urls.items() <= sent[kind].items(), (kind, sent[kind])
+
+    chunks = "".join([frame async for frame in completion_chunks(stream(shown_turn()), False)])
+    steps = [
+        c["agent_event"] for _, c in frames(chunks) if isinstance(c, dict) and "agent_event" in c
+    ]
+    for step in steps:
+        assert URLS.get(step["type"], {}).items() <= step.items(), step
+    final = shown_turn()[-1]
+    assert isinstance(final, Final)
+    metadata = completion(final)["metadata"]
+    assert URLS["table"].items() <= metadata["tables"][0].items()
+    assert URLS["chart"].items() <= metadata["charts"][0].items()
+
+    answer = chat_response(final)
+    assert answer.tables[0].url == URLS["table"]["url"]
+    assert answer.charts[0].png_url == URLS["chart"]["png_url"]
+
+    stored = {"steps": [PLOT.payload(), TABLE.payload(), {"type": "code", "code": "x"}]}
+    read_back = linked_metadata(stored, "sales")["steps"]
+    assert URLS["plot"].items() <= read_back[0].items()
+    assert URLS["table"].items() <= read_back[1].items()
+    assert read_back[2] == {"type": "code", "code": "x"}

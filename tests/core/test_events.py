@@ -5,7 +5,6 @@ from __future__ import annotations
 from backend.core.agents.step_events import StepEvents
 from backend.core.agents.tools import ToolContext, ToolData, ToolResult
 from backend.core.events import Code, Event, Execution, PassageFound, Plot
-from backend.storage.sessions import session_key
 
 
 def test_a_payload_leaves_out_what_the_event_does_not_know_but_sends_a_null_error() -> None:
@@ -27,7 +26,7 @@ def test_a_tool_without_attempts_becomes_an_execution_and_its_passages_follow_as
     reported: list[Event] = []  # a Plan-and-Execute step's writer: its index on each event
     context = ToolContext(report=lambda e: reported.append(e.model_copy(update={"index": 2})))
     assert context.ran("rag_retrieval", result) is result
-    steps = StepEvents(session_key(1, "s"))
+    steps = StepEvents()
     events = [shown for event in reported for shown in steps(event)]
 
     assert [e.type for e in events] == ["execution", "passage"]
@@ -38,8 +37,8 @@ def test_a_tool_without_attempts_becomes_an_execution_and_its_passages_follow_as
     assert found.where == "report.pdf, page 3" and found.text == "Revenue grew 12.5%."
 
 
-def test_python_coders_reported_attempts_are_not_repeated_and_its_plots_get_urls() -> None:
-    steps = StepEvents(session_key(7, "sales"))
+def test_python_coders_reported_attempts_are_not_repeated_and_its_plots_follow() -> None:
+    steps = StepEvents()
     code = Code(tool="python_coder", attempt=1, code="plot()")
     assert list(steps(code)) == [code]
     files = ["outputs/plot_1.png", "outputs/table.csv"]
@@ -47,10 +46,7 @@ def test_python_coders_reported_attempts_are_not_repeated_and_its_plots_get_urls
         tool="python_coder", attempt=1, run_id="r1", ok=True, stdout="done", error=None, files=files
     )
     events = list(steps(ran))
-    assert events == [
-        ran,
-        Plot(path="outputs/plot_1.png", url="/api/sessions/sales/files/outputs/plot_1.png"),
-    ]  # the client's id in the URL, never the session key
+    assert events == [ran, Plot(path="outputs/plot_1.png")]  # its URL is the API's
     # The step the tool finished, in the graph's state: its text is the latest result.
     data: ToolData = {"code": "plot()", "files": files}
     step = {"observation": "Output: done", "ok": True, "data": data}

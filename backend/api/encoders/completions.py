@@ -15,6 +15,7 @@ import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
+from backend.api.encoders.links import linked, tables_metadata
 from backend.api.errors import error_body
 from backend.api.sse import Last, sse_data
 from backend.core.events import STEP_TYPES, Final, TokenLogprob, TurnEvent, Usage
@@ -27,18 +28,6 @@ def citations_metadata(final: Final) -> dict[str, Any] | None:
     if final.summary.agent_type == "chat":
         return None
     return {"citations": final.citations_payload(), **tables_metadata(final)}
-
-
-def tables_metadata(final: Final) -> dict[str, Any]:
-    """The tables a turn's runs showed (schema, row count, first rows, the URL to page
-    them), under `tables`, and its charts (each spec's and PNG's URL) under `charts`;
-    neither when there are none, so the shape stays OpenAI's."""
-    shown: dict[str, Any] = {}
-    if final.tables:
-        shown["tables"] = [t.payload() for t in final.tables]
-    if final.charts:
-        shown["charts"] = [c.payload() for c in final.charts]
-    return shown
 
 
 def completion(final: Final) -> dict[str, Any]:
@@ -85,12 +74,14 @@ async def completion_chunks(
     the response (`Last`), before the turn is stored.
     """
     chunks: CompletionChunks | None = None
+    session_id = ""
     pending = ""
     try:
         async with contextlib.aclosing(events):
             async for event in events:
                 if event.type == "router":
                     chunks = CompletionChunks(event.model)
+                    session_id = event.opening.session_id  # for the steps' URLs
                     # The first chunk carries our extension field; OpenAI clients ignore it.
                     opening = event.opening.model_dump(mode="json")
                     pending = sse_data(
@@ -115,7 +106,8 @@ async def completion_chunks(
                 elif event.type in STEP_TYPES:
                     # An agent's step rides in an extension field with an empty delta, which
                     # OpenAI clients read as "no new content".
-                    yield pending + sse_data(chunks.chunk({}, agent_event=event.payload()))
+                    step = linked(event.payload(), session_id)
+                    yield pending + sse_data(chunks.chunk({}, agent_event=step))
                     pending = ""
                 elif event.type == "final":
                     metadata = {"citations": event.citations_payload(), **tables_metadata(event)}

@@ -16,6 +16,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
 from backend.api.encoders.code_interpreter import Change, CodeCalls, CodeInterpreterOutput
+from backend.api.encoders.links import tables_metadata
 from backend.api.sse import Last, sse_data
 from backend.core.events import ClientToolCall, Code, Execution, Final, StepEvent, TurnEvent, Usage
 from backend.llm import LLMError
@@ -56,11 +57,7 @@ def _response(
     status = "incomplete" if final.finish_reason == "length" else "completed"
     agent = {**final.summary.model_dump(mode="json"), "citations": final.citations_payload()}
     body = response_body(response_id, final.model, status, output, final.usage, agent, previous)
-    if final.tables:  # our extension, as on chat completions' metadata
-        body["tables"] = [table.payload() for table in final.tables]
-    if final.charts:  # likewise: each chart's spec and PNG
-        body["charts"] = [chart.payload() for chart in final.charts]
-    return body
+    return body | tables_metadata(final)  # our extension, as on chat completions' metadata
 
 
 class _Events:

@@ -37,5 +37,7 @@ async def create_chat_message(
     turn = await chat.open_turn(user, request)
     if body.stream:
         events = await start_stream(turn.events)
-        return SSEResponse(typed_sse(events), headers=SSE_HEADERS, source=events)
+        return SSEResponse(
+            typed_sse(events, turn.plan.conversation.session_id), headers=SSE_HEADERS, source=events
+        )
     return chat_response(await unless_disconnected(http, turn.collect()))

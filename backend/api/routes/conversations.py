@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response, status
 
 from backend.api.deps import CurrentUser, PurgeDep, RunsDep, StoreDep
+from backend.api.encoders.links import linked_metadata
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.core.runs import RunRegistry
 from backend.models.conversations import (
@@ -66,7 +67,7 @@ async def read_conversation(
             role=m.role,
             content=m.content,
             created_at=m.created_at,
-            metadata=m.metadata,
+            metadata=linked_metadata(m.metadata, conversation.session_id),
             parent_id=m.parent_id,
             siblings=tree.siblings(m.id),
             feedback=FeedbackPublic.of(thumbs[m.id]) if m.id in thumbs else None,

@@ -81,7 +81,7 @@ async def read_run_events(
     run = _owned_run(runs, run_id, user)
     start = max(after, last_event_id or 0)
 
-    return SSEResponse(run_sse(run.follow(start)), headers=SSE_HEADERS)
+    return SSEResponse(run_sse(run.follow(start), client_id(run.session_key)), headers=SSE_HEADERS)
 
 
 @router.post("/{run_id}/cancel")

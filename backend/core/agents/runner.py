@@ -205,7 +205,7 @@ class AgentRunner:
             configurable["checkpoint_id"] = fork_from
         config: RunnableConfig = {"configurable": configurable}
         final: dict[str, Any] = {}
-        step_events = StepEvents(session_id)
+        step_events = StepEvents()
         timeout = self.settings.AGENT_TURN_TIMEOUT
         stream = graph.astream(inputs, config, stream_mode=_MODES)
         limit: str | None = None

@@ -6,7 +6,6 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from backend.core.events import Chart, Event, Execution, Plot, StepEvent
-from backend.storage.sessions import SessionKey, client_id
 from backend.tools.python_coder.answer import output_answer, plots
 from backend.tools.sandbox.chart_files import chart_files
 
@@ -21,8 +20,7 @@ class StepEvents:
     from it.
     """
 
-    def __init__(self, session_id: SessionKey) -> None:
-        self.session_id = session_id
+    def __init__(self) -> None:
         self.last_result: str | None = None  # the last step that worked: a stopped turn's answer
         self.last_failure: str | None = None
         self.plotted: set[str] = set()  # a plot is shown once, as soon as its run has made it
@@ -56,7 +54,6 @@ class StepEvents:
         self, files: list[str], tool: str | None, index: int | None, run_id: str
     ) -> Iterator[Plot | Chart]:
         """A `Chart` per interactive chart the run displayed, a `Plot` per other image."""
-        folder = f"/api/sessions/{client_id(self.session_id)}/files/"
         charts = chart_files(files)
         for chart in charts:
             if chart.spec_path not in self.plotted:
@@ -67,12 +64,10 @@ class StepEvents:
                     run_id=run_id,
                     library=chart.library,
                     spec_path=chart.spec_path,
-                    spec_url=folder + chart.spec_path,
                     png_path=chart.png_path,
-                    png_url=folder + chart.png_path,
                 )
         drawn = {chart.png_path for chart in charts}  # a chart's PNG is in its `Chart`
         for path in plots(files):
             if path not in self.plotted and path not in drawn:
                 self.plotted.add(path)
-                yield Plot(path=path, url=folder + path)
+                yield Plot(path=path)

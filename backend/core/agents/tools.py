@@ -13,7 +13,7 @@ from typing import Any, Protocol, TypedDict
 from backend.core.events import AnswerDelta, Code, Execution, PassageFound, StepEvent, Table
 from backend.files.catalog import WorkspaceCatalog
 from backend.llm.turn import TurnLLM
-from backend.storage.sessions import SessionKey, client_id
+from backend.storage.sessions import SessionKey
 from backend.tools.python_coder.coder import CoderProgress, PythonCoder
 from backend.tools.python_coder.request import AnswerMode, CoderRequest
 from backend.tools.python_coder.result import ExecutionAttempt, new_run_id
@@ -154,7 +154,6 @@ class PythonCoderTool:
                     files=[str(name) for name in attempt.files],
                 )
             )
-            url = f"/api/sessions/{client_id(self.session_id)}/tables"
             for table in attempt.tables:  # right after the run that showed them
                 context.report(
                     Table(
@@ -166,7 +165,6 @@ class PythonCoderTool:
                         rows=table.rows,
                         columns=table.columns,
                         preview=table.preview,
-                        url=f"{url}/{table.id}",
                     )
                 )
 

@@ -1,0 +1,57 @@
+"""Where a client fetches what a turn's runs showed: the URLs of plots, charts and tables.
+
+Core names an image or a chart's files by their workspace paths and a table by its id; the
+routes that serve them are the API's. Each step gets its URLs here as it goes out: streamed,
+in an answer, or read back from a conversation's stored steps (which, stored before the
+URLs moved here, may carry them already: the same ones).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from backend.core.events import Final
+
+
+def linked(payload: Mapping[str, Any], session_id: str) -> dict[str, Any]:
+    """`payload` (a step's JSON), with the URLs of what it shows in session `session_id`
+    (the client's id, never the owner-namespaced key)."""
+    files = f"/api/sessions/{session_id}/files/"
+    match payload.get("type"):
+        case "plot":
+            return {**payload, "url": files + payload["path"]}
+        case "chart":
+            return {
+                **payload,
+                "spec_url": files + payload["spec_path"],
+                "png_url": files + payload["png_path"],
+            }
+        case "table":
+            return {**payload, "url": f"/api/sessions/{session_id}/tables/{payload['table_id']}"}
+        case _:
+            return dict(payload)
+
+
+def linked_metadata(metadata: Mapping[str, Any], session_id: str) -> dict[str, Any]:
+    """A stored answer's metadata, its steps linked."""
+    steps = metadata.get("steps")
+    if not isinstance(steps, list):
+        return dict(metadata)
+    return {
+        **metadata,
+        "steps": [linked(step, session_id) if isinstance(step, dict) else step for step in steps],
+    }
+
+
+def tables_metadata(final: Final) -> dict[str, Any]:
+    """The tables a turn's runs showed (schema, row count, first rows, the URL to page
+    them), under `tables`, and its charts (each spec's and PNG's URL) under `charts`;
+    neither when there are none, so an OpenAI shape stays OpenAI's."""
+    shown: dict[str, Any] = {}
+    session_id = final.summary.session_id
+    if final.tables:
+        shown["tables"] = [linked(t.payload(), session_id) for t in final.tables]
+    if final.charts:
+        shown["charts"] = [linked(c.payload(), session_id) for c in final.charts]
+    return shown
