@@ -107,6 +107,11 @@ def png(width: int, height: int) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head) + chunk(b"IDAT", body) + chunk(b"IEND", b"")
 
 
+def _made(event: Any, **fields: Any) -> Any:
+    """`event(**fields)`, less the URL fields of a tree whose events leave them to the API."""
+    return event(**{k: v for k, v in fields.items() if k in event.model_fields})
+
+
 def table_and_chart_steps(i: int, workspace: Path, folder: str) -> list[dict[str, Any]]:
     """The stored steps of answer `i` of the long conversation: every tenth (from the
     fourth) ran code that showed a table (500 rows), every tenth (from the eighth) code
@@ -127,8 +132,8 @@ def table_and_chart_steps(i: int, workspace: Path, folder: str) -> list[dict[str
         path.parent.mkdir(parents=True, exist_ok=True)
         frame.to_parquet(path)
         types = {"region": "string", "units": "int64", "price": "double", "day": "string"}
-        steps.append(table_event(
-            tool="python_coder", run_id=run_id, table_id=table_id, name="sales",
+        steps.append(_made(
+            table_event, tool="python_coder", run_id=run_id, table_id=table_id, name="sales",
             source="expression", rows=n, url=folder.replace("/files/", "/tables/") + table_id,
             columns=[{"name": c, "type": t} for c, t in types.items()],
             preview=frame.head(20).values.tolist(),
@@ -154,9 +159,10 @@ def table_and_chart_steps(i: int, workspace: Path, folder: str) -> list[dict[str
             (workspace / "outputs").mkdir(parents=True, exist_ok=True)
             (workspace / spec_path).write_text(json.dumps(spec))
             (workspace / png_path).write_bytes(png(640, 400))
-            steps.append(chart_event(
-                tool="python_coder", run_id=run_id, library=library, spec_path=spec_path,
-                spec_url=folder + spec_path, png_path=png_path, png_url=folder + png_path,
+            steps.append(_made(
+                chart_event, tool="python_coder", run_id=run_id, library=library,
+                spec_path=spec_path, spec_url=folder + spec_path, png_path=png_path,
+                png_url=folder + png_path,
             ))  # fmt: skip
     if not steps:
         return []

@@ -68,7 +68,7 @@ def test_a_turn_whose_client_went_before_its_response_began_is_closed_with_it() 
     async def respond() -> None:
         events = await start_stream(turn())
         scope = {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}}
-        await SSEResponse(typed_sse(events), source=events)(scope, receive, send)
+        await SSEResponse(typed_sse(events, "s"), source=events)(scope, receive, send)
         assert log == ["turn closed"]  # closed by the response, before it returned
 
     collecting = gc.isenabled()
