@@ -162,8 +162,9 @@ async def test_every_format_links_what_runs_showed_to_the_clients_session_id() -
     assert answer.tables[0].url == URLS["table"]["url"]
     assert answer.charts[0].png_url == URLS["chart"]["png_url"]
 
-    stored = {"steps": [PLOT.payload(), TABLE.payload(), {"type": "code", "code": "x"}]}
+    odd = {"type": "plot", "url": "/kept"}  # stored without a path: sent as it was kept
+    stored = {"steps": [PLOT.payload(), TABLE.payload(), {"type": "code", "code": "x"}, odd]}
     read_back = linked_metadata(stored, "sales")["steps"]
     assert URLS["plot"].items() <= read_back[0].items()
     assert URLS["table"].items() <= read_back[1].items()
-    assert read_back[2] == {"type": "code", "code": "x"}
+    assert read_back[2:] == [{"type": "code", "code": "x"}, odd]

@@ -16,21 +16,22 @@ from backend.core.events import Final
 
 def linked(payload: Mapping[str, Any], session_id: str) -> dict[str, Any]:
     """`payload` (a step's JSON), with the URLs of what it shows in session `session_id`
-    (the client's id, never the owner-namespaced key)."""
-    files = f"/api/sessions/{session_id}/files/"
-    match payload.get("type"):
-        case "plot":
-            return {**payload, "url": files + payload["path"]}
-        case "chart":
-            return {
-                **payload,
-                "spec_url": files + payload["spec_path"],
-                "png_url": files + payload["png_path"],
-            }
-        case "table":
-            return {**payload, "url": f"/api/sessions/{session_id}/tables/{payload['table_id']}"}
-        case _:
-            return dict(payload)
+    (the client's id, never the owner-namespaced key). A stored step that lacks what a URL
+    is made of is sent as it was kept."""
+    urls = {
+        name: f"/api/sessions/{session_id}/{route}/{payload[key]}"
+        for name, key, route in _URLS.get(str(payload.get("type")), ())
+        if key in payload
+    }
+    return {**payload, **urls}
+
+
+# A step's type: (the URL's field, the field it is made of, the route it is under).
+_URLS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "plot": (("url", "path", "files"),),
+    "chart": (("spec_url", "spec_path", "files"), ("png_url", "png_path", "files")),
+    "table": (("url", "table_id", "tables"),),
+}
 
 
 def linked_metadata(metadata: Mapping[str, Any], session_id: str) -> dict[str, Any]:
