@@ -14,13 +14,17 @@ from typing import Any
 from backend.core.events import Final
 
 
-def linked(payload: Mapping[str, Any], session_id: str) -> dict[str, Any]:
+def linked(payload: dict[str, Any], session_id: str) -> dict[str, Any]:
     """`payload` (a step's JSON), with the URLs of what it shows in session `session_id`
-    (the client's id, never the owner-namespaced key). A stored step that lacks what a URL
-    is made of is sent as it was kept."""
+    (the client's id, never the owner-namespaced key); any other event's (a token's, on
+    the hot path) is returned as it is. A stored step that lacks what a URL is made of is
+    sent as it was kept."""
+    made_of = _URLS.get(str(payload.get("type")))
+    if made_of is None:
+        return payload
     urls = {
         name: f"/api/sessions/{session_id}/{route}/{payload[key]}"
-        for name, key, route in _URLS.get(str(payload.get("type")), ())
+        for name, key, route in made_of
         if key in payload
     }
     return {**payload, **urls}
