@@ -91,6 +91,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "SANDBOX",
             "SANDBOX_IDLE_SECONDS",
             "SANDBOX_MAX_PROCESSES",
+            "SANDBOX_SELF_CHECK",
             "AST_PREFILTER",
         ),
     ),

@@ -427,6 +427,12 @@ class Settings(BaseSettings):
         description="Stop a session's warm worker after this long unused; its variables stay "
         "on disk.",
     )
+    SANDBOX_SELF_CHECK: bool = Field(
+        default=True,
+        description="At start-up, start one real sandbox and run one line in it; "
+        "`/api/status` says `checking`, then `ok` or `broken` with bubblewrap's reason. "
+        "false: no check (status `skipped`), for a server restarted often.",
+    )
     SANDBOX_MAX_PROCESSES: int = Field(
         default=128,
         ge=16,

@@ -164,6 +164,8 @@ def build_services(settings: Settings) -> Services:
     sandbox_check = SandboxSelfCheck(settings.DATA_DIR, sandbox, executors.limits())
     if settings.EXECUTOR_BACKEND == "ray":
         sandbox_check.skip("sandboxes run on the Ray cluster's nodes, not on this server")
+    elif not settings.SANDBOX_SELF_CHECK:
+        sandbox_check.skip("the start-up check is off (SANDBOX_SELF_CHECK=false)")
     mcp = McpRegistry(
         store,
         secret_key,

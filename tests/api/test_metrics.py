@@ -40,7 +40,10 @@ FILE = "aardvark-report.csv"
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """One ReAct turn with a python_coder run and one plain chat, on a server with metrics."""
     with scripted_server(
-        tmp_path_factory.mktemp("metrics"), REPLIES, METRICS_ENABLED="true"
+        tmp_path_factory.mktemp("metrics"),
+        REPLIES,
+        METRICS_ENABLED="true",
+        SANDBOX_SELF_CHECK="true",  # its run must not be counted
     ) as live:
         with live.client() as http:
             react = http.post("/api/chat", json={"message": f"{TAG} 6 x 7?", "agent_type": "react"})

@@ -56,6 +56,7 @@ def started(root: Path, **env: str) -> LiveServer:
         LLM_BACKEND="scripted",
         SCRIPTED_REPLIES="replies.json",
         ADMIN_PASSWORD=ADMIN_PASSWORD,
+        SANDBOX_SELF_CHECK="true",  # what these tests are about (off in other tests' servers)
         **env,
     )
     server.cwd = root  # the server starts there, as from a checkout

@@ -86,6 +86,7 @@ class InProcessServer:
             "PORT": str(self.port),
             "DATA_DIR": str(data_dir),
             "LOG_LEVEL": "INFO",
+            "SANDBOX_SELF_CHECK": "false",  # as a LiveServer's
             **env,
         }
         self._loop: asyncio.AbstractEventLoop | None = None

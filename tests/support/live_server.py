@@ -38,6 +38,9 @@ class LiveServer:
             "PORT": str(self.port),
             "DATA_DIR": str(data_dir),
             "LOG_LEVEL": "INFO",
+            # The start-up sandbox check costs each start a sandbox (pandas and matplotlib
+            # imported in it); the tests of the check, and of what it shows, turn it on.
+            "SANDBOX_SELF_CHECK": "false",
             **env,
         }
         self.process: subprocess.Popen[str] | None = None

@@ -31,6 +31,7 @@ def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         replies(),
         MAX_UPLOAD_SIZE_MB="1",
         PARQUET_CONVERSION_MB="0.02",
+        SANDBOX_SELF_CHECK="true",  # the status line shows the check, as a user sees it
     ) as live:
         yield live
 

@@ -26,6 +26,7 @@ def test_a_sandbox_that_cannot_start_shows_as_broken_with_the_reason(
     server = start_server(
         PATH=broken_bwrap_path(tmp_path / "bin", os.environ["PATH"]),
         SCRIPTED_REPLIES=write_replies(tmp_path / "replies.json", []),
+        SANDBOX_SELF_CHECK="true",
     )
     page = open_page(server=server)
     login(page, Person("admin", ADMIN_PASSWORD))
