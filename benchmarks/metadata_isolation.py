@@ -26,9 +26,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from backend.files import FileMetadata, extract_file_metadata
+from backend.files import FileMetadata
 from backend.files.catalog import describe_open_file
 from backend.files.isolation import IsolatedRunner, _limit_resources
+from backend.files.metadata import extract_file_metadata
 from backend.storage.sessions import SessionKey, session_key
 from backend.storage.workspaces import Workspaces
 from backend.tools.sandbox.command import helper_command

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from backend.files.archive_checks import ArchiveLimits, UnsafeArchive
 from backend.files.archives import safe_extract, safe_extract_at
-from backend.files.metadata import extract_file_metadata
 from backend.files.model import FileKind, FileMetadata, UnsupportedFileType
 from backend.files.prompt import describe_for_prompt
 from backend.files.ranking import rank_files
@@ -32,7 +31,6 @@ __all__ = [
     "UnsupportedFileType",
     "assign_dataframe_names",
     "describe_for_prompt",
-    "extract_file_metadata",
     "loader_code",
     "plain_loads",
     "rank_files",

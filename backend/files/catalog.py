@@ -22,11 +22,7 @@ from typing import BinaryIO
 
 from starlette.concurrency import run_in_threadpool
 
-from backend.files import (
-    FileMetadata,
-    UnsupportedFileType,
-    extract_file_metadata,
-)
+from backend.files import FileMetadata, UnsupportedFileType
 from backend.files.conversion import (
     Conversion,
     ParquetConversions,
@@ -212,6 +208,9 @@ def _from_copy(source: FileMetadata, copy: FileMetadata, conversion: Conversion)
 
 def describe_open_file(handle: BinaryIO, path: str, size: int) -> FileMetadata:
     """In the isolated helper: describe the file the server opened (no link followed)."""
+    # The readers' libraries (pandas, Arrow, HDF5, PDF, ...) load in the helper only.
+    from backend.files.metadata import extract_file_metadata
+
     return extract_file_metadata(path, handle, size)
 
 

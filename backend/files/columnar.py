@@ -16,7 +16,8 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.ipc as ipc  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-from backend.files.model import FileMetadata, Source, jsonable
+from backend.files.cells import jsonable
+from backend.files.model import FileMetadata, Source
 
 MAX_COLUMNS = 200
 SAMPLE_ROWS = 5

@@ -45,7 +45,7 @@ from typing import Any, Literal
 from backend.files.conversion_reports import read_report, report_lines
 from backend.files.fair_queue import FairQueue
 from backend.files.isolation import SANDBOX_CODE, SOURCE_ROOT, Confine
-from backend.files.metadata import file_extension
+from backend.files.model import file_extension
 from backend.storage.sessions import SessionKey, owner_of
 from backend.storage.workspaces import NotARegularFile, UnsafePath, WorkspaceFile, Workspaces
 

@@ -16,7 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from backend.files.model import FileMetadata, Source, estimate_count, jsonable
+from backend.files.cells import jsonable
+from backend.files.model import FileMetadata, Source, estimate_count
 from backend.files.text import TextSample, read_sample
 
 WHITESPACE = r"\s+"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
-from pathlib import PurePosixPath
 from typing import BinaryIO
 
 from backend.files.archive_listing import describe_archive
@@ -24,6 +23,7 @@ from backend.files.model import (
     FileMetadata,
     Source,
     UnsupportedFileType,
+    file_extension,
 )
 from backend.files.scientific import (
     describe_binary,
@@ -94,10 +94,6 @@ READERS: dict[str, tuple[FileKind, Reader]] = {
     ),
     **dict.fromkeys(("zip", "tar", "gz", "tgz", "bz2"), ("archive", describe_archive)),
 }
-
-
-def file_extension(name: str) -> str:
-    return PurePosixPath(name).suffix.lower().removeprefix(".")
 
 
 def _human_error(source: Source, exc: Exception) -> str:

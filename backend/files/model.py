@@ -1,24 +1,17 @@
 """What we know about one workspace file: `FileMetadata`, its kinds and errors.
 
-Metadata goes into prompts and API replies, so everything in it is plain JSON:
-`jsonable` turns the cells of sample rows (numpy scalars, timestamps, NaN) into
-JSON values.
+Metadata goes into prompts and API replies, so everything in it is plain JSON (the
+readers make sample rows' cells so: `cells.py`). No reader's library is imported here:
+the server holds metadata, and only the isolated helper reads files.
 """
 
 from __future__ import annotations
 
-import datetime
-import math
 from dataclasses import asdict, dataclass, field
+from pathlib import PurePosixPath
 from typing import Any, BinaryIO, Literal
 
-import numpy as np
-from pandas import isna
-from pandas.api.types import is_scalar
-
 FileKind = Literal["tabular", "document", "image", "archive", "data", "text"]
-
-MAX_CELL_CHARS = 80
 
 
 class UnsupportedFileType(Exception):
@@ -67,22 +60,8 @@ class FileMetadata:
         return [str(column["name"]) for column in self.details.get("columns", [])]
 
 
-def jsonable(value: Any) -> Any:
-    """A JSON-safe stand-in for one cell: missing values become None, long text is cut."""
-    if is_scalar(value) and isna(value):
-        return None
-    if isinstance(value, bool | int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, str):
-        text = str(value)
-        return text if len(text) <= MAX_CELL_CHARS else text[: MAX_CELL_CHARS - 1] + "…"
-    if isinstance(value, datetime.date | datetime.time):
-        return value.isoformat()
-    if isinstance(value, np.generic) and not isinstance(value, np.datetime64):
-        return jsonable(value.item())
-    return jsonable(str(value))
+def file_extension(name: str) -> str:
+    return PurePosixPath(name).suffix.lower().removeprefix(".")
 
 
 def human_size(size: int) -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from backend.files.metadata import extract_file_metadata
 from backend.files.model import FileMetadata
 from backend.storage.s3_objects import S3Config, S3Object, client, translated
 
@@ -68,6 +67,8 @@ class RangedObject(io.RawIOBase):
 
 def describe_object(config: S3Config, found: S3Object) -> FileMetadata:
     """In the isolated helper: the object's metadata, named by its `s3://` name."""
+    from backend.files.metadata import extract_file_metadata  # the readers: the helper's only
+
     raw = RangedObject(config, found)
     with io.BufferedReader(raw, buffer_size=BLOCK) as handle:
         metadata = extract_file_metadata(found.location.name, handle, found.size)

@@ -17,7 +17,8 @@ import openpyxl  # type: ignore[import-untyped]
 import xlrd  # type: ignore[import-untyped]
 
 from backend.files.archive_checks import check_zip_container
-from backend.files.model import FileMetadata, Source, human_size, jsonable
+from backend.files.cells import jsonable
+from backend.files.model import FileMetadata, Source, human_size
 
 MAX_SHEETS = 20
 MAX_COLUMNS = 200

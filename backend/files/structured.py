@@ -15,7 +15,8 @@ from typing import Any
 
 import yaml  # type: ignore[import-untyped]
 
-from backend.files.model import FileMetadata, Source, estimate_count, jsonable
+from backend.files.cells import jsonable
+from backend.files.model import FileMetadata, Source, estimate_count
 from backend.files.text import FIRST_LINES, read_sample
 
 MAX_JSON_PARSE = 20 * 1024 * 1024

@@ -14,8 +14,7 @@ import keyword
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from backend.files.metadata import file_extension
-from backend.files.model import FileMetadata
+from backend.files.model import FileMetadata, file_extension
 from backend.storage.s3_objects import S3Location, is_s3
 from backend.storage.workspaces import UnsafePath, safe_relative
 

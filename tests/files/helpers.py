@@ -16,7 +16,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.backends.backend_pdf import PdfPages
 
-from backend.files import FileMetadata, extract_file_metadata
+from backend.files import FileMetadata
+from backend.files.metadata import extract_file_metadata
 
 
 def describe(path: Path, name: str | None = None) -> FileMetadata:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from backend.files import UnsupportedFileType, extract_file_metadata
-from backend.files.metadata import READERS
+from backend.files import UnsupportedFileType
+from backend.files.metadata import READERS, extract_file_metadata
 from backend.storage.workspaces import SUPPORTED_EXTENSIONS, NotARegularFile, Workspaces
 from tests.files.helpers import describe
 

@@ -21,13 +21,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-from openpyxl import Workbook  # type: ignore[import-untyped]
 
 from backend.core.evals.questions import EvalQuestion, Expected
 from backend.files.model import LARGE_FILE_BYTES
+
+if TYPE_CHECKING:
+    from openpyxl import Workbook  # type: ignore[import-untyped]
 
 STARTER_SET_NAME = "Starter set"
 
@@ -302,6 +305,8 @@ def _write_inventory(folder: Path) -> tuple[dict[str, tuple[str, int]], list[Sto
     categories = ("Tools", "Paint", "Electrical", "Plumbing")
     nouns = ("Drill", "Brush", "Cable", "Valve", "Saw", "Roller", "Switch", "Pipe", "Clamp")
     products: dict[str, tuple[str, int]] = {}
+    from openpyxl import Workbook  # here: only a starter set's writing needs it
+
     book = Workbook()
     sheet = book.active
     sheet.title = "Products"

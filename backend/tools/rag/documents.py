@@ -13,17 +13,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
-
-import docx
-import pypdf
-from docx.table import Table
-from docx.text.paragraph import Paragraph
+from typing import TYPE_CHECKING, BinaryIO
 
 from backend.files.archive_checks import check_zip_container
 from backend.files.model import Source
 from backend.files.text import looks_binary, read_sample
 from backend.storage.sessions import SessionKey
+
+if TYPE_CHECKING:
+    from docx.table import Table
 from backend.storage.workspaces import Workspaces
 from backend.tools.rag.html_text import html_sections
 
@@ -143,6 +141,8 @@ def _html_sections(name: str, handle: BinaryIO) -> list[Section]:
 
 def _pdf_sections(name: str, handle: BinaryIO) -> list[Section]:
     """One section per page, numbered from 1."""
+    import pypdf  # here, not at the top: documents are read in the isolated helper only
+
     handle.seek(0)
     reader = pypdf.PdfReader(handle)
     if reader.is_encrypted and not reader.decrypt(""):
@@ -160,6 +160,9 @@ def _pdf_sections(name: str, handle: BinaryIO) -> list[Section]:
 
 def _docx_sections(name: str, handle: BinaryIO) -> list[Section]:
     """Paragraphs and tables in document order, one section per heading."""
+    import docx  # as pypdf above
+    from docx.text.paragraph import Paragraph
+
     check_zip_container(handle, name)
     document = docx.Document(handle)
     sections: list[Section] = []

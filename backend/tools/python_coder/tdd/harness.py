@@ -15,19 +15,20 @@ nonce, so code under test cannot forge a result by accident.
 from __future__ import annotations
 
 import ast
-import inspect
 import json
 import re
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
-from backend.tools.python_coder.tdd import compare
 from backend.tools.python_coder.tdd.code_extract import top_level_definitions
 from backend.tools.python_coder.tdd.models import TestCase, TestResult
 from backend.tools.sandbox.executor import ExecutionResult
+
+COMPARE_FILE = Path(__file__).with_name("compare.py")
 
 _CELL_LINE = re.compile(r'File "<cell>", line (\d+)')
 _ERROR_CHARS = 1500
@@ -179,7 +180,9 @@ def indent_code(code: str, prefix: str) -> str:
 
 @cache
 def compare_source() -> str:
-    return top_level_definitions(inspect.getsource(compare))
+    # Its text, not the module: the comparison runs in the sandbox, and importing it here
+    # would load pandas into the server for nothing.
+    return top_level_definitions(COMPARE_FILE.read_text(encoding="utf-8"))
 
 
 def read_results(
