@@ -42,6 +42,10 @@ Confine = Callable[..., list[str]]
 MEMORY_LIMIT = 2 * 1024**3  # address space, bytes: pandas and Arrow need headroom
 CPU_LIMIT = 600  # seconds over the helper's life; past it the helper is replaced
 CALL_TIMEOUT = 30.0
+# A helper's start, the readers' imports included, is not any call's time: on a busy
+# machine it can take seconds, and no file is read yet.
+BOOT_TIMEOUT = 120.0
+_READY = b"R"
 MAX_ANSWER = 64 * 1024**2
 SOURCE_ROOT = Path(__file__).resolve().parents[2]  # holds the `backend` package
 SANDBOX_CODE = "/opt/app"
@@ -118,6 +122,14 @@ class IsolatedRunner:
             ).result()
         finally:
             theirs.close()
+        try:
+            if _receive(ours, len(_READY), time.monotonic() + BOOT_TIMEOUT) != _READY:
+                raise EOFError
+        except (TimeoutError, EOFError, OSError):
+            ours.close()
+            process.kill()
+            process.wait()
+            raise IsolatedCallFailed("the file reader did not start") from None
         return process, ours
 
     def call(
@@ -208,7 +220,9 @@ def serve() -> None:
     _limit_resources()
     channel = socket.socket(fileno=os.dup(0))
     os.close(0)
-    import backend.files  # noqa: F401  # the readers, imported once
+    import backend.files.metadata  # noqa: F401  # the readers, imported once
+
+    channel.sendall(_READY)
 
     while True:
         try:
