@@ -66,6 +66,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ADMIN_PASSWORD",
             "SECRET_KEY",
             "JWT_EXPIRATION_HOURS",
+            "PASSWORD_HASH_ROUNDS",
             "LOGIN_FREE_ATTEMPTS",
             "LOGIN_BACKOFF_SECONDS",
             "TRUSTED_PROXIES",

@@ -320,6 +320,14 @@ class Settings(BaseSettings):
         "generated into `DATA_DIR/secret_key` (mode 0600). The same on every API server.",
     )
     JWT_EXPIRATION_HOURS: float = Field(default=24, gt=0, description="Access-token lifetime.")
+    PASSWORD_HASH_ROUNDS: int = Field(
+        default=12,
+        ge=4,
+        le=16,
+        description="bcrypt's cost for new password hashes: each step doubles the time of a "
+        "sign-in (12: about 0.3 s of a core); a stored hash keeps the cost it was made with. "
+        "Below 12 only for tests.",
+    )
     LOGIN_FREE_ATTEMPTS: int = Field(
         default=5,
         ge=1,

@@ -85,7 +85,9 @@ def set_password(
     """Give `user` a new password: their tokens end (they name the old one), and with
     `end_credentials` their API keys too. The user as changed (None if deleted meanwhile)."""
     changed = store.set_password_hash(
-        user.id, hash_password(password), end_credentials=end_credentials
+        user.id,
+        hash_password(password, settings.PASSWORD_HASH_ROUNDS),
+        end_credentials=end_credentials,
     )
     password_changed(settings, user)
     return changed
@@ -118,7 +120,8 @@ def ensure_admin(store: Store, settings: Settings) -> None:
     if admin is None:
         password = settings.ADMIN_PASSWORD or secrets.token_urlsafe(15)
         try:
-            store.create_user(settings.ADMIN_USERNAME, hash_password(password), is_admin=True)
+            hashed = hash_password(password, settings.PASSWORD_HASH_ROUNDS)
+            store.create_user(settings.ADMIN_USERNAME, hashed, is_admin=True)
         except UsernameTaken:  # another server on the same database made it first
             ensure_admin(store, settings)
             return
@@ -131,7 +134,9 @@ def ensure_admin(store: Store, settings: Settings) -> None:
     ):
         # A password set from outside is a reset: the admin's keys end with their tokens.
         store.set_password_hash(
-            admin.id, hash_password(settings.ADMIN_PASSWORD), end_credentials=True
+            admin.id,
+            hash_password(settings.ADMIN_PASSWORD, settings.PASSWORD_HASH_ROUNDS),
+            end_credentials=True,
         )
         logger.info("Admin password updated from ADMIN_PASSWORD; its tokens and API keys ended")
 

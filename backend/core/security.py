@@ -21,6 +21,7 @@ from backend.config import ConfigError
 logger = logging.getLogger(__name__)
 
 ALGORITHM = "HS256"
+DEFAULT_ROUNDS = 12  # bcrypt's cost: each step doubles a hash's time, and a sign-in's
 _SECRET_KEY_FILE = "secret_key"
 
 
@@ -33,8 +34,10 @@ def _prehash(password: str) -> bytes:
     return base64.b64encode(hashlib.sha256(password.encode()).digest())
 
 
-def hash_password(password: str) -> str:
-    return bcrypt.hashpw(_prehash(password), bcrypt.gensalt()).decode()
+def hash_password(password: str, rounds: int = DEFAULT_ROUNDS) -> str:
+    """bcrypt at cost `rounds` (PASSWORD_HASH_ROUNDS); a hash keeps its cost, so checking it
+    costs what making it did."""
+    return bcrypt.hashpw(_prehash(password), bcrypt.gensalt(rounds)).decode()
 
 
 def verify_password(password: str, password_hash: str) -> bool:
@@ -44,8 +47,11 @@ def verify_password(password: str, password_hash: str) -> bool:
         return False
 
 
-# Checked when the username is unknown, so a login takes as long either way.
-DUMMY_PASSWORD_HASH = hash_password(secrets.token_urlsafe(16))
+@functools.cache
+def dummy_password_hash(rounds: int) -> str:
+    """Checked when the username is unknown, so a login takes as long either way: at the
+    cost users' hashes are made at (made at start-up, so no sign-in pays for it)."""
+    return hash_password(secrets.token_urlsafe(16), rounds)
 
 
 def credentials_version(password_hash: str, epoch: int) -> str:

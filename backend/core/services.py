@@ -27,7 +27,7 @@ from backend.core.mcp_registry import McpRegistry
 from backend.core.purge import SessionPurge
 from backend.core.python_coder_service import PythonCoderService
 from backend.core.runs import RunRegistry
-from backend.core.security import load_or_create_secret_key
+from backend.core.security import dummy_password_hash, load_or_create_secret_key
 from backend.core.shared_places import SharedPlaces
 from backend.core.step_log import StoreStepLog
 from backend.core.throttle import LoginThrottle
@@ -126,6 +126,7 @@ def build_services(settings: Settings) -> Services:
         if evals_cut := store.interrupt_eval_runs(server):
             logger.warning("%d evaluation run(s) were cut off by the last stop", evals_cut)
         ensure_admin(store, settings)
+        dummy_password_hash(settings.PASSWORD_HASH_ROUNDS)  # made now: see auth's login
         llm = create_llm_backend(settings)
     except BaseException:
         store.close()

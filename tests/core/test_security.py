@@ -12,6 +12,7 @@ from backend.core.security import (
     InvalidToken,
     create_access_token,
     credentials_version,
+    dummy_password_hash,
     hash_password,
     load_or_create_secret_key,
     read_access_token,
@@ -31,6 +32,20 @@ def test_password_hash_verifies_only_the_right_password() -> None:
 def test_long_passwords_differ_beyond_bcrypts_72_bytes() -> None:
     hashed = hash_password("x" * 80 + "a")
     assert not verify_password("x" * 80 + "b", hashed)
+
+
+def test_a_hash_is_made_at_the_cost_asked_and_checked_at_its_own() -> None:
+    assert hash_password("correct horse").startswith("$2b$12$")  # PASSWORD_HASH_ROUNDS' default
+    cheap = hash_password("correct horse", rounds=4)
+    assert cheap.startswith("$2b$04$")
+    assert verify_password("correct horse", cheap)
+    assert not verify_password("correct horsf", cheap)
+
+
+def test_an_unknown_users_stand_in_hash_has_the_users_cost_and_is_made_once() -> None:
+    assert dummy_password_hash(4).startswith("$2b$04$")
+    assert dummy_password_hash(4) is dummy_password_hash(4)
+    assert not verify_password("", dummy_password_hash(4))
 
 
 def test_token_round_trip_and_tampering() -> None:

@@ -87,6 +87,7 @@ class InProcessServer:
             "DATA_DIR": str(data_dir),
             "LOG_LEVEL": "INFO",
             "SANDBOX_SELF_CHECK": "false",  # as a LiveServer's
+            "PASSWORD_HASH_ROUNDS": "4",  # as a LiveServer's
             **env,
         }
         self._loop: asyncio.AbstractEventLoop | None = None

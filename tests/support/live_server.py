@@ -41,6 +41,9 @@ class LiveServer:
             # The start-up sandbox check costs each start a sandbox (pandas and matplotlib
             # imported in it); the tests of the check, and of what it shows, turn it on.
             "SANDBOX_SELF_CHECK": "false",
+            # bcrypt's cost 4, not 12: a sign-in or a new user then costs about a millisecond
+            # of CPU, not 0.3 s (most tests sign in, many make users).
+            "PASSWORD_HASH_ROUNDS": "4",
             **env,
         }
         self.process: subprocess.Popen[str] | None = None

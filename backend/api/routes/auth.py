@@ -17,7 +17,7 @@ from backend.api.deps import (
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.config import Settings
 from backend.core import accounts
-from backend.core.security import DUMMY_PASSWORD_HASH, verify_password
+from backend.core.security import dummy_password_hash, verify_password
 from backend.core.throttle import LoginKeys, LoginThrottle, login_keys
 from backend.models.auth import LoginRequest, PasswordChange, Token
 from backend.models.errors import ErrorBody
@@ -49,7 +49,8 @@ def login(
     keys = _unthrottled_keys(throttle, body.username, request)
     user = store.get_user(body.username)
     # Hash even for unknown users, so response time does not reveal which names exist.
-    valid = verify_password(body.password, user.password_hash if user else DUMMY_PASSWORD_HASH)
+    known = user.password_hash if user else dummy_password_hash(settings.PASSWORD_HASH_ROUNDS)
+    valid = verify_password(body.password, known)
     if user is None or not valid:
         throttle.failed(*keys)
         raise ApiError(401, "Incorrect username or password.", code="invalid_credentials")

@@ -57,9 +57,12 @@ def read_users(store: StoreDep, admin: CurrentAdmin) -> list[UserPublic]:
 
 
 @router.post("", status_code=status.HTTP_201_CREATED)
-def create_user(body: UserCreate, store: StoreDep, admin: CurrentAdmin) -> UserPublic:
+def create_user(
+    body: UserCreate, store: StoreDep, settings: SettingsDep, admin: CurrentAdmin
+) -> UserPublic:
     """Create a user (admin only)."""
-    user = store.create_user(body.username, hash_password(body.password), is_admin=body.is_admin)
+    hashed = hash_password(body.password, settings.PASSWORD_HASH_ROUNDS)
+    user = store.create_user(body.username, hashed, is_admin=body.is_admin)
     return _public(user)
 
 
