@@ -301,12 +301,12 @@ def _write_customers(folder: Path) -> tuple[list[Customer], int]:
 def _write_inventory(folder: Path) -> tuple[dict[str, tuple[str, int]], list[StockRow]]:
     """inventory.xlsx: sheet Products (sku, product_name, category, unit_cost), sheet Stock
     (sku, warehouse, quantity). Returns each sku's (category, cost in cents) and the stock."""
+    from openpyxl import Workbook  # here: only writing a starter set needs it, not the server
+
     rng = random.Random(31)
     categories = ("Tools", "Paint", "Electrical", "Plumbing")
     nouns = ("Drill", "Brush", "Cable", "Valve", "Saw", "Roller", "Switch", "Pipe", "Clamp")
     products: dict[str, tuple[str, int]] = {}
-    from openpyxl import Workbook  # here: only a starter set's writing needs it
-
     book = Workbook()
     sheet = book.active
     sheet.title = "Products"
