@@ -26,7 +26,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from backend.config import Settings
 from backend.main import create_app
-from tests.support.live_server import ROOT, free_port
+from tests.support.live_server import ROOT, free_port, server_env
 
 T = TypeVar("T")
 
@@ -81,15 +81,7 @@ class InProcessServer:
     def __init__(self, data_dir: Path, **env: str) -> None:
         self.data_dir = data_dir
         self.port = free_port()  # only for the settings and the Host header: nothing listens
-        self.env = {
-            "HOST": "127.0.0.1",
-            "PORT": str(self.port),
-            "DATA_DIR": str(data_dir),
-            "LOG_LEVEL": "INFO",
-            "SANDBOX_SELF_CHECK": "false",  # as a LiveServer's
-            "PASSWORD_HASH_ROUNDS": "4",  # as a LiveServer's
-            **env,
-        }
+        self.env = server_env(self.port, data_dir, **env)  # as a LiveServer's
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lifespan: AbstractAsyncContextManager[Any] | None = None

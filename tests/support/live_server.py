@@ -23,6 +23,23 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def server_env(port: int, data_dir: Path, **env: str) -> dict[str, str]:
+    """A test server's settings: on 127.0.0.1 at `port` with `data_dir`, then `env`."""
+    return {
+        "HOST": "127.0.0.1",
+        "PORT": str(port),
+        "DATA_DIR": str(data_dir),
+        "LOG_LEVEL": "INFO",
+        # The start-up sandbox check costs each start a sandbox (pandas and matplotlib
+        # imported in it); the tests of the check, and of what it shows, turn it on.
+        "SANDBOX_SELF_CHECK": "false",
+        # bcrypt's cost 4, not 12: a sign-in or a new user then costs about a millisecond
+        # of CPU, not 0.3 s (most tests sign in, many make users).
+        "PASSWORD_HASH_ROUNDS": "4",
+        **env,
+    }
+
+
 class LiveServer:
     """One server process; `start()` again after `stop()` reuses its DATA_DIR and port.
 
@@ -33,19 +50,7 @@ class LiveServer:
         self.data_dir = data_dir
         self.cwd = ROOT
         self.port = free_port()
-        self.env = {
-            "HOST": "127.0.0.1",
-            "PORT": str(self.port),
-            "DATA_DIR": str(data_dir),
-            "LOG_LEVEL": "INFO",
-            # The start-up sandbox check costs each start a sandbox (pandas and matplotlib
-            # imported in it); the tests of the check, and of what it shows, turn it on.
-            "SANDBOX_SELF_CHECK": "false",
-            # bcrypt's cost 4, not 12: a sign-in or a new user then costs about a millisecond
-            # of CPU, not 0.3 s (most tests sign in, many make users).
-            "PASSWORD_HASH_ROUNDS": "4",
-            **env,
-        }
+        self.env = server_env(self.port, data_dir, **env)
         self.process: subprocess.Popen[str] | None = None
         self.log_path = data_dir.parent / f"server-{self.port}.log"
         self.starts = 0
