@@ -21,6 +21,7 @@ from backend.core.containers import Containers
 from backend.core.evals.jobs import EvalJobs
 from backend.core.evals.sets import EvalSets
 from backend.core.governor import Governor
+from backend.core.group_rights import GroupRights
 from backend.core.limits import Limits
 from backend.core.purge import SessionPurge
 from backend.core.python_coder_service import PythonCoderService
@@ -139,6 +140,10 @@ async def get_purge(request: Request) -> SessionPurge:
     return _services(request).purge
 
 
+async def get_rights(request: Request) -> GroupRights:
+    return _services(request).chat.rights
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 SecretKeyDep = Annotated[str, Depends(get_secret_key)]
 StoreDep = Annotated[Store, Depends(get_store)]
@@ -161,6 +166,7 @@ FilesDep = Annotated[UserFiles, Depends(get_files)]  # OpenAI's Files API
 ContainersDep = Annotated[Containers, Depends(get_containers)]
 EvalSetsDep = Annotated[EvalSets, Depends(get_eval_sets)]  # evaluation sets
 EvalJobsDep = Annotated[EvalJobs, Depends(get_evals)]  # evaluation runs
+RightsDep = Annotated[GroupRights, Depends(get_rights)]  # what a user's groups give them
 
 
 # Set by login; HttpOnly and SameSite=Strict. Only GET routes that read session files

@@ -29,6 +29,7 @@ from backend.core.containers import ContainerExpired, ContainerFileNotFound, Con
 from backend.core.evals.dabench import InvalidEvalSet
 from backend.core.evals.jobs import EvalRunBusy, EvalRunNotFound
 from backend.core.evals.sets import EvalSetNotFound
+from backend.core.group_rights import ModelNotAllowed
 from backend.core.limits import LimitReached
 from backend.core.mcp_registry import McpRefused
 from backend.core.python_coder_service import ExecutorUnavailable, UnknownSession
@@ -43,6 +44,7 @@ from backend.llm import LLMError
 from backend.models.errors import ErrorBody, OpenAIErrorBody
 from backend.observability.tracing import current_trace_id
 from backend.storage import (
+    GroupNameTaken,
     McpServerNameTaken,
     SessionOwnedByAnotherUser,
     StoreBusy,
@@ -200,6 +202,13 @@ DOMAIN_ERRORS: dict[type[Exception], Callable[[Any], ApiError]] = {
         code="insufficient_storage",
     ),
     LimitReached: _limit_reached,
+    ModelNotAllowed: lambda exc: ApiError(
+        403,
+        f"You may not use the model '{exc.model}': your groups do not include it. Pick one "
+        "that GET /v1/models lists for you, or ask an admin.",
+        code="model_not_allowed",
+        param="model",
+    ),
     SandboxRefused: _sandbox_refused,
     ExecutorUnavailable: lambda exc: ApiError(503, str(exc), code="executor_unavailable"),
     # Sessions and their messages
@@ -284,6 +293,9 @@ DOMAIN_ERRORS: dict[type[Exception], Callable[[Any], ApiError]] = {
     ),
     # Users and MCP servers (admins)
     UsernameTaken: lambda exc: ApiError(409, f"A user named '{exc.username}' already exists."),
+    GroupNameTaken: lambda exc: ApiError(
+        409, f"A group named '{exc}' already exists.", code="name_taken", param="name"
+    ),
     McpServerNameTaken: lambda exc: ApiError(
         409, f"An MCP server named '{exc}' already exists.", code="name_taken"
     ),

@@ -29,6 +29,7 @@ from backend.core.branches import (
 )
 from backend.core.events import AgentEvent
 from backend.core.governor import Governor
+from backend.core.group_rights import GroupRights
 from backend.core.limits import Limits
 from backend.core.responses import new_response_id
 from backend.core.router import AgentType, RouteDecision, decide_route, model_classifier
@@ -76,6 +77,7 @@ class ChatService:
         self.limits = limits  # per-user agent runs and disk (None: unlimited)
         self.store = store
         self.llm = llm
+        self.rights = GroupRights(store, llm)  # the models a user's groups give them
         self.audit = audit
         self.agents = agents
         self.keeping = Keeping(store, llm, audit, agents, branches, limits, server)
@@ -146,7 +148,7 @@ class ChatService:
 
     async def _open(self, user: User, request: TurnRequest, tokens_left: int | None) -> _Opened:
         """The turn's plan, and what it takes to run it: nothing here changes after."""
-        model = await self.llm.resolve_model(request.model or self.llm.default_model)
+        model = await self.rights.model_for(user, request.model)
         user_text = next(
             (m.text for m in reversed(request.messages) if isinstance(m, HumanMessage)), ""
         )

@@ -1,5 +1,5 @@
-"""What one user may hold at once, or use per day: the server's USER_* settings, or an
-admin's override.
+"""What one user may hold at once, or use per day: an admin's value on the user, else the
+most generous of their groups', else the server's USER_* setting.
 
 Every check of a per-user limit (sandboxes, agent runs, disk, tokens and sandbox time
 per UTC day) reads it here, so an
@@ -10,6 +10,7 @@ override set through the admin API applies everywhere at once. A refusal is a
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -17,7 +18,7 @@ from backend.config import Settings
 from backend.core.disk_usage import DiskUsage
 from backend.core.run_slots import RunSlot, RunSlots
 from backend.core.usage import UsageMeter, next_midnight
-from backend.storage import Store, User, UserLimits
+from backend.storage import Group, Store, User, UserLimits
 from backend.storage.sessions import SessionKey, owner_of
 
 MEGABYTE = 1024 * 1024
@@ -45,16 +46,30 @@ class LimitReached(Exception):
         self.retry_after = retry_after
 
 
-def limits_of(settings: Settings, user: User | None) -> EffectiveLimits:
-    """`user`'s limits: each of the admin's values, else the server's default."""
+def limits_of(
+    settings: Settings, user: User | None, groups: Sequence[Group] = ()
+) -> EffectiveLimits:
+    """`user`'s limits: each of the admin's values on the user, else the most generous of
+    their `groups`' values, else the server's default."""
     own = user.limits if user is not None else UserLimits()
+    given = [group.limits for group in groups]
     return EffectiveLimits(
-        max_sandboxes=_pick(own.max_sandboxes, settings.USER_MAX_SANDBOXES),
-        max_runs=_pick(own.max_runs, settings.USER_MAX_RUNS),
-        max_disk_mb=_pick(own.max_disk_mb, settings.USER_MAX_DISK_MB),
-        max_tokens_per_day=_pick(own.max_tokens_per_day, settings.USER_MAX_TOKENS_PER_DAY),
+        max_sandboxes=_pick(own.max_sandboxes, given, "max_sandboxes", settings.USER_MAX_SANDBOXES),
+        max_runs=_pick(own.max_runs, given, "max_runs", settings.USER_MAX_RUNS),
+        max_disk_mb=_pick(own.max_disk_mb, given, "max_disk_mb", settings.USER_MAX_DISK_MB),
+        max_tokens_per_day=_pick(
+            own.max_tokens_per_day,
+            given,
+            "max_tokens_per_day",
+            settings.USER_MAX_TOKENS_PER_DAY,
+            zero_is_unlimited=True,
+        ),
         max_sandbox_seconds_per_day=_pick(
-            own.max_sandbox_seconds_per_day, settings.USER_MAX_SANDBOX_SECONDS_PER_DAY
+            own.max_sandbox_seconds_per_day,
+            given,
+            "max_sandbox_seconds_per_day",
+            settings.USER_MAX_SANDBOX_SECONDS_PER_DAY,
+            zero_is_unlimited=True,
         ),
     )
 
@@ -66,8 +81,22 @@ def _resets(reset: float, now: float) -> str:
     )
 
 
-def _pick(override: int | None, default: int) -> int:
-    return default if override is None else override
+def _pick(
+    override: int | None,
+    groups: list[UserLimits],
+    name: str,
+    default: int,
+    *,
+    zero_is_unlimited: bool = False,
+) -> int:
+    if override is not None:
+        return override
+    values: list[int] = [v for limits in groups if (v := getattr(limits, name)) is not None]
+    if not values:
+        return default
+    if zero_is_unlimited and 0 in values:
+        return 0
+    return max(values)
 
 
 class Limits:
@@ -84,10 +113,12 @@ class Limits:
         self.runs = RunSlots()
 
     def of(self, user: User) -> EffectiveLimits:
-        return limits_of(self.settings, user)
+        """`user`'s limits now (their groups are read: a membership ended counts at once)."""
+        return limits_of(self.settings, user, self.store.groups_of(user.id))
 
     def of_id(self, user_id: int) -> EffectiveLimits:
-        return limits_of(self.settings, self.store.get_user_by_id(user_id))
+        user = self.store.get_user_by_id(user_id)
+        return limits_of(self.settings, user, self.store.groups_of(user_id) if user else [])
 
     def max_sandboxes(self, user_id: int) -> int:
         return self.of_id(user_id).max_sandboxes
@@ -118,8 +149,7 @@ class Limits:
 
     def quota_bytes(self, user_id: int) -> int:
         """The user's disk quota (reads the store)."""
-        user = self.store.get_user_by_id(user_id)
-        return limits_of(self.settings, user).max_disk_mb * MEGABYTE
+        return self.of_id(user_id).max_disk_mb * MEGABYTE
 
     async def check_disk_for_run(self, user: User) -> None:
         """A 507 when the user's quota is used up: a run could write nothing."""

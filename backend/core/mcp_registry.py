@@ -25,6 +25,7 @@ from starlette.concurrency import run_in_threadpool
 
 from backend.config.mcp_programs import PinnedPrograms
 from backend.core.agents.mcp_tools import McpTool
+from backend.core.group_rights import rights_of
 from backend.core.secret_box import SecretsUnreadable, seal, unseal
 from backend.llm.turn import TurnLLM
 from backend.storage import McpServer, Store
@@ -185,10 +186,11 @@ class McpRegistry:
         """The tools `user_id`'s agents are offered this turn, at most `budget` of them."""
         if budget is not None and budget <= 0:
             return []
+        rights = rights_of(await run_in_threadpool(self.store.groups_of, user_id))
         servers = [
             s
             for s in await run_in_threadpool(self.store.list_mcp_servers)
-            if s.usable_by(user_id) and s.allowed_tools
+            if s.usable_by(user_id) and rights.may_use_mcp_server(s.id) and s.allowed_tools
         ]
         found = await asyncio.gather(*(self._offered(s, llm) for s in servers))
         tools = [tool for offered in found for tool in offered]

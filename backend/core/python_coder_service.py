@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 
 from backend.config import Settings
+from backend.core.group_rights import GroupRights
 from backend.core.limits import Limits
 from backend.core.step_log import StoreStepLog
 from backend.core.usage import llm_counts
@@ -247,7 +248,7 @@ class PythonCoderService:
         await self.limits.check_disk_for_run(user)
         if self.store.session_owner(key) != user.id:
             raise UnknownSession(session_id)
-        name = await self.llm.resolve_model(model or self.llm.default_model)
+        name = await GroupRights(self.store, self.llm).model_for(user, model)
         profile = (await self.llm.abilities(name)).profile
         llm = TurnLLM.for_backend(
             self.llm, name, self.audit, user=user.username, session_id=key, profile=profile

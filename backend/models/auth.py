@@ -72,6 +72,14 @@ class UserUpdate(BaseModel):
     limits: Limits | None = Field(default=None, description="replaces all the limits")
 
 
+class UserGroup(BaseModel):
+    id: int
+    name: str
+    origin: Literal["admin", "claim"] = Field(
+        description="admin: added by an admin; claim: the identity provider names the group"
+    )
+
+
 class UserPublic(BaseModel):
     id: int
     username: str
@@ -79,6 +87,9 @@ class UserPublic(BaseModel):
     disabled: bool
     created_at: float
     limits: Limits
+    email: str = Field(default="", description="as single sign-on last gave it")
+    display_name: str = Field(default="", description="as single sign-on last gave it")
+    groups: list[UserGroup] = Field(default_factory=list)
 
 
 class ApiKeyCreate(BaseModel):

@@ -17,9 +17,11 @@ from backend.storage.base import (
     StoreFull,
     StoreUnavailable,
     User,
-    UserLimits,
     UsernameTaken,
 )
+from backend.storage.groups import Group, GroupNameTaken, Membership
+from backend.storage.identities import IdentityTaken
+from backend.storage.limit_values import UserLimits
 from backend.storage.mcp_servers import McpServer, McpServerNameTaken
 from backend.storage.sqlite import SQLiteStore
 from backend.storage.usage import UsageCounts, UsageDay
@@ -29,8 +31,12 @@ __all__ = [
     "ApiKey",
     "Conversation",
     "ConversationNotFound",
+    "Group",
+    "GroupNameTaken",
+    "IdentityTaken",
     "McpServer",
     "McpServerNameTaken",
+    "Membership",
     "Message",
     "SessionOwnedByAnotherUser",
     "Store",

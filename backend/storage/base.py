@@ -14,21 +14,12 @@ from typing import Any, Protocol
 
 from backend.storage.evals import EvalResultRow, EvalRunRow, EvalSetRow
 from backend.storage.feedback import Feedback, FeedbackCounts, Rating
+from backend.storage.groups import Group, Membership, Origin
+from backend.storage.limit_values import UserLimits
 from backend.storage.mcp_servers import McpServer
 from backend.storage.openai_objects import Container, StoredFile
 from backend.storage.sessions import SessionKey, client_id, session_key
 from backend.storage.usage import UsageCounts, UsageDay
-
-
-@dataclass(frozen=True)
-class UserLimits:
-    """An admin's limits for one user; None means the server's default setting."""
-
-    max_sandboxes: int | None = None  # warm sandboxes
-    max_runs: int | None = None  # concurrent agent runs
-    max_disk_mb: int | None = None  # workspace disk
-    max_tokens_per_day: int | None = None  # prompt and completion tokens, per UTC day
-    max_sandbox_seconds_per_day: int | None = None  # sandbox CPU seconds, per UTC day
 
 
 @dataclass(frozen=True)
@@ -39,9 +30,12 @@ class User:
     is_admin: bool
     created_at: float
     disabled: bool = False
-    limits: UserLimits = UserLimits()
+    limits: UserLimits = field(default_factory=UserLimits)
     # Moved on when all the user's credentials end: tokens of an earlier epoch are refused.
     credentials_epoch: int = 0
+    # As the identity provider last gave them (single sign-on); "" for local users.
+    email: str = ""
+    display_name: str = ""
 
 
 @dataclass(frozen=True)
@@ -145,7 +139,13 @@ class Store(Protocol):
         ...
 
     def update_user(
-        self, user_id: int, *, disabled: bool | None = None, limits: UserLimits | None = None
+        self,
+        user_id: int,
+        *,
+        disabled: bool | None = None,
+        limits: UserLimits | None = None,
+        email: str | None = None,
+        display_name: str | None = None,
     ) -> User | None:
         """Set what is given (the limits as a whole); None if there is no such user."""
         ...
@@ -277,6 +277,46 @@ class Store(Protocol):
     def lock_login(self, key: str, until: float) -> None: ...
 
     def clear_login_failures(self, keys: Sequence[str]) -> None: ...
+
+    # Groups (backend/storage/groups.py) and single sign-on identities (identities.py)
+
+    def list_groups(self) -> list[Group]: ...
+
+    def get_group(self, group_id: int) -> Group | None: ...
+
+    def create_group(self, **fields: Any) -> Group:
+        """Raises `GroupNameTaken`."""
+        ...
+
+    def update_group(self, group_id: int, **fields: Any) -> Group | None:
+        """Raises `GroupNameTaken`; None when there is no such group."""
+        ...
+
+    def delete_group(self, group_id: int) -> bool: ...
+
+    def group_members(self, group_id: int) -> list[Membership]: ...
+
+    def memberships(self, user_id: int | None = None) -> list[tuple[int, Membership]]:
+        """(group id, membership) of one user, or of everyone (None)."""
+        ...
+
+    def groups_of(self, user_id: int) -> list[Group]: ...
+
+    def add_group_member(self, group_id: int, user_id: int, origin: Origin = "admin") -> bool:
+        """False when the group or the user does not exist."""
+        ...
+
+    def remove_group_member(self, group_id: int, user_id: int) -> bool: ...
+
+    def sync_claimed_groups(self, user_id: int, names: Sequence[str]) -> list[Group]:
+        """The user's claimed memberships become exactly `names` (missing groups made)."""
+        ...
+
+    def user_id_for_identity(self, issuer: str, subject: str) -> int | None: ...
+
+    def link_identity(self, user_id: int, issuer: str, subject: str) -> None:
+        """Raises `IdentityTaken`."""
+        ...
 
     # MCP servers for the agents (backend/storage/mcp_servers.py)
 

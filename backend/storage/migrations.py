@@ -277,6 +277,42 @@ MIGRATIONS = [
         PRIMARY KEY (run_id, question_id)
     )
     """,
+    # Organisations (backend/storage/groups.py, identities.py): groups with limits (NULL: no
+    # say), the models and MCP servers their members may use (NULL: every one), memberships
+    # by an admin or by the identity provider's claim; users signed in through OpenID
+    # Connect, matched by issuer and subject, with the name and email it last gave.
+    """
+    CREATE TABLE user_groups (
+        id {id},
+        name TEXT NOT NULL UNIQUE,
+        description TEXT NOT NULL DEFAULT '',
+        max_sandboxes INTEGER,
+        max_runs INTEGER,
+        max_disk_mb INTEGER,
+        max_tokens_per_day BIGINT,
+        max_sandbox_seconds_per_day INTEGER,
+        models TEXT,
+        mcp_server_ids TEXT,
+        created_at {float} NOT NULL
+    );
+    CREATE TABLE user_group_members (
+        group_id INTEGER NOT NULL REFERENCES user_groups(id) ON DELETE CASCADE,
+        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        origin TEXT NOT NULL,
+        PRIMARY KEY (group_id, user_id, origin)
+    );
+    CREATE INDEX user_group_members_by_user ON user_group_members(user_id);
+    CREATE TABLE user_identities (
+        issuer TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        created_at {float} NOT NULL,
+        PRIMARY KEY (issuer, subject)
+    );
+    CREATE INDEX user_identities_by_user ON user_identities(user_id);
+    ALTER TABLE users ADD COLUMN email TEXT NOT NULL DEFAULT '';
+    ALTER TABLE users ADD COLUMN display_name TEXT NOT NULL DEFAULT ''
+    """,
 ]
 SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
 # In the order to copy; those with ids number on from the copied ones.
@@ -300,8 +336,11 @@ TABLES = (
     "eval_sets",
     "eval_runs",
     "eval_results",
+    "user_groups",
+    "user_group_members",
+    "user_identities",
 )
-NUMBERED = ("users", "messages", "session_steps", "api_keys", "mcp_servers")
+NUMBERED = ("users", "messages", "session_steps", "api_keys", "mcp_servers", "user_groups")
 
 
 def statements(number: int, dialect: Dialect) -> list[str]:

@@ -21,12 +21,14 @@ from backend.storage.base import (
     Message,
     SessionOwnedByAnotherUser,
     User,
-    UserLimits,
     UsernameTaken,
 )
 from backend.storage.database import Connection, Database
 from backend.storage.evals import EvalRows
 from backend.storage.feedback import FeedbackRows
+from backend.storage.groups import GroupRows
+from backend.storage.identities import IdentityRows
+from backend.storage.limit_values import UserLimits, limits_from_row
 from backend.storage.mcp_servers import McpServerRows
 from backend.storage.migrations import MIGRATIONS, SCHEMA_TABLE, statements
 from backend.storage.openai_objects import OpenAIObjectRows
@@ -38,7 +40,16 @@ INTERRUPTED = "The server stopped while this turn was running."
 KEY_USE_RESOLUTION = 60.0  # seconds: an API key's last_used_at is kept to about this
 
 
-class SQLStore(EvalRows, FeedbackRows, McpServerRows, OpenAIObjectRows, UsageRows, WorkPlaceRows):
+class SQLStore(
+    EvalRows,
+    FeedbackRows,
+    GroupRows,
+    IdentityRows,
+    McpServerRows,
+    OpenAIObjectRows,
+    UsageRows,
+    WorkPlaceRows,
+):
     def __init__(self, database: Database) -> None:
         self.database = database
         self._migrate()
@@ -106,11 +117,21 @@ class SQLStore(EvalRows, FeedbackRows, McpServerRows, OpenAIObjectRows, UsageRow
         return [_user(row) for row in rows]
 
     def update_user(
-        self, user_id: int, *, disabled: bool | None = None, limits: UserLimits | None = None
+        self,
+        user_id: int,
+        *,
+        disabled: bool | None = None,
+        limits: UserLimits | None = None,
+        email: str | None = None,
+        display_name: str | None = None,
     ) -> User | None:
         changes: dict[str, Any] = {}
         if disabled is not None:
             changes["disabled"] = int(disabled)
+        if email is not None:
+            changes["email"] = email
+        if display_name is not None:
+            changes["display_name"] = display_name
         if limits is not None:
             changes.update(
                 max_sandboxes=limits.max_sandboxes,
@@ -473,28 +494,20 @@ def _user(row: Any) -> User:
         bool(row["is_admin"]),
         row["created_at"],
         disabled=bool(row["disabled"]),
-        limits=UserLimits(
-            row["max_sandboxes"],
-            row["max_runs"],
-            row["max_disk_mb"],
-            _optional_int(_column(row, "max_tokens_per_day")),
-            _column(row, "max_sandbox_seconds_per_day"),
-        ),
+        limits=limits_from_row(row),
         credentials_epoch=int(_column(row, "credentials_epoch") or 0),
+        email=_column(row, "email") or "",
+        display_name=_column(row, "display_name") or "",
     )
 
 
 def _column(row: Any, name: str) -> Any:
-    """A column that a store opened on an older schema (before migration 9 or 10) lacks:
-    None."""
+    """A column that a store opened on an older schema (before migration 9, 10 or 14)
+    lacks: None."""
     try:
         return row[name]
     except (IndexError, KeyError):
         return None
-
-
-def _optional_int(value: Any) -> int | None:
-    return None if value is None else int(value)
 
 
 def _api_key(row: Any) -> ApiKey:

@@ -11,17 +11,18 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from backend.api.deps import CurrentUser, LLMDep
+from backend.api.deps import CurrentUser, LLMDep, RightsDep
 from backend.api.errors import CLIENT_ERRORS
 
 router = APIRouter(prefix="/api", tags=["models"], responses=CLIENT_ERRORS)
 
 
 @router.get("/models")
-async def list_models(llm: LLMDep, user: CurrentUser) -> dict[str, Any]:
-    """The backend's models, the default first, each with its profile when known."""
-    names = await llm.list_models()
-    default = llm.default_model or (names[0] if names else "")
+async def list_models(llm: LLMDep, rights: RightsDep, user: CurrentUser) -> dict[str, Any]:
+    """The backend's models that your groups let you use, your default first, each with
+    its profile when known."""
+    names = await rights.models(user)
+    default = llm.default_model if llm.default_model in names else (names[0] if names else "")
     ordered = sorted(names, key=lambda name: name != default)
     data = []
     for name in ordered:

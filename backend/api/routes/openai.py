@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from backend.api.deps import ChatServiceDep, CurrentUser, LLMDep
+from backend.api.deps import ChatServiceDep, CurrentUser, LLMDep, RightsDep
 from backend.api.disconnect import unless_disconnected
 from backend.api.encoders.completions import completion, completion_chunks
 from backend.api.errors import OPENAI_CLIENT_ERRORS, ApiError
@@ -15,6 +15,7 @@ from backend.api.openai_params import check_parameters
 from backend.api.sse import SSE_HEADERS, SSEResponse, sse_responses
 from backend.api.streaming import start_stream
 from backend.core.agents.client_tools import ClientTools
+from backend.core.group_rights import ModelNotAllowed
 from backend.core.turn import TurnRequest
 from backend.llm.embeddings import create_embeddings
 from backend.models.openai import (
@@ -26,9 +27,10 @@ router = APIRouter(prefix="/v1", tags=["openai"], responses=OPENAI_CLIENT_ERRORS
 
 
 @router.get("/models")
-async def read_models(llm: LLMDep, user: CurrentUser) -> dict[str, Any]:
-    """The models this server can answer with, in OpenAI's list shape."""
-    models = await llm.list_models()
+async def read_models(llm: LLMDep, rights: RightsDep, user: CurrentUser) -> dict[str, Any]:
+    """The models this server can answer you with (those your groups give you), in
+    OpenAI's list shape."""
+    models = await rights.models(user)
     owner = llm.name
     return {
         "object": "list",
@@ -38,9 +40,11 @@ async def read_models(llm: LLMDep, user: CurrentUser) -> dict[str, Any]:
 
 @router.post("/embeddings")
 async def create_embedding(
-    body: EmbeddingRequest, user: CurrentUser, llm: LLMDep
+    body: EmbeddingRequest, user: CurrentUser, llm: LLMDep, rights: RightsDep
 ) -> dict[str, Any]:
     """Embeddings from Ollama or the OpenAI-compatible upstream, in OpenAI's shape."""
+    if not (await rights.of(user)).may_use_model(body.model):
+        raise ModelNotAllowed(body.model)
     return await create_embeddings(llm, body.model, body.texts, body.encoding_format, body.extra)
 
 

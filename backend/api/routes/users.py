@@ -16,13 +16,30 @@ from backend.api.deps import (
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.core import accounts
 from backend.core.security import hash_password
-from backend.models.auth import Limits, PasswordReset, UserCreate, UserPublic, UserUpdate
-from backend.storage import User, UserLimits
+from backend.models.auth import (
+    Limits,
+    PasswordReset,
+    UserCreate,
+    UserGroup,
+    UserPublic,
+    UserUpdate,
+)
+from backend.storage import Store, User, UserLimits
 
 router = APIRouter(prefix="/api/users", tags=["users"], responses=CLIENT_ERRORS)
 
 
-def _public(user: User) -> UserPublic:
+def _groups(store: Store, user_id: int | None = None) -> dict[int, list[UserGroup]]:
+    """Each user's groups (of one user, or of everyone), by user id."""
+    names = {group.id: group.name for group in store.list_groups()}
+    found: dict[int, list[UserGroup]] = {}
+    for group_id, member in store.memberships(user_id):
+        group = UserGroup(id=group_id, name=names.get(group_id, ""), origin=member.origin)
+        found.setdefault(member.user_id, []).append(group)
+    return found
+
+
+def _public(user: User, groups: dict[int, list[UserGroup]] | None = None) -> UserPublic:
     limits = user.limits
     return UserPublic(
         id=user.id,
@@ -37,6 +54,9 @@ def _public(user: User) -> UserPublic:
             max_tokens_per_day=limits.max_tokens_per_day,
             max_sandbox_seconds_per_day=limits.max_sandbox_seconds_per_day,
         ),
+        email=user.email,
+        display_name=user.display_name,
+        groups=(groups or {}).get(user.id, []),
     )
 
 
@@ -52,8 +72,9 @@ def _not_yourself(admin: User, user_id: int, what: str) -> None:
 
 @router.get("")
 def read_users(store: StoreDep, admin: CurrentAdmin) -> list[UserPublic]:
-    """List every user, oldest first (admin only)."""
-    return [_public(user) for user in store.list_users()]
+    """List every user, oldest first, with their groups (admin only)."""
+    groups = _groups(store)
+    return [_public(user, groups) for user in store.list_users()]
 
 
 @router.post("", status_code=status.HTTP_201_CREATED)
@@ -67,9 +88,9 @@ def create_user(
 
 
 @router.get("/me")
-async def read_user_me(user: CurrentUser) -> UserPublic:
-    """The user the token belongs to."""
-    return _public(user)
+def read_user_me(user: CurrentUser, store: StoreDep) -> UserPublic:
+    """The user the token belongs to, with their groups."""
+    return _public(user, _groups(store, user.id))
 
 
 @router.patch("/{user_id}")
@@ -85,7 +106,7 @@ def update_user(
     user = store.update_user(user_id, disabled=body.disabled, limits=limits)
     if user is None:
         raise _not_found()
-    return _public(user)
+    return _public(user, _groups(store, user.id))
 
 
 @router.put("/{user_id}/password", status_code=status.HTTP_204_NO_CONTENT)

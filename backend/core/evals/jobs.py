@@ -134,8 +134,7 @@ class EvalJobs:
             raise EvalRunBusy(user.id)
         self._starting.add(user.id)  # held across the model check: one start at a time
         try:
-            llm = self.chat.llm
-            model = await llm.resolve_model(model or llm.default_model)
+            model = await self.chat.rights.model_for(user, model)
             run = self.store.add_eval_run(
                 user.id, new_run_id(), eval_set, model, agent_type, self.server_id
             )
