@@ -18,6 +18,9 @@ VENDOR := frontend/assets/vendor
 MCP_CLIENTS := tests/mcp_clients
 # The official OpenAI Node SDK, which the tests drive against /v1, pinned by its lock.
 OPENAI_NODE := tests/openai_node
+# A real OpenID provider for the single sign-on tests (the certified oidc-provider package,
+# tests/oidc_provider/provider.mjs), pinned by its lock.
+OIDC_PROVIDER := tests/oidc_provider
 # Third-party MCP servers the tests connect our agents to, each in a venv of its own under
 # MCP_SERVERS_VENV, pinned by tests/mcp_servers/<name>/requirements.txt: their `mcp` pins clash
 # with ours and with each other (mcp-server-time needs mcp 2.3+, mcp-server-sqlite runs on 1.x).
@@ -31,7 +34,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 	-DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
 
 .PHONY: run test install install-dev system-deps lint typecheck openinterpreter frontend mcp-clients \
-	mcp-servers openai-node lock
+	mcp-servers openai-node oidc-provider lock
 
 # The API serves the UI too; run_frontend.py is there for a UI on a port of its own.
 run: install system-deps frontend
@@ -44,7 +47,7 @@ run: install system-deps frontend
 TEST_WORKERS ?= 2
 test: DEBIAN_PACKAGES += chromium postgresql iproute2 prometheus
 test: install-dev system-deps frontend openinterpreter mcp-clients mcp-servers openai-node \
-	lint typecheck
+	oidc-provider lint typecheck
 	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 lint: install-dev
@@ -63,6 +66,7 @@ frontend: $(VENDOR)/.installed
 mcp-clients: $(MCP_CLIENTS)/node_modules/.installed
 mcp-servers: $(MCP_SERVERS:%=$(MCP_SERVERS_VENV)/%/.installed)
 openai-node: $(OPENAI_NODE)/node_modules/.installed
+oidc-provider: $(OIDC_PROVIDER)/node_modules/.installed
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -158,6 +162,10 @@ $(MCP_CLIENTS)/node_modules/.installed: $(MCP_CLIENTS)/package.json $(MCP_CLIENT
 
 $(OPENAI_NODE)/node_modules/.installed: $(OPENAI_NODE)/package.json $(OPENAI_NODE)/package-lock.json | system-deps
 	cd $(OPENAI_NODE) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(OIDC_PROVIDER)/node_modules/.installed: $(OIDC_PROVIDER)/package.json $(OIDC_PROVIDER)/package-lock.json | system-deps
+	cd $(OIDC_PROVIDER) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
 system-deps:

@@ -23,6 +23,7 @@ from backend.core.evals.sets import EvalSets
 from backend.core.governor import Governor
 from backend.core.group_rights import GroupRights
 from backend.core.limits import Limits
+from backend.core.oidc import OidcClient
 from backend.core.purge import SessionPurge
 from backend.core.python_coder_service import PythonCoderService
 from backend.core.runs import RunRegistry
@@ -144,6 +145,10 @@ async def get_rights(request: Request) -> GroupRights:
     return _services(request).chat.rights
 
 
+async def get_oidc(request: Request) -> OidcClient | None:
+    return _services(request).oidc
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 SecretKeyDep = Annotated[str, Depends(get_secret_key)]
 StoreDep = Annotated[Store, Depends(get_store)]
@@ -167,6 +172,7 @@ ContainersDep = Annotated[Containers, Depends(get_containers)]
 EvalSetsDep = Annotated[EvalSets, Depends(get_eval_sets)]  # evaluation sets
 EvalJobsDep = Annotated[EvalJobs, Depends(get_evals)]  # evaluation runs
 RightsDep = Annotated[GroupRights, Depends(get_rights)]  # what a user's groups give them
+OidcDep = Annotated[OidcClient | None, Depends(get_oidc)]  # None: no single sign-on
 
 
 # Set by login; HttpOnly and SameSite=Strict. Only GET routes that read session files

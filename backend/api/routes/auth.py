@@ -15,13 +15,12 @@ from backend.api.deps import (
     StoreDep,
 )
 from backend.api.errors import CLIENT_ERRORS, ApiError
-from backend.config import Settings
+from backend.api.login_cookie import signed_in
 from backend.core import accounts
 from backend.core.security import dummy_password_hash, verify_password
 from backend.core.throttle import LoginKeys, LoginThrottle, login_keys
 from backend.models.auth import LoginRequest, PasswordChange, Token
 from backend.models.errors import ErrorBody
-from backend.storage import User
 
 router = APIRouter(prefix="/api/auth", tags=["auth"], responses=CLIENT_ERRORS)
 
@@ -46,6 +45,12 @@ def login(
     """Exchange a username and password for a JWT access token (also set as a cookie).
     Repeated failures of one user name from one address, or of one address, back off
     exponentially (429 with Retry-After); another address's failures never lock you out."""
+    if settings.PASSWORD_SIGN_IN == "admin" and body.username != settings.ADMIN_USERNAME:
+        raise ApiError(
+            403,
+            "Signing in with a password is off on this server: use single sign-on.",
+            code="password_sign_in_off",
+        )
     keys = _unthrottled_keys(throttle, body.username, request)
     user = store.get_user(body.username)
     # Hash even for unknown users, so response time does not reveal which names exist.
@@ -57,7 +62,7 @@ def login(
     throttle.succeeded(*keys)
     if user.disabled:
         raise ApiError(401, "This account is disabled: ask an admin.", code="account_disabled")
-    return _signed_in(settings, secret_key, user, request, response)
+    return signed_in(settings, secret_key, user, request, response)
 
 
 def _unthrottled_keys(throttle: LoginThrottle, username: str, request: Request) -> LoginKeys:
@@ -72,24 +77,6 @@ def _unthrottled_keys(throttle: LoginThrottle, username: str, request: Request) 
             headers={"Retry-After": str(wait)},
         )
     return keys
-
-
-def _signed_in(
-    settings: Settings, secret_key: str, user: User, request: Request, response: Response
-) -> Token:
-    """A new token for the user, also set as the login cookie."""
-    hours = settings.JWT_EXPIRATION_HOURS
-    token = accounts.access_token(user, secret_key, hours)
-    response.set_cookie(
-        AUTH_COOKIE,
-        token,
-        max_age=int(hours * 3600),
-        path="/api",
-        secure=request.url.scheme == "https",
-        httponly=True,
-        samesite="strict",
-    )
-    return Token(access_token=token)
 
 
 def _signed_out(request: Request) -> Response:
@@ -149,4 +136,4 @@ def change_password(
     )
     if changed is None:  # deleted meanwhile
         raise ApiError(401, "Invalid or expired token: log in again.", code="invalid_api_key")
-    return _signed_in(settings, secret_key, changed, request, response)
+    return signed_in(settings, secret_key, changed, request, response)

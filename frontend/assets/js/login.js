@@ -1,5 +1,6 @@
 /**
- * The sign-in form. A refused password shows the server's own message.
+ * The sign-in form, and single sign-on's button when the server has an identity provider.
+ * A refused password, or a refused single sign-on, shows the server's own message.
  */
 
 import { request } from "./api.js";
@@ -19,6 +20,37 @@ export function showLogin(message = "") {
   byId("login-password").value = "";
   showError(message);
   byId("login-username").focus();
+  showSignInMethods();
+}
+
+/** Single sign-on's button, named for the provider, when the server has one. */
+async function showSignInMethods() {
+  let methods;
+  try {
+    methods = await request("/api/auth/methods", { auth: false });
+  } catch {
+    return; // the password form still works
+  }
+  const sso = byId("login-sso");
+  sso.hidden = !methods.oidc;
+  if (methods.oidc) {
+    const link = byId("login-sso-link");
+    link.textContent = `Sign in with ${methods.oidc.name}`;
+    link.href = methods.oidc.login_url;
+  }
+}
+
+/**
+ * What single sign-on left in the address's fragment: its token, or why it was refused.
+ * The fragment is cleared at once, so the token is neither kept in history nor shared.
+ */
+export function takeSingleSignOn() {
+  const params = new URLSearchParams(window.location.hash.slice(1));
+  const token = params.get("sso_token");
+  const error = params.get("sso_error");
+  if (token === null && error === null) return {};
+  window.history.replaceState(null, "", window.location.pathname + window.location.search);
+  return { token, error };
 }
 
 export function hideLogin() {

@@ -14,7 +14,7 @@ import { mountEvals } from "./evals.js";
 import { mountExport } from "./export.js";
 import { mountFiles } from "./files.js";
 import { mountLightbox } from "./lightbox.js";
-import { hideLogin, mountLogin, showLogin } from "./login.js";
+import { hideLogin, mountLogin, showLogin, takeSingleSignOn } from "./login.js";
 import { mountMcpAdmin } from "./mcp-admin.js";
 import { mountMessages } from "./messages.js";
 import { mountModels } from "./models.js";
@@ -95,7 +95,13 @@ async function start() {
   });
 
   const health = loadStatus();
-  const token = storage.get(STORAGE.token);
+  const sso = takeSingleSignOn();
+  const token = sso.token || storage.get(STORAGE.token);
+  if (sso.error) {
+    showLogin(sso.error);
+    await health;
+    return;
+  }
   if (!token) {
     showLogin();
     await health;
