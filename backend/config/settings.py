@@ -12,7 +12,15 @@ import os
 from pathlib import Path
 from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from backend.config.mcp_programs import PinnedPrograms, pinned_programs
@@ -349,6 +357,52 @@ class Settings(BaseSettings):
     )
     API_DOCS: bool = Field(default=True, description="Serve `/docs`, `/redoc` and `/openapi.json`.")
 
+    # Single sign-on (backend/core/oidc.py, backend/core/sso_accounts.py; docs/security.md)
+    PASSWORD_SIGN_IN: Literal["all", "admin"] = Field(
+        default="all",
+        description="Who may sign in with a password: `all`, or only the local admin "
+        "(ADMIN_USERNAME), so that everyone else signs in through the identity provider.",
+    )
+    OIDC_ISSUER: str = Field(
+        default="",
+        description="The OpenID Connect provider's issuer URL (its discovery document is at "
+        "`<issuer>/.well-known/openid-configuration`); empty: no single sign-on.",
+    )
+    OIDC_CLIENT_ID: str = Field(default="", description="This server's client id there.")
+    OIDC_CLIENT_SECRET: str = Field(
+        default="", description="Its client secret (never logged or shown in errors)."
+    )
+    OIDC_PROVIDER_NAME: str = Field(
+        default="single sign-on",
+        max_length=60,
+        description='What the sign-in button names: "Sign in with <this>".',
+    )
+    OIDC_SCOPES: str = Field(
+        default="openid profile email groups",
+        description="The scopes asked for (space-separated; `openid` is always asked).",
+    )
+    OIDC_REDIRECT_URL: str = Field(
+        default="",
+        description="The callback URL registered with the provider; empty: "
+        "`<this server's URL>/api/auth/oidc/callback`, from the request (set it behind a "
+        "proxy that rewrites the host).",
+    )
+    OIDC_USERNAME_CLAIM: str = Field(
+        default="preferred_username",
+        description="The ID-token claim a new user's name comes from (else `email`, else "
+        "the subject); a user is matched by issuer and subject, never by name.",
+    )
+    OIDC_GROUPS_CLAIM: str = Field(
+        default="groups",
+        description="The ID-token claim that lists the user's groups, synced at each "
+        "sign-in (a group no longer listed is left); empty: groups are managed here only.",
+    )
+    OIDC_CREATE_USERS: bool = Field(
+        default=True,
+        description="Create a user at their first single sign-on; false: someone with no "
+        "account here yet is refused with a clear message (those made before still sign in).",
+    )
+
     # S3 sources (backend/storage/s3_objects.py)
     S3_ENDPOINT_URL: str = Field(
         default="",
@@ -440,6 +494,14 @@ class Settings(BaseSettings):
         description="At start-up, start one real sandbox and run one line in it; "
         "`/api/status` says `checking`, then `ok` or `broken` with bubblewrap's reason. "
         "false: no check (status `skipped`), for a server restarted often.",
+    )
+    SANDBOX_REQUIRED: bool = Field(
+        default=False,
+        description="Refuse to start unless code runs isolated: bubblewrap must work (as with "
+        "`SANDBOX=bwrap`), and the start-up self-check runs before the server listens; if no "
+        "sandbox runs its line, the server exits with a non-zero status and says why. For "
+        "containers and services that must never run code unsandboxed (the image sets it). "
+        "Needs SANDBOX `auto` or `bwrap` and SANDBOX_SELF_CHECK=true.",
     )
     SANDBOX_MAX_PROCESSES: int = Field(
         default=128,
@@ -563,6 +625,15 @@ class Settings(BaseSettings):
     def _refuse_weak_secret(cls, value: str) -> str:
         if value and (value.lower() in _PLACEHOLDER_SECRETS or len(value) < 32):
             raise ValueError("must be at least 32 random characters (or unset to generate one)")
+        return value
+
+    @field_validator("SANDBOX_REQUIRED")
+    @classmethod
+    def _required_sandbox_is_checked(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("SANDBOX") == "none":
+            raise ValueError("SANDBOX=none runs code without a sandbox; use `auto` or `bwrap`")
+        if value and info.data.get("SANDBOX_SELF_CHECK") is False:
+            raise ValueError("needs the start-up check: set SANDBOX_SELF_CHECK=true")
         return value
 
     @field_validator("MCP_STDIO_PROGRAMS")

@@ -24,6 +24,7 @@ from backend.core.governor import Governor
 from backend.core.instance import server_id
 from backend.core.limits import Limits
 from backend.core.mcp_registry import McpRegistry
+from backend.core.oidc import OidcClient
 from backend.core.purge import SessionPurge
 from backend.core.python_coder_service import PythonCoderService
 from backend.core.runs import RunRegistry
@@ -92,6 +93,7 @@ class Services:
     eval_sets: EvalSets  # evaluation sets: questions over files, with their answers
     evals: EvalJobs  # evaluation runs, in the background
     purge: SessionPurge  # deletes a session, or a user, from every place that keeps it
+    oidc: OidcClient | None  # single sign-on's identity provider (None: OIDC_ISSUER unset)
 
     async def close(self) -> None:
         await self.evals.close()  # before the runs: their questions' turns end first
@@ -114,7 +116,7 @@ class Services:
 def build_services(settings: Settings) -> Services:
     settings.DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
     secret_key = load_or_create_secret_key(settings.SECRET_KEY, settings.DATA_DIR)
-    sandbox = resolve_sandbox(settings.SANDBOX)
+    sandbox = resolve_sandbox("bwrap" if settings.SANDBOX_REQUIRED else settings.SANDBOX)
     store = open_store(settings.DATABASE_URL, settings.DATA_DIR)
     server = server_id(settings.DATA_DIR)
     try:
@@ -266,6 +268,7 @@ def build_services(settings: Settings) -> Services:
         eval_sets=eval_sets,
         evals=evals,
         purge=purge,
+        oidc=OidcClient(settings) if settings.OIDC_ISSUER else None,
         login_throttle=LoginThrottle(
             store, settings.LOGIN_FREE_ATTEMPTS, settings.LOGIN_BACKOFF_SECONDS, LOGIN_MAX_BACKOFF
         ),

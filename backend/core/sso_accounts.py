@@ -34,8 +34,8 @@ def signed_on(store: Store, settings: Settings, identity: Identity) -> User:
     if user is None:
         if not settings.OIDC_CREATE_USERS:
             raise SignInRefused(
-                "You signed in at the identity provider, but no account here is yours yet: "
-                "ask an admin to create it.",
+                "You signed in at the identity provider, but you have no account here and "
+                "this server makes none at sign-in (OIDC_CREATE_USERS=false): ask an admin.",
                 "no_account",
             )
         user = _new_user(store, settings, identity)
