@@ -13,11 +13,13 @@
 //                  email_verified?, groups: [...]}; sub defaults to the account id. It is read
 //                  again at each account lookup and each claims call, so a test can change a
 //                  user's groups between two sign-ins (or even between login and token).
+//   issuer         optional: the issuer URL, when the provider is reached through a proxy
+//                  (the tests' tampering proxy) rather than at its own port.
 //   keys_file      optional: a JWKS file ({"keys": [private RSA JWKs]}, the first one signs).
 //                  Read at start if it exists, else written with one new key; rewritten at
 //                  each rotation, so a restarted provider keeps its keys.
 //
-// Stdout carries one line, `READY <issuer>`, once the provider listens; oidc-provider's notices
+// Stdout carries one line, `READY <issuer> <port>`, once the provider listens; oidc-provider's notices
 // and any server error go to stderr. SIGTERM (or SIGINT) closes the server and exits 0.
 //
 // Sign-in: /interaction/<uid> shows one form, <input name="login"> (the account id, one of
@@ -307,7 +309,7 @@ process.on("SIGTERM", stop);
 process.on("SIGINT", stop);
 
 server.listen(config.port ?? 0, "127.0.0.1", async () => {
-  const issuer = `http://127.0.0.1:${server.address().port}`;
+  const issuer = config.issuer ?? `http://127.0.0.1:${server.address().port}`;
   serve(issuer);
   // oidc-provider checks a client's metadata at its first use: a bad one fails the start here.
   try {
@@ -316,5 +318,5 @@ server.listen(config.port ?? 0, "127.0.0.1", async () => {
     console.error(`bad client metadata: ${error.error_description ?? error.message}`);
     process.exit(1);
   }
-  process.stdout.write(`READY ${issuer}\n`);
+  process.stdout.write(`READY ${issuer} ${server.address().port}\n`);
 });

@@ -42,7 +42,9 @@ class OidcProvider:
         tmp_path: Path,
         clients: list[dict[str, Any]],
         accounts: dict[str, dict[str, Any]] | None = None,
+        issuer: str | None = None,
     ) -> None:
+        self.fixed_issuer = issuer  # behind a proxy: the proxy's URL
         self.root = Path(tempfile.mkdtemp(prefix="oidc-provider-", dir=tmp_path))
         self.clients = clients
         self.accounts_path = self.root / "accounts.json"
@@ -51,6 +53,7 @@ class OidcProvider:
         self.port = 0  # the system's choice at the first start, kept for the next ones
         self.process: subprocess.Popen[bytes] | None = None
         self._issuer: str | None = None
+        self._listening = 0
         self._accounts = dict(accounts or {})
         self._write_accounts()
 
@@ -85,6 +88,8 @@ class OidcProvider:
             "accounts_file": str(self.accounts_path),
             "keys_file": str(self.root / "keys.json"),
         }
+        if self.fixed_issuer is not None:
+            config["issuer"] = self.fixed_issuer
         self.config_path.write_text(json.dumps(config, indent=2))
         with self.log_path.open("ab") as log:  # the child keeps its own descriptor
             self.process = subprocess.Popen(
@@ -101,7 +106,7 @@ class OidcProvider:
         except BaseException:
             self.stop()
             raise
-        self.port = int(self._issuer.rsplit(":", 1)[1])
+        self.port = self._listening
         return self
 
     def stop(self) -> None:
@@ -122,7 +127,8 @@ class OidcProvider:
         partial.replace(self.accounts_path)
 
     def _wait_ready(self) -> str:
-        """The issuer from the provider's `READY <issuer>` line, read within START_TIMEOUT s."""
+        """The issuer from the provider's `READY <issuer> <port>` line, read within
+        START_TIMEOUT s (the port it listens on is kept in `_listening`)."""
         assert self.process is not None and self.process.stdout is not None
         stdout = self.process.stdout.fileno()
         deadline = time.monotonic() + START_TIMEOUT
@@ -138,7 +144,8 @@ class OidcProvider:
                     raise RuntimeError(f"oidc provider exited with {code}:\n{self.log()}")
                 received += chunk
         line = received.split(b"\n", 1)[0].decode()
-        word, _, issuer = line.partition(" ")
-        if word != "READY":
+        word, issuer, port = [*line.split(" "), "", ""][:3]
+        if word != "READY" or not port.isdigit():
             raise RuntimeError(f"unexpected line {line!r} from the oidc provider:\n{self.log()}")
+        self._listening = int(port)
         return issuer

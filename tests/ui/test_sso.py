@@ -7,6 +7,7 @@ PASSWORD_SIGN_IN=admin only the local admin may use a password."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -15,16 +16,30 @@ import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
 from tests.conftest import ADMIN_PASSWORD, write_replies
-from tests.support.live_server import LiveServer
+from tests.support.live_server import LiveServer, free_port
 from tests.support.oidc_provider import OidcProvider
+from tests.support.tampering_proxy import (
+    Tamper,
+    TamperingProxy,
+    altered,
+    changed,
+    expired,
+)
 from tests.ui.browser import CSP_WATCH, ConsoleWatch
 
 SECRET = "the-test-client-secret-of-32-chars"
 ALICE = {"name": "Alice Analyst", "email": "alice@example.org", "groups": ["analysts", "ops"]}
 
 
+@dataclass
+class Sso:
+    server: LiveServer
+    provider: OidcProvider
+    proxy: TamperingProxy  # between the provider and everyone else
+
+
 @pytest.fixture(scope="module")
-def sso(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, OidcProvider]]:
+def sso(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sso]:
     root = tmp_path_factory.mktemp("sso")
     server = LiveServer(
         root / "data",
@@ -42,13 +57,18 @@ def sso(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, 
         "redirect_uris": [f"{server.url}/api/auth/oidc/callback"],
         "token_endpoint_auth_method": "client_secret_basic",
     }
-    with OidcProvider(root, clients=[client], accounts={"alice": ALICE}) as provider:
-        server.env["OIDC_ISSUER"] = provider.issuer
-        server.start()
-        try:
-            yield server, provider
-        finally:
-            server.stop()
+    with TamperingProxy(free_port()) as proxy:
+        provider = OidcProvider(
+            root, clients=[client], accounts={"alice": ALICE}, issuer=proxy.base_url
+        )
+        with provider:
+            proxy.upstream = f"http://127.0.0.1:{provider.port}"
+            server.env["OIDC_ISSUER"] = provider.issuer
+            server.start()
+            try:
+                yield Sso(server, provider, proxy)
+            finally:
+                server.stop()
 
 
 @pytest.fixture
@@ -86,9 +106,9 @@ def _me(server: LiveServer, page: Page) -> dict[str, Any]:
 
 
 def test_a_first_sign_in_makes_the_user_with_the_providers_groups(
-    sso: tuple[LiveServer, OidcProvider], browser: Browser, pages: list[Page]
+    sso: Sso, browser: Browser, pages: list[Page]
 ) -> None:
-    server, _ = sso
+    server = sso.server
     page = _open(browser, server, pages)
     expect(page.get_by_test_id("login-sso")).to_have_text("Sign in with Test IdP")
     _sign_in_at_provider(page, "alice")
@@ -113,9 +133,9 @@ def test_a_first_sign_in_makes_the_user_with_the_providers_groups(
 
 
 def test_groups_follow_the_provider_at_each_sign_in(
-    sso: tuple[LiveServer, OidcProvider], browser: Browser, pages: list[Page]
+    sso: Sso, browser: Browser, pages: list[Page]
 ) -> None:
-    server, provider = sso
+    server, provider = sso.server, sso.provider
     provider.set_account("bob", {"name": "Bob", "email": "bob@example.org", "groups": ["ops"]})
     page = _open(browser, server, pages)
     _sign_in_at_provider(page, "bob")
@@ -136,9 +156,9 @@ def test_groups_follow_the_provider_at_each_sign_in(
 
 
 def test_a_forged_state_is_refused_with_its_reason(
-    sso: tuple[LiveServer, OidcProvider], browser: Browser, pages: list[Page]
+    sso: Sso, browser: Browser, pages: list[Page]
 ) -> None:
-    server, provider = sso
+    server, provider = sso.server, sso.provider
     provider.set_account("carol", {"name": "Carol", "groups": []})
     page = _open(browser, server, pages)
 
@@ -163,9 +183,9 @@ def test_a_forged_state_is_refused_with_its_reason(
 
 
 def test_a_sign_in_cancelled_at_the_provider_says_so(
-    sso: tuple[LiveServer, OidcProvider], browser: Browser, pages: list[Page]
+    sso: Sso, browser: Browser, pages: list[Page]
 ) -> None:
-    server, _ = sso
+    server = sso.server
     page = _open(browser, server, pages)
     page.get_by_test_id("login-sso").click()
     page.get_by_role("button", name="Cancel").click()
@@ -173,3 +193,35 @@ def test_a_sign_in_cancelled_at_the_provider_says_so(
         "The identity provider did not sign you in"
     )
     expect(page.get_by_test_id("login-username")).to_be_visible()
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("altered", "signature does not match the identity provider's keys"),
+        ("expired", "ID token has expired"),
+        ("another nonce", "nonce does not match this sign-in's"),
+        ("another issuer", "came from an unknown issuer"),
+    ],
+)
+def test_an_id_token_that_is_not_this_sign_ins_is_refused(
+    sso: Sso, browser: Browser, pages: list[Page], case: str, message: str
+) -> None:
+    keys = sso.provider.root / "keys.json"
+    tampers: dict[str, Tamper] = {
+        "altered": altered,
+        "expired": expired(keys),
+        "another nonce": changed(keys, nonce="the-nonce-of-another-sign-in"),
+        "another issuer": changed(keys, iss="http://127.0.0.1:9"),
+    }
+    sso.provider.set_account("dave", {"name": "Dave", "groups": ["analysts"]})
+    sso.proxy.tamper = tampers[case]
+    try:
+        page = _open(browser, sso.server, pages)
+        _sign_in_at_provider(page, "dave")
+        expect(page.locator("#login-error")).to_contain_text(message)
+    finally:
+        sso.proxy.tamper = None
+    assert page.evaluate("localStorage.getItem('pda.token')") is None
+    with sso.server.client() as admin:
+        assert not any("dave" in u["username"] for u in admin.get("/api/users").json())
