@@ -19,6 +19,11 @@ from backend.tools.sandbox import cgroups
 logger = logging.getLogger(__name__)
 
 INSTALL_HINT = "install it with `apt-get install -y bubblewrap` (or `make run`, which does)"
+# bwrap is there but the kernel or a container runtime refuses it a namespace or a /proc.
+NAMESPACE_HINT = (
+    "allow unprivileged user namespaces; in a container, run it with "
+    "`--security-opt unmask=/proc/*` (docs/deployment.md#container-image)"
+)
 
 
 NO_CGROUP = (
@@ -71,10 +76,9 @@ def resolve_sandbox(setting: SandboxMode) -> SandboxStatus:
         if not memory_cgroup:
             logger.warning("Sandbox memory: %s", NO_CGROUP)
         return SandboxStatus("bwrap", detail, memory_cgroup)
+    hint = INSTALL_HINT if shutil.which("bwrap") is None else NAMESPACE_HINT
     if setting == "bwrap":
-        raise ConfigError(f"SANDBOX: bwrap is required but {problem}; {INSTALL_HINT}")
-    status = SandboxStatus(
-        "unavailable", f"{problem}; code execution is off until you {INSTALL_HINT}"
-    )
+        raise ConfigError(f"SANDBOX: bwrap is required but {problem}; {hint}")
+    status = SandboxStatus("unavailable", f"{problem}; code execution is off until you {hint}")
     logger.warning("%s", status.detail)
     return status

@@ -6,7 +6,8 @@ a real sandbox starts, which would otherwise be a user's first run. So at start-
 server starts one, in a scratch workspace of its own under DATA_DIR (no user's, counted
 in no user's caps or usage, removed after), and runs `print(6 * 7)` in it. Until that
 ends `/api/status` says `checking`; then `ok`, or `broken` with the reason, which the
-log also gets whole.
+log also gets whole. With SANDBOX_REQUIRED the check runs before the server listens, and
+a broken sandbox stops start-up (`require`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ CHECK_FOLDER = "sandbox-check"
 CheckState = Literal["checking", "ok", "broken", "skipped"]
 
 
+class SandboxUnavailable(Exception):
+    """SANDBOX_REQUIRED is set and no sandbox ran the check's line: the server must not serve."""
+
+
 class SandboxSelfCheck:
     """Whether a real sandbox started and ran one line here: `state` and `reason`."""
 
@@ -60,6 +65,16 @@ class SandboxSelfCheck:
     def skip(self, reason: str) -> None:
         """No check here (sandboxes run elsewhere): `reason` says why."""
         self.state, self.reason = "skipped", reason
+
+    async def require(self) -> None:
+        """Run the check now, and raise SandboxUnavailable unless a sandbox ran the line
+        (SANDBOX_REQUIRED: the server serves nothing before it)."""
+        await self.run()
+        if self.state != "ok":
+            raise SandboxUnavailable(
+                "SANDBOX_REQUIRED=true, but no sandbox can run code here, so the server "
+                f"does not start: {self.reason}"
+            )
 
     async def run(self) -> None:
         """Start a sandbox, run the line, and record the outcome (never raises)."""
