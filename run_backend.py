@@ -68,10 +68,9 @@ def main() -> int:
             host=settings.HOST,
             port=settings.PORT,
             log_level=settings.LOG_LEVEL.lower(),
-            # Forwarded headers only from TRUSTED_PROXIES. Passed even when empty: left
-            # None, uvicorn would read FORWARDED_ALLOW_IPS (and trust loopback without it).
-            proxy_headers=bool(settings.TRUSTED_PROXIES),
-            forwarded_allow_ips=settings.TRUSTED_PROXIES,
+            # The app reads forwarded headers itself, only from TRUSTED_PROXIES, after
+            # keeping the socket's address (backend/api/socket_peer.py).
+            proxy_headers=False,
             access_log=settings.ACCESS_LOG,
         )
     )

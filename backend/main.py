@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from starlette.routing import Route
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from backend.api.errors import install_error_handlers
 from backend.api.limits import BodySizeLimitMiddleware
@@ -19,12 +20,14 @@ from backend.api.observe import ObserveMiddleware
 from backend.api.routes.tus import STREAMED_PATCH
 from backend.api.routes.uploads import FORM_UPLOADS, STREAMED_UPLOAD
 from backend.api.security_headers import SecurityHeadersMiddleware
+from backend.api.socket_peer import SocketPeerMiddleware
 from backend.api.ui import mount_ui
 from backend.config import Settings, load_settings
 from backend.core.services import build_services
 from backend.observability.metrics import Gauges, register_gauges
 from backend.observability.tracing import configure_tracing, shutdown_tracing
 from backend.tasks.reaper import expire_containers, reap_idle_workers
+from backend.tools.sandbox.self_check import SandboxUnavailable
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -40,7 +43,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # In the background: /api/status says "checking" until it ends.
+        if settings.SANDBOX_REQUIRED:  # no request is served before a sandbox ran a line
+            try:
+                await services.sandbox_check.require()
+            except SandboxUnavailable:
+                await services.close()
+                raise
+        # In the background (done already if required): /api/status says "checking" until then.
         sandbox_check = asyncio.create_task(services.sandbox_check.run())
         reaper = asyncio.create_task(
             reap_idle_workers(services.executors, settings.SANDBOX_IDLE_SECONDS)
@@ -84,7 +93,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         streamed=(("PUT", STREAMED_UPLOAD), ("PATCH", STREAMED_PATCH)),
     )
     app.add_middleware(SecurityHeadersMiddleware)  # every response has them
-    app.add_middleware(ObserveMiddleware)  # outermost: measures (and traces) all of it
+    app.add_middleware(ObserveMiddleware)  # measures (and traces) all of it
+    if settings.TRUSTED_PROXIES:  # X-Forwarded-For and -Proto, only from those addresses
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.TRUSTED_PROXIES)
+    app.add_middleware(SocketPeerMiddleware)  # outermost: the socket's address, as it came
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)

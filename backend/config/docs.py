@@ -86,6 +86,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "OIDC_USERNAME_CLAIM",
             "OIDC_GROUPS_CLAIM",
             "OIDC_CREATE_USERS",
+            "TRUSTED_USER_HEADER",
+            "TRUSTED_GROUPS_HEADER",
         ),
     ),
     (

@@ -357,7 +357,8 @@ class Settings(BaseSettings):
     )
     API_DOCS: bool = Field(default=True, description="Serve `/docs`, `/redoc` and `/openapi.json`.")
 
-    # Single sign-on (backend/core/oidc.py, backend/core/sso_accounts.py; docs/security.md)
+    # Single sign-on (backend/core/oidc.py, backend/core/sso_accounts.py, backend/api/routes/sso.py;
+    # docs/security.md)
     PASSWORD_SIGN_IN: Literal["all", "admin"] = Field(
         default="all",
         description="Who may sign in with a password: `all`, or only the local admin "
@@ -401,6 +402,21 @@ class Settings(BaseSettings):
         default=True,
         description="Create a user at their first single sign-on; false: someone with no "
         "account here yet is refused with a clear message (those made before still sign in).",
+    )
+    TRUSTED_USER_HEADER: str = Field(
+        default="",
+        pattern=r"^[A-Za-z0-9-]*$",
+        description="Sign-in behind an authenticating proxy: the request header that names "
+        "the user (for example `X-Forwarded-User`), believed only on a connection from one "
+        "of TRUSTED_PROXIES (from anywhere else it is ignored); empty: off. A user is made at "
+        "their first sign-in as with OIDC_CREATE_USERS.",
+    )
+    TRUSTED_GROUPS_HEADER: str = Field(
+        default="",
+        pattern=r"^[A-Za-z0-9-]*$",
+        description="With TRUSTED_USER_HEADER: the header listing the user's groups "
+        "(comma-separated), synced at each sign-in like an ID token's group claim; empty: "
+        "groups are managed here only.",
     )
 
     # S3 sources (backend/storage/s3_objects.py)

@@ -23,6 +23,8 @@ logger = logging.getLogger(__name__)
 
 _NOT_IN_NAMES = re.compile(r"[^A-Za-z0-9_.@-]+")
 _GROUP_NAME = re.compile(GROUP_NAME_PATTERN)
+# The issuer of identities an authenticating proxy vouches for (TRUSTED_USER_HEADER).
+PROXY_ISSUER = "trusted-proxy"
 NAME_TRIES = 20  # "name", "name-2", ... before giving up on a taken name
 
 
@@ -52,6 +54,19 @@ def signed_on(store: Store, settings: Settings, identity: Identity) -> User:
             )
         store.sync_claimed_groups(user.id, names)
     return user
+
+
+def proxy_identity(name: str, groups: str | None) -> Identity:
+    """Who an authenticating proxy says signed in (`groups`: its comma-separated header;
+    None when it sends none)."""
+    return Identity(
+        issuer=PROXY_ISSUER,
+        subject=name,
+        username=name,
+        email="",
+        display_name="",
+        groups=None if groups is None else [g.strip() for g in groups.split(",") if g.strip()],
+    )
 
 
 def _new_user(store: Store, settings: Settings, identity: Identity) -> User:

@@ -88,7 +88,10 @@ def test_the_admin_lists_and_creates_users_with_no_hash_on_the_wire(
         "max_sandbox_seconds_per_day": None,
     }
     assert created["limits"] == none
-    assert set(created) == {"id", "username", "is_admin", "disabled", "created_at", "limits"}
+    assert set(created) == {
+        *("id", "username", "is_admin", "disabled", "created_at", "limits"),
+        *("email", "display_name", "groups"),  # single sign-on's, and the user's groups
+    }
     assert "$2b$" not in users.text
     again = admin.post("/api/users", json={"username": person.name, "password": "x" * 8})
     assert again.status_code == 409

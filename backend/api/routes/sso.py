@@ -1,5 +1,5 @@
-"""Single sign-on through an OpenID Connect provider, and the sign-in methods the page
-offers.
+"""Single sign-on through an OpenID Connect provider or an authenticating proxy, and the
+sign-in methods the page offers.
 
 `/api/auth/oidc/login` sends the browser to the provider with a fresh state, nonce and
 PKCE verifier, kept in a short-lived cookie this server signed; the provider sends it back
@@ -14,13 +14,14 @@ from __future__ import annotations
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Cookie, Request
+from fastapi import APIRouter, Cookie, Request, Response
 from fastapi.responses import RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from backend.api.deps import OidcDep, SecretKeyDep, SettingsDep, StoreDep
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.api.login_cookie import signed_in
+from backend.api.socket_peer import from_trusted_proxy
 from backend.core.oidc import (
     FLOW_SECONDS,
     OidcClient,
@@ -29,7 +30,8 @@ from backend.core.oidc import (
     open_flow,
     seal_flow,
 )
-from backend.core.sso_accounts import signed_on
+from backend.core.sso_accounts import proxy_identity, signed_on
+from backend.models.auth import Token
 
 router = APIRouter(prefix="/api/auth", tags=["auth"], responses=CLIENT_ERRORS)
 
@@ -65,7 +67,40 @@ def read_sign_in_methods(settings: SettingsDep, oidc: OidcDep) -> dict[str, Any]
     sso = None
     if oidc is not None:
         sso = {"name": settings.OIDC_PROVIDER_NAME, "login_url": f"{FLOW_PATH}/login"}
-    return {"password": settings.PASSWORD_SIGN_IN, "oidc": sso}
+    proxy = bool(settings.TRUSTED_USER_HEADER and settings.TRUSTED_PROXIES)
+    return {"password": settings.PASSWORD_SIGN_IN, "oidc": sso, "proxy": proxy}
+
+
+@router.post("/proxy")
+def sign_in_from_proxy(
+    request: Request,
+    response: Response,
+    store: StoreDep,
+    settings: SettingsDep,
+    secret_key: SecretKeyDep,
+) -> Token:
+    """Sign in as the user an authenticating proxy names in TRUSTED_USER_HEADER; the
+    header counts only on a connection from one of TRUSTED_PROXIES."""
+    header = settings.TRUSTED_USER_HEADER
+    if not header or not settings.TRUSTED_PROXIES:
+        raise ApiError(404, "Sign-in from a proxy is not set up on this server.", code="no_sso")
+    name = request.headers.get(header, "").strip()
+    if not from_trusted_proxy(request, settings.TRUSTED_PROXIES) or not name:
+        raise ApiError(
+            401,
+            f"No trusted proxy named a user: {header} is believed only from TRUSTED_PROXIES.",
+            code="invalid_credentials",
+        )
+    groups = (
+        request.headers.get(settings.TRUSTED_GROUPS_HEADER)
+        if settings.TRUSTED_GROUPS_HEADER
+        else None
+    )
+    try:
+        user = signed_on(store, settings, proxy_identity(name[:150], groups))
+    except SignInRefused as refusal:
+        raise ApiError(403, refusal.message, code=refusal.code) from None
+    return signed_in(settings, secret_key, user, request, response)
 
 
 @router.get("/oidc/login", response_class=RedirectResponse, status_code=302)

@@ -41,6 +41,21 @@ async function showSignInMethods() {
 }
 
 /**
+ * Behind an authenticating proxy (the server says so): the token for the user it names,
+ * or null when it names none.
+ */
+export async function signInFromProxy() {
+  try {
+    const methods = await request("/api/auth/methods", { auth: false });
+    if (!methods.proxy) return null;
+    const token = await request("/api/auth/proxy", { method: "POST", auth: false });
+    return token.access_token;
+  } catch {
+    return null; // the sign-in form then
+  }
+}
+
+/**
  * What single sign-on left in the address's fragment: its token, or why it was refused.
  * The fragment is cleared at once, so the token is neither kept in history nor shared.
  */

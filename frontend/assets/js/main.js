@@ -13,8 +13,9 @@ import { byId } from "./dom.js";
 import { mountEvals } from "./evals.js";
 import { mountExport } from "./export.js";
 import { mountFiles } from "./files.js";
+import { mountGroupsAdmin } from "./groups-admin.js";
 import { mountLightbox } from "./lightbox.js";
-import { hideLogin, mountLogin, showLogin, takeSingleSignOn } from "./login.js";
+import { hideLogin, mountLogin, showLogin, signInFromProxy, takeSingleSignOn } from "./login.js";
 import { mountMcpAdmin } from "./mcp-admin.js";
 import { mountMessages } from "./messages.js";
 import { mountModels } from "./models.js";
@@ -80,6 +81,7 @@ async function start() {
   mountUsage();
   mountEvals();
   mountAdmin();
+  mountGroupsAdmin();
   mountMcpAdmin();
   mountModels();
   on("retry", (turn) => retry(turn));
@@ -96,7 +98,7 @@ async function start() {
 
   const health = loadStatus();
   const sso = takeSingleSignOn();
-  const token = sso.token || storage.get(STORAGE.token);
+  const token = sso.token || storage.get(STORAGE.token) || (sso.error ? null : await signInFromProxy());
   if (sso.error) {
     showLogin(sso.error);
     await health;
