@@ -34,7 +34,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 	-DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
 
 .PHONY: run test install install-dev system-deps lint typecheck openinterpreter frontend mcp-clients \
-	mcp-servers openai-node oidc-provider lock
+	mcp-servers openai-node oidc-provider lock bundle install-offline bundle-check
 
 # The API serves the UI too; run_frontend.py is there for a UI on a port of its own.
 run: install system-deps frontend
@@ -178,3 +178,16 @@ system-deps:
 	    echo "warning: missing Debian packages:$$missing; run: sudo apt-get install -y$$missing" >&2; \
 	  fi; \
 	fi
+
+# The offline bundle (docs/deployment.md#offline-install): `make bundle` writes
+# dist/python-data-agent-bundle-VERSION.tar; `make install-offline BUNDLE=…` installs from it
+# with no registry; `make bundle-check` proves that in a network namespace with no network
+# (it downloads about 440 MB and may compile llama.cpp, so it is not part of `make test`).
+bundle: install frontend
+	PY=$(PY) BUNDLE_DEBIAN_PACKAGES=bubblewrap scripts/bundle.sh
+
+install-offline:
+	PYTHON=$(PYTHON) VENV=$(VENV) VENDOR=$(VENDOR) scripts/install_offline.sh $(BUNDLE)
+
+bundle-check: install frontend
+	PY=$(PY) BUNDLE_DEBIAN_PACKAGES=bubblewrap scripts/bundle_check.sh
