@@ -1,5 +1,5 @@
 /**
- * What the admins' dialogs (Users, MCP servers) share: a button shown to admins only
+ * What the admins' dialogs (Users, Groups, MCP servers) share: a button shown to admins only
  * that opens the dialog and loads it, a close button, and a line each for an error and
  * for what was done. The server refuses their calls to anyone else; this only keeps
  * the button hidden.
