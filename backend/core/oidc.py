@@ -10,6 +10,7 @@ seconds), so a provider that rotates its keys keeps working. Every refusal is a
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import secrets
 import time
@@ -36,6 +37,8 @@ LEEWAY = 60  # seconds of clock difference allowed in the ID token's times
 METADATA_SECONDS = 3600  # the discovery document is fetched again after this
 KEYS_REFRESH = 30.0  # seconds: the least time between two fetches of the provider's keys
 HTTP_TIMEOUT = 10.0  # seconds for each call to the provider
+MAX_EXCHANGES = 16  # codes redeemed at the same time, by everyone
+MAX_GROUPS = 200  # of a group claim: the rest are left out
 # Asymmetric algorithms only: a provider's ID token is checked with its published keys.
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512")
 _FLOW_AUDIENCE = "pda-oidc-flow"
@@ -122,6 +125,9 @@ class OidcClient:
         self.redirect_url = settings.OIDC_REDIRECT_URL
         self._transport = transport
         self.keys_refresh = KEYS_REFRESH
+        # Codes redeemed at once: the callback needs no credential, so this bounds what
+        # anyone can make this server ask of the provider (each call is also timed).
+        self._exchanges = asyncio.Semaphore(MAX_EXCHANGES)
         self._metadata: tuple[float, dict[str, Any]] | None = None
         self._keys: tuple[float, KeySet] | None = None
 
@@ -221,8 +227,12 @@ class OidcClient:
         if issuer is not None and issuer.rstrip("/") != self.issuer:
             raise _unknown_issuer(issuer)
         metadata = await self.metadata()
+        if self._exchanges.locked():
+            raise SignInRefused(
+                "Too many sign-ins are being finished at once: try again in a moment.", "busy"
+            )
         try:
-            async with self._oauth(flow.redirect_uri) as client:
+            async with self._exchanges, self._oauth(flow.redirect_uri) as client:
                 token = await client.fetch_token(
                     metadata["token_endpoint"],
                     grant_type="authorization_code",
@@ -282,7 +292,7 @@ class OidcClient:
         username = _text(claims.get(self.username_claim)) or email or subject
         groups = None
         if self.groups_claim and self.groups_claim in claims:
-            groups = _names(claims[self.groups_claim])
+            groups = group_names(claims[self.groups_claim])
         return Identity(
             issuer=self.issuer,
             subject=subject,
@@ -297,13 +307,14 @@ def _text(value: object) -> str:
     return value.strip()[:200] if isinstance(value, str) else ""
 
 
-def _names(value: object) -> list[str]:
+def group_names(value: object) -> list[str]:
     """A group claim: a list of names (or one name, or a comma-separated string)."""
     if isinstance(value, str):
         value = value.split(",")
     if not isinstance(value, list):
         return []
-    return [name.strip()[:100] for name in value if isinstance(name, str) and name.strip()]
+    names = [name.strip()[:100] for name in value if isinstance(name, str) and name.strip()]
+    return names[:MAX_GROUPS]
 
 
 def _reason(exc: Exception) -> str:

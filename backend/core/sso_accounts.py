@@ -14,7 +14,7 @@ import re
 import secrets
 
 from backend.config import Settings
-from backend.core.oidc import Identity, SignInRefused
+from backend.core.oidc import Identity, SignInRefused, group_names
 from backend.core.security import hash_password
 from backend.storage import IdentityTaken, Store, User, UsernameTaken
 from backend.storage.groups import GROUP_NAME_PATTERN
@@ -65,7 +65,7 @@ def proxy_identity(name: str, groups: str | None) -> Identity:
         username=name,
         email="",
         display_name="",
-        groups=None if groups is None else [g.strip() for g in groups.split(",") if g.strip()],
+        groups=None if groups is None else group_names(groups),
     )
 
 

@@ -18,7 +18,7 @@ from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 
 from backend.config import Settings
-from backend.core.oidc import OidcClient, SignInRefused
+from backend.core.oidc import MAX_GROUPS, OidcClient, SignInRefused, group_names
 from tests.support.oidc_provider import OidcProvider
 
 CLIENT = {
@@ -125,3 +125,10 @@ def test_a_token_is_not_checked_with_a_key_it_names_itself(
     header = base64.urlsafe_b64encode(b'{"alg":"none"}').rstrip(b"=").decode()
     body = base64.urlsafe_b64encode(json.dumps({**claims, "exp": now + 60}).encode())
     assert _refusal(client, f"{header}.{body.rstrip(b'=').decode()}.").code == "id_token_invalid"
+
+
+def test_a_group_claim_is_read_as_names_and_bounded() -> None:
+    assert group_names(["analysts", " ops ", "", 7, None]) == ["analysts", "ops"]
+    assert group_names("analysts, ops") == ["analysts", "ops"]  # a proxy's header, or a string
+    assert group_names({"not": "a list"}) == []
+    assert len(group_names([f"g{i}" for i in range(MAX_GROUPS + 50)])) == MAX_GROUPS
