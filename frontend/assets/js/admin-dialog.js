@@ -5,7 +5,7 @@
  * the button hidden.
  */
 
-import { byId } from "./dom.js";
+import { byId, h } from "./dom.js";
 import { on, state } from "./state.js";
 
 function show(id, message) {
@@ -38,4 +38,44 @@ export function mountAdminDialog(prefix, load) {
     if (!isAdmin && dialog.open) dialog.close();
   });
   return tell;
+}
+
+/** A small button that says what it does to whom; `data-action` names the action. */
+export function actionButton(prefix, action, text, label, extra = "") {
+  return h(
+    "button",
+    {
+      type: "button",
+      class: `button button-ghost button-small ${extra}`,
+      "aria-label": label,
+      dataset: { action },
+      testid: `${prefix}-${action}`,
+    },
+    text,
+  );
+}
+
+/**
+ * The click handler of a list's action buttons: `act(item, action, button)` does the action
+ * on the `itemSelector` element around the button and says what was done (null: nothing).
+ * The list is drawn again with `load` (unless `keepsList(action)`), and only then is it
+ * told: a click meanwhile would land on a row about to go.
+ */
+export function onActions(itemSelector, { act, load, tell, keepsList = () => false }) {
+  return async (event) => {
+    const button = event.target.closest("button[data-action]");
+    if (!button) return;
+    const action = button.dataset.action;
+    button.disabled = true;
+    try {
+      const done = await act(button.closest(itemSelector), action, button);
+      if (done === null) return;
+      if (!keepsList(action)) await load();
+      tell("", done);
+    } catch (error) {
+      tell(error.message);
+    } finally {
+      button.disabled = false;
+    }
+  };
 }

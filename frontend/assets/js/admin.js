@@ -6,7 +6,7 @@
  * The server refuses all of it to anyone else; this only keeps the button hidden.
  */
 
-import { mountAdminDialog } from "./admin-dialog.js";
+import { actionButton, mountAdminDialog, onActions } from "./admin-dialog.js";
 import { request } from "./api.js";
 import { byId, h } from "./dom.js";
 import { state } from "./state.js";
@@ -51,20 +51,6 @@ export function limitsOf(container) {
     limits[input.dataset.limit] = text === "" ? null : Number(text);
   }
   return limits;
-}
-
-function actionButton(action, text, label, extra = "") {
-  return h(
-    "button",
-    {
-      type: "button",
-      class: `button button-ghost button-small ${extra}`,
-      "aria-label": label,
-      dataset: { action },
-      testid: `row-${action}`,
-    },
-    text,
-  );
 }
 
 /** A group of the user's as a badge, with × to take them out of it. */
@@ -112,7 +98,7 @@ function groupsCell(user, name, groups) {
             h("option", { value: "" }, "Add to group…"),
             others.map((group) => h("option", { value: String(group.id) }, String(group.name))),
           ),
-          actionButton("group-add", "Add", `Add ${name} to the chosen group`),
+          actionButton("row", "group-add", "Add", `Add ${name} to the chosen group`),
         )
       : null,
   );
@@ -145,7 +131,7 @@ function passwordReset(name) {
         "aria-label": `New password for ${name}`,
         dataset: { password: "" },
       }),
-      actionButton("password", "Set", `Set the password of ${name}`),
+      actionButton("row", "password", "Set", `Set the password of ${name}`),
     ),
   );
 }
@@ -184,11 +170,11 @@ function row(user, today, groups) {
       h(
         "div",
         { class: "row-actions" },
-        actionButton("limits", "Save limits", `Save the limits of ${name}`),
+        actionButton("row", "limits", "Save limits", `Save the limits of ${name}`),
         // An admin cannot lock themselves out (the server refuses it too).
-        self ? null : actionButton(toggle[0], toggle[1], `${toggle[1]} ${name}`),
+        self ? null : actionButton("row", toggle[0], toggle[1], `${toggle[1]} ${name}`),
         passwordReset(name),
-        self ? null : actionButton("delete", "Delete", `Delete ${name}`, "record-danger"),
+        self ? null : actionButton("row", "delete", "Delete", `Delete ${name}`, "record-danger"),
       ),
     ),
   );
@@ -230,8 +216,7 @@ async function removeFromGroup(tr, button) {
   return `${name} is no longer in ${groupName}.${again}`;
 }
 
-async function act(tr, button) {
-  const action = button.dataset.action;
+async function act(tr, action, button) {
   const id = encodeURIComponent(tr.dataset.id);
   const name = tr.dataset.name;
   if (action === "group-add") return addToGroup(tr);
@@ -258,23 +243,6 @@ async function act(tr, button) {
     return `${name} is deleted.`;
   }
   return null;
-}
-
-async function onRowClick(event) {
-  const button = event.target.closest("button[data-action]");
-  if (!button) return;
-  const tr = button.closest("tr");
-  button.disabled = true;
-  try {
-    const done = await act(tr, button);
-    if (done === null) return;
-    tell("", done);
-    await load();
-  } catch (error) {
-    tell(error.message);
-  } finally {
-    button.disabled = false;
-  }
 }
 
 async function createUser(event) {
@@ -304,5 +272,5 @@ async function createUser(event) {
 export function mountAdmin() {
   tell = mountAdminDialog("admin", load);
   byId("user-form").addEventListener("submit", createUser);
-  byId("user-rows").addEventListener("click", onRowClick);
+  byId("user-rows").addEventListener("click", onActions("tr", { act, load, tell }));
 }

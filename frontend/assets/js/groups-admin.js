@@ -9,7 +9,7 @@
  */
 
 import { FROM_SIGN_IN, LIMITS, limitInput, limitsOf } from "./admin.js";
-import { mountAdminDialog } from "./admin-dialog.js";
+import { actionButton, mountAdminDialog, onActions } from "./admin-dialog.js";
 import { request } from "./api.js";
 import { byId, h } from "./dom.js";
 
@@ -18,20 +18,6 @@ const EVERY_MODEL = "*";
 let tell; // the dialog's messages (admin-dialog.js)
 let models = []; // the model names to offer (GET /api/models)
 let servers = []; // [{id, name}]: the MCP servers to offer
-
-function actionButton(action, text, label, extra = "") {
-  return h(
-    "button",
-    {
-      type: "button",
-      class: `button button-ghost button-small ${extra}`,
-      "aria-label": label,
-      dataset: { action },
-      testid: `group-${action}`,
-    },
-    text,
-  );
-}
 
 function check(value, text, checked, data, disabled = false) {
   return h(
@@ -178,8 +164,8 @@ function row(group) {
     h(
       "div",
       { class: "row-actions" },
-      actionButton("save", "Save", `Save ${name}`, "button-secondary"),
-      actionButton("delete", "Delete", `Delete ${name}`, "record-danger"),
+      actionButton("group", "save", "Save", `Save ${name}`, "button-secondary"),
+      actionButton("group", "delete", "Delete", `Delete ${name}`, "record-danger"),
     ),
   );
 }
@@ -242,22 +228,6 @@ async function act(li, action) {
   return null;
 }
 
-async function onListClick(event) {
-  const button = event.target.closest("button[data-action]");
-  if (!button) return;
-  button.disabled = true;
-  try {
-    const done = await act(button.closest("li"), button.dataset.action);
-    if (done === null) return;
-    await load(); // told once the list is drawn again: a click meanwhile would land on a row about to go
-    tell("", done);
-  } catch (error) {
-    tell(error.message);
-  } finally {
-    button.disabled = false;
-  }
-}
-
 /** "Every model" greys out the single models; each check updates its fieldset's say. */
 function onListChange(event) {
   const input = event.target.closest("fieldset[data-kind] input");
@@ -293,6 +263,6 @@ async function createGroup(event) {
 export function mountGroupsAdmin() {
   tell = mountAdminDialog("groups", load);
   byId("group-form").addEventListener("submit", createGroup);
-  byId("group-list").addEventListener("click", onListClick);
+  byId("group-list").addEventListener("click", onActions("li", { act, load, tell }));
   byId("group-list").addEventListener("change", onListChange);
 }

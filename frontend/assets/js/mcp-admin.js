@@ -8,7 +8,7 @@
  * keeps the button hidden.
  */
 
-import { mountAdminDialog } from "./admin-dialog.js";
+import { actionButton, mountAdminDialog, onActions } from "./admin-dialog.js";
 import { request } from "./api.js";
 import { byId, h } from "./dom.js";
 
@@ -48,20 +48,6 @@ function usersOf(server) {
   if (!server.user_ids.length) return "nobody";
   const names = new Map(users.map((user) => [user.id, String(user.username)]));
   return server.user_ids.map((id) => names.get(id) || `user #${id}`).join(", ");
-}
-
-function actionButton(action, text, label, extra = "") {
-  return h(
-    "button",
-    {
-      type: "button",
-      class: `button button-ghost button-small ${extra}`,
-      "aria-label": label,
-      dataset: { action },
-      testid: `mcp-${action}`,
-    },
-    text,
-  );
 }
 
 function summary(server) {
@@ -130,7 +116,7 @@ function userChoice(server) {
         ),
       ),
     ),
-    actionButton("users", "Save users", `Save who may use ${server.name}`, "button-secondary"),
+    actionButton("mcp", "users", "Save users", `Save who may use ${server.name}`, "button-secondary"),
   );
 }
 
@@ -183,7 +169,7 @@ function changeForm(server) {
       "Secrets are stored sealed and never shown back: a secret left empty keeps its value. " +
         "To remove one, add the line \"Name:\" with no value under More secrets.",
     ),
-    actionButton("change", "Save changes", `Save the changes to ${name}`, "button-secondary"),
+    actionButton("mcp", "change", "Save changes", `Save the changes to ${name}`, "button-secondary"),
   );
 }
 
@@ -197,11 +183,11 @@ function row(server) {
     h(
       "div",
       { class: "row-actions" },
-      actionButton("tools", "Tools", `Load the tools of ${name}`),
+      actionButton("mcp", "tools", "Tools", `Load the tools of ${name}`),
       userChoice(server),
       changeForm(server),
-      actionButton(toggle[0], toggle[1], `${toggle[1]} ${name}`),
-      actionButton("delete", "Delete", `Delete ${name}`, "record-danger"),
+      actionButton("mcp", toggle[0], toggle[1], `${toggle[1]} ${name}`),
+      actionButton("mcp", "delete", "Delete", `Delete ${name}`, "record-danger"),
     ),
     h("div", { class: "mcp-tools", dataset: { tools: "" } }),
   );
@@ -229,7 +215,7 @@ function toolList(name, tools) {
           ),
         )
       : h("p", { class: "muted small" }, "It offers no tools."),
-    actionButton("tools-save", "Save tools", `Save the tools of ${name}`, "button-secondary"),
+    actionButton("mcp", "tools-save", "Save tools", `Save the tools of ${name}`, "button-secondary"),
   );
 }
 
@@ -298,25 +284,6 @@ async function act(li, action) {
   return null;
 }
 
-async function onListClick(event) {
-  const button = event.target.closest("button[data-action]");
-  if (!button) return;
-  const li = button.closest("li");
-  const action = button.dataset.action;
-  button.disabled = true;
-  try {
-    const done = await act(li, action);
-    if (done === null) return;
-    // Told once the list is drawn again: a click meanwhile would land on a row about to go.
-    if (!KEEPS_LIST.has(action)) await load();
-    tell("", done);
-  } catch (error) {
-    tell(error.message);
-  } finally {
-    button.disabled = false;
-  }
-}
-
 /** "Everyone" greys out the user checkboxes; "Only these users" brings them back. */
 function onListChange(event) {
   const radio = event.target.closest("input[data-access]");
@@ -367,6 +334,7 @@ export function mountMcpAdmin() {
   tell = mountAdminDialog("mcp", load);
   byId("mcp-transport").addEventListener("change", showTransport);
   byId("mcp-form").addEventListener("submit", createServer);
-  byId("mcp-list").addEventListener("click", onListClick);
+  const keepsList = (action) => KEEPS_LIST.has(action);
+  byId("mcp-list").addEventListener("click", onActions("li", { act, load, tell, keepsList }));
   byId("mcp-list").addEventListener("change", onListChange);
 }
