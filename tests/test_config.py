@@ -35,6 +35,9 @@ def test_defaults_match_the_documented_values(monkeypatch: pytest.MonkeyPatch) -
         ("SANDBOX", "docker"),
         ("OLLAMA_HOST", "localhost:11434"),
         ("SECRET_KEY", "changethis"),
+        ("OIDC_ISSUER", "idp.example.org"),
+        ("OIDC_ISSUER", "https://idp.example.org"),  # with no client to sign in as
+        ("TRUSTED_USER_HEADER", "X-User: admin"),
     ],
 )
 def test_invalid_value_names_the_variable(

@@ -15,8 +15,13 @@ def signed_in(
     settings: Settings, secret_key: str, user: User, request: Request, response: Response
 ) -> Token:
     """A new token for the user, also set as the login cookie on `response`."""
+    token = accounts.access_token(user, secret_key, settings.JWT_EXPIRATION_HOURS)
+    set_login_cookie(settings, token, request, response)
+    return Token(access_token=token)
+
+
+def set_login_cookie(settings: Settings, token: str, request: Request, response: Response) -> None:
     hours = settings.JWT_EXPIRATION_HOURS
-    token = accounts.access_token(user, secret_key, hours)
     response.set_cookie(
         AUTH_COOKIE,
         token,
@@ -26,4 +31,3 @@ def signed_in(
         httponly=True,
         samesite="strict",
     )
-    return Token(access_token=token)

@@ -673,12 +673,23 @@ class Settings(BaseSettings):
                 raise ValueError(f"'{entry}' is not an IP address or CIDR network") from None
         return ",".join(entries)
 
-    @field_validator("OLLAMA_HOST", "OPENAI_BASE_URL", "TAVILY_BASE_URL", "S3_ENDPOINT_URL")
+    @field_validator(
+        "OLLAMA_HOST", "OPENAI_BASE_URL", "TAVILY_BASE_URL", "S3_ENDPOINT_URL", "OIDC_ISSUER"
+    )
     @classmethod
     def _must_be_http_url(cls, value: str) -> str:
         if value and not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _single_sign_on_has_a_client(self) -> Self:
+        if self.OIDC_ISSUER and not (self.OIDC_CLIENT_ID and self.OIDC_CLIENT_SECRET):
+            raise ValueError(
+                "OIDC_ISSUER is set: OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are needed too (the "
+                "client registered with the provider)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _absolute_paths(self) -> Self:

@@ -69,29 +69,23 @@ class GroupRights:
     async def of(self, user: User) -> Rights:
         return rights_of(await run_in_threadpool(self.store.groups_of, user.id))
 
-    async def models(self, user: User) -> list[str]:
+    async def models(self, user: User, rights: Rights | None = None) -> list[str]:
         """The backend's models that `user` may use, in the backend's order."""
-        rights = await self.of(user)
+        rights = rights or await self.of(user)
         return [name for name in await self.llm.list_models() if rights.may_use_model(name)]
 
-    async def default_model(self, user: User) -> str:
-        """The model a request that names none gets: the server's default if the user may
-        use it, else the first one they may ("" when the backend picks and all are open)."""
-        rights = await self.of(user)
-        default = self.llm.default_model
-        if rights.models is None or (default and rights.may_use_model(default)):
-            return default
-        allowed = await self.models(user)
-        if not allowed:
-            raise ModelNotAllowed(default)
-        return allowed[0]
-
     async def model_for(self, user: User, requested: str | None) -> str:
-        """The backend's name for the model `user` asked for (or their default): the
-        backend's `LLMError` (404) if it has none such, `ModelNotAllowed` (403) if their
-        groups do not give it to them."""
-        name = await self.llm.resolve_model(requested or await self.default_model(user))
+        """The backend's name for the model `user` asked for (else the server's default if
+        they may use it, else the first they may): the backend's `LLMError` (404) if it has
+        none such, `ModelNotAllowed` (403) if their groups do not give it to them."""
         rights = await self.of(user)
-        if not (rights.may_use_model(name) or (requested and rights.may_use_model(requested))):
-            raise ModelNotAllowed(requested or name)
+        chosen = requested or self.llm.default_model
+        if not requested and rights.models is not None and not rights.may_use_model(chosen):
+            allowed = await self.models(user, rights)
+            if not allowed:
+                raise ModelNotAllowed(chosen)
+            chosen = allowed[0]
+        name = await self.llm.resolve_model(chosen)
+        if not (rights.may_use_model(name) or rights.may_use_model(chosen)):
+            raise ModelNotAllowed(chosen)
         return name

@@ -46,7 +46,8 @@ def _sdk(user: SignedIn) -> openai.OpenAI:
 
 
 def _listed(user: SignedIn) -> list[str]:
-    return sorted(model.id for model in _sdk(user).models.list())
+    with _sdk(user) as sdk:
+        return sorted(model.id for model in sdk.models.list())
 
 
 def _tokens(per_day: int) -> dict[str, int]:
@@ -65,11 +66,12 @@ def _chat(user: SignedIn, model: str | None = None) -> str:
             )
         assert answered.status_code == 200, answered.text
         return str(answered.json()["model"])
-    made = _sdk(user).chat.completions.create(
-        model=model,
-        messages=[{"role": "user", "content": "hello"}],
-        extra_body={"agent_type": "chat"},
-    )
+    with _sdk(user) as sdk:
+        made = sdk.chat.completions.create(
+            model=model,
+            messages=[{"role": "user", "content": "hello"}],
+            extra_body={"agent_type": "chat"},
+        )
     return made.model
 
 

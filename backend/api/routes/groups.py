@@ -22,8 +22,9 @@ from backend.storage import Group, Store, UserLimits
 router = APIRouter(prefix="/api/groups", tags=["groups"], responses=CLIENT_ERRORS)
 
 
-def _public(store: Store, group: Group) -> GroupPublic:
-    names = {user.id: user.username for user in store.list_users()}
+def _public(store: Store, group: Group, names: dict[int, str] | None = None) -> GroupPublic:
+    """The group with its members (`names`: every user's, when already read)."""
+    names = names if names is not None else _usernames(store)
     return GroupPublic(
         id=group.id,
         name=group.name,
@@ -37,6 +38,10 @@ def _public(store: Store, group: Group) -> GroupPublic:
             for m in store.group_members(group.id)
         ],
     )
+
+
+def _usernames(store: Store) -> dict[int, str]:
+    return {user.id: user.username for user in store.list_users()}
 
 
 def _not_found() -> ApiError:
@@ -65,7 +70,8 @@ def _fields(body: GroupCreate | GroupUpdate) -> dict[str, object]:
 @router.get("")
 def read_groups(store: StoreDep, admin: CurrentAdmin) -> list[GroupPublic]:
     """List every group, by name, with its members (admin only)."""
-    return [_public(store, group) for group in store.list_groups()]
+    names = _usernames(store)
+    return [_public(store, group, names) for group in store.list_groups()]
 
 
 @router.post("", status_code=status.HTTP_201_CREATED)

@@ -20,8 +20,9 @@ from starlette.concurrency import run_in_threadpool
 
 from backend.api.deps import OidcDep, SecretKeyDep, SettingsDep, StoreDep
 from backend.api.errors import CLIENT_ERRORS, ApiError
-from backend.api.login_cookie import signed_in
+from backend.api.login_cookie import set_login_cookie, signed_in
 from backend.api.socket_peer import from_trusted_proxy
+from backend.core import accounts
 from backend.core.oidc import (
     FLOW_SECONDS,
     OidcClient,
@@ -155,7 +156,7 @@ async def finish_oidc_sign_in(
         user = await run_in_threadpool(signed_on, store, settings, identity)
     except SignInRefused as refusal:
         return _refused(request, refusal)
-    response = _back_to_page(request, "")
-    token = signed_in(settings, secret_key, user, request, response)
-    response.headers["location"] = f"/#sso_token={token.access_token}"
+    token = accounts.access_token(user, secret_key, settings.JWT_EXPIRATION_HOURS)
+    response = _back_to_page(request, f"sso_token={token}")
+    set_login_cookie(settings, token, request, response)
     return response
