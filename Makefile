@@ -34,7 +34,8 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 	-DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
 
 .PHONY: run test install install-dev system-deps lint typecheck openinterpreter frontend mcp-clients \
-	mcp-servers openai-node oidc-provider lock bundle install-offline bundle-check
+	mcp-servers openai-node oidc-provider lock bundle install-offline bundle-check \
+	container-check
 
 # The API serves the UI too; run_frontend.py is there for a UI on a port of its own.
 run: install system-deps frontend
@@ -191,3 +192,9 @@ install-offline:
 
 bundle-check: install frontend
 	PY=$(PY) BUNDLE_DEBIAN_PACKAGES=bubblewrap scripts/bundle_check.sh
+
+# The container image (docs/deployment.md#container-image), built on a Debian base made here
+# with mmdebstrap and tried with podman: health, sign-in, a sandboxed run, a restart that
+# keeps the data. As root; the first build compiles llama.cpp. Not part of `make test`.
+container-check:
+	bash scripts/container_check.sh

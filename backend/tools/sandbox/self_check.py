@@ -73,7 +73,8 @@ class SandboxSelfCheck:
         if self.state != "ok":
             raise SandboxUnavailable(
                 "SANDBOX_REQUIRED=true, but no sandbox can run code here, so the server "
-                f"does not start: {self.reason}"
+                f"does not start: {self.reason} (in a container: docs/deployment.md, "
+                '"The sandbox\'s privileges")'
             )
 
     async def run(self) -> None:
