@@ -86,13 +86,16 @@ class ChatService:
         """The turn, ready to stream; refused first (`LimitReached`) when the user has used
         up today's tokens or, if it may run an agent, today's sandbox time, or has
         USER_MAX_RUNS going or no disk quota left."""
+        # The model first: a refused one takes no place, and a turn holds a run slot only
+        # while it is decided whether an agent runs, not while the user's groups are read.
+        model = await self.rights.model_for(user, request.model)
         slot, tokens_left = await self._take_run_slot(user, request)
         place = None
         try:
             if self.governor is not None and request.agent_type in ("chat", "auto"):
                 # A plain chat reply holds the shared model too (before anything is stored).
                 place = await self.governor.take("chat_stream", user.id)
-            opened = await self._open(user, request, tokens_left)
+            opened = await self._open(user, request, tokens_left, model)
             agent = opened.plan.agent
             recorder = TurnRecorder(
                 self.keeping,
@@ -137,7 +140,7 @@ class ChatService:
         if not agent:
             return None, tokens_left
         await self.limits.check_disk_for_run(user)
-        return self.limits.take_run(user), tokens_left
+        return await self.limits.take_run(user), tokens_left
 
     def _may_run_agent(self, request: TurnRequest) -> bool:
         return (
@@ -146,9 +149,11 @@ class ChatService:
             and chat_by_request(request) is None
         )
 
-    async def _open(self, user: User, request: TurnRequest, tokens_left: int | None) -> _Opened:
-        """The turn's plan, and what it takes to run it: nothing here changes after."""
-        model = await self.rights.model_for(user, request.model)
+    async def _open(
+        self, user: User, request: TurnRequest, tokens_left: int | None, model: str
+    ) -> _Opened:
+        """The turn's plan on `model`, and what it takes to run it: nothing here changes
+        after."""
         user_text = next(
             (m.text for m in reversed(request.messages) if isinstance(m, HumanMessage)), ""
         )

@@ -123,9 +123,9 @@ class Limits:
     def max_sandboxes(self, user_id: int) -> int:
         return self.of_id(user_id).max_sandboxes
 
-    def take_run(self, user: User) -> RunSlot:
+    async def take_run(self, user: User) -> RunSlot:
         """A place for one more of `user`'s agent turns, or a 429."""
-        limit = self.of(user).max_runs
+        limit = (await asyncio.to_thread(self.of, user)).max_runs  # their groups are read
         slot = self.runs.take(user.id, limit)
         if slot is None:
             raise LimitReached(
@@ -172,7 +172,7 @@ class Limits:
         the model) or today's sandbox seconds (`sandbox`: it may run code); it names the
         limit and when it resets. Returns the tokens left today (None: no limit), which a
         turn checks as it goes (`tokens_past`)."""
-        limits = self.of(user)
+        limits = await asyncio.to_thread(self.of, user)  # their groups are read
         max_tokens = limits.max_tokens_per_day if tokens else 0
         seconds = limits.max_sandbox_seconds_per_day if sandbox else 0
         if not max_tokens and not seconds:
