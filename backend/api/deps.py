@@ -18,6 +18,7 @@ from backend.config import Settings
 from backend.core.accounts import authenticate
 from backend.core.chat_service import ChatService
 from backend.core.containers import Containers
+from backend.core.data_sources import DataSources
 from backend.core.evals.jobs import EvalJobs
 from backend.core.evals.sets import EvalSets
 from backend.core.governor import Governor
@@ -125,6 +126,10 @@ async def get_files(request: Request) -> UserFiles:
     return _services(request).files
 
 
+async def get_data_sources(request: Request) -> DataSources:
+    return _services(request).data_sources
+
+
 async def get_containers(request: Request) -> Containers:
     return _services(request).containers
 
@@ -168,6 +173,7 @@ LoginThrottleDep = Annotated[LoginThrottle, Depends(get_login_throttle)]
 PythonCoderDep = Annotated[PythonCoderService, Depends(get_python_coder)]
 PurgeDep = Annotated[SessionPurge, Depends(get_purge)]
 FilesDep = Annotated[UserFiles, Depends(get_files)]  # OpenAI's Files API
+DataSourcesDep = Annotated[DataSources, Depends(get_data_sources)]  # read-only databases
 ContainersDep = Annotated[Containers, Depends(get_containers)]
 EvalSetsDep = Annotated[EvalSets, Depends(get_eval_sets)]  # evaluation sets
 EvalJobsDep = Annotated[EvalJobs, Depends(get_evals)]  # evaluation runs

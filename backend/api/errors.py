@@ -26,6 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from backend.api.disconnect import ClientGone
 from backend.core.branches import MessageNotFound, NotARegeneration
 from backend.core.containers import ContainerExpired, ContainerFileNotFound, ContainerNotFound
+from backend.core.data_sources import SourceInvalid, SourceNotFound, SourceReadOnly
 from backend.core.evals.dabench import InvalidEvalSet
 from backend.core.evals.jobs import EvalRunBusy, EvalRunNotFound
 from backend.core.evals.sets import EvalSetNotFound
@@ -56,6 +57,7 @@ from backend.storage.s3_objects import S3Error
 from backend.storage.sessions import InvalidSession
 from backend.storage.workspaces import NotARegularFile, UnsafePath
 from backend.tools.sandbox.admission import SandboxRefused
+from backend.tools.sandbox.data_channel import QueryRefused
 
 logger = logging.getLogger(__name__)
 
@@ -300,7 +302,21 @@ DOMAIN_ERRORS: dict[type[Exception], Callable[[Any], ApiError]] = {
         409, f"An MCP server named '{exc}' already exists.", code="name_taken"
     ),
     McpRefused: _mcp_refused,
+    # Data sources
+    SourceNotFound: lambda exc: ApiError(
+        404, "Data source not found.", code="data_source_not_found", param="source_id"
+    ),
+    SourceReadOnly: lambda exc: ApiError(403, str(exc), code="data_source_read_only"),
+    SourceInvalid: lambda exc: ApiError(422, str(exc), code="invalid_data_source", param=exc.param),
+    QueryRefused: lambda exc: ApiError(400, _refused_query(exc), code="query_failed", param="sql"),
 }
+
+
+def _refused_query(exc: QueryRefused) -> str:
+    if not exc.nearest:
+        return str(exc)
+    return f"{exc} (the catalog's nearest names: {', '.join(exc.nearest)})"
+
 
 # Those the server's log hears of too: the operator has something to fix.
 _LOGGED: dict[type[Exception], tuple[int, str]] = {

@@ -119,6 +119,10 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("TABLE_QUERY_MEMORY_MB", "TABLE_QUERY_THREADS", "TABLE_QUERY_SPILL_MB"),
     ),
     (
+        "Data sources",
+        ("SOURCE_QUERY_MAX_ROWS", "SOURCE_QUERY_MAX_MB"),
+    ),
+    (
         "MCP tools for the agents",
         (
             "MCP_STDIO_PROGRAMS",

@@ -31,7 +31,13 @@ SandboxMode = Literal["auto", "bwrap", "none"]
 ExecutorBackend = Literal["local", "ray"]
 
 WorkKind = Literal[
-    "table_query", "table_download", "export", "chat_stream", "rag_index", "snapshot"
+    "table_query",
+    "table_download",
+    "export",
+    "chat_stream",
+    "rag_index",
+    "snapshot",
+    "source_query",
 ]
 
 
@@ -52,7 +58,7 @@ class WorkShare(BaseModel):
 
 PACED_KINDS = {"table_download"}  # the kinds that send what they build, and so have a pace
 # The kinds whose work runs in the server's threads, and so can have a busy_share.
-THREADED_KINDS = {"table_query", "table_download", "export", "snapshot"}
+THREADED_KINDS = {"table_query", "table_download", "export", "snapshot", "source_query"}
 BUSY_BURST_SECONDS = 0.5  # of work a user may do at once after a pause, whatever busy_share
 
 # Each kind's share unless WORK_LIMITS says otherwise (docs/security.md lists them).
@@ -63,6 +69,8 @@ WORK_DEFAULTS: dict[str, WorkShare] = {
     "chat_stream": WorkShare(total=32, per_user=4, seconds=3600),
     "rag_index": WorkShare(total=2, per_user=1, seconds=300),
     "snapshot": WorkShare(total=4, per_user=2, seconds=600),
+    # A query on a data source: the database stops it past `seconds` (statement timeout).
+    "source_query": WorkShare(total=8, per_user=2, seconds=60),
 }
 
 # Values people paste from examples; accepting them would make tokens forgeable.
@@ -288,6 +296,19 @@ class Settings(BaseSettings):
         ge=200,
         description="An MCP tool's result is cut to this many characters before the agent "
         "reads it.",
+    )
+    SOURCE_QUERY_MAX_ROWS: int = Field(
+        default=20_000_000,
+        ge=1,
+        description="The most rows one query on a data source returns; the answer says when it "
+        "was cut.",
+    )
+    SOURCE_QUERY_MAX_MB: float = Field(
+        default=2048,
+        gt=0,
+        description="The most megabytes (as Arrow holds them) one query on a data source "
+        "returns. A run's answer larger than a share of its memory lands as Parquet in the "
+        "workspace and is read out of core.",
     )
     AGENT_TURN_TIMEOUT: float = Field(
         default=300,

@@ -17,6 +17,7 @@ import threading
 import time
 from pathlib import Path
 
+from backend.storage.data_sources import SOURCES_FOLDER
 from backend.storage.eval_files import EVAL_SETS_FOLDER
 from backend.storage.file_blobs import FILES_FOLDER
 from backend.storage.sessions import user_prefix
@@ -66,12 +67,13 @@ class DiskUsage:
 def _walk(scratch: Path, prefix: str) -> dict[str, int]:
     """The user's workspaces, their turns' snapshots (`DATA_DIR/snapshots/<key>`) and the
     files they gave the Files API (`DATA_DIR/openai-files/u<id>-files`) and their evaluation
-    sets' (`DATA_DIR/eval-sets/u<id>-<set>`): the bytes of each
+    sets' (`DATA_DIR/eval-sets/u<id>-<set>`) and their database files
+    (`DATA_DIR/data-sources/u<id>-<source>`): the bytes of each
     (a file hard-linked from several counts in the first one walked)."""
     sizes: dict[str, int] = {}
     seen: set[tuple[int, int]] = set()
     tops = []
-    roots = (SNAPSHOTS_FOLDER, FILES_FOLDER, EVAL_SETS_FOLDER)
+    roots = (SNAPSHOTS_FOLDER, FILES_FOLDER, EVAL_SETS_FOLDER, SOURCES_FOLDER)
     for root in (scratch, *(scratch.parent / folder for folder in roots)):
         with contextlib.suppress(OSError):
             tops += [entry.path for entry in os.scandir(root) if entry.name.startswith(prefix)]

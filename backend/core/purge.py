@@ -87,6 +87,7 @@ class SessionPurge:
         await run_in_threadpool(self.uploads.remove_session, key)
         self.runs.forget_session(key)
         self.store.forget_session_containers(key)
+        self.store.forget_session_sources(key)
         if self.agents is not None:
             await self.agents.forget(user_id, key)
         logger.info("Deleted session %s and everything it kept", key)

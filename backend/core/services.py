@@ -10,12 +10,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from starlette.concurrency import run_in_threadpool
+
 from backend.config import ConfigError, Settings
 from backend.core.accounts import ensure_admin
 from backend.core.agents.runner import AgentRunner
 from backend.core.branches import BranchStates
 from backend.core.chat_service import ChatService
 from backend.core.containers import Containers
+from backend.core.data_sources import WORK_KIND, DataSources
 from backend.core.disk_shares import DiskShares
 from backend.core.disk_usage import DiskUsage
 from backend.core.evals.jobs import EvalJobs
@@ -51,6 +54,7 @@ from backend.storage.s3_objects import S3Config
 from backend.storage.shared import SharedWorkspaces
 from backend.storage.snapshots import TurnSnapshots
 from backend.storage.workspaces import Workspaces
+from backend.tools.data_sources.readers import SourceReaders
 from backend.tools.mcp_client import McpLinks, ProgramBounds, hidden_paths
 from backend.tools.python_coder.coder import PythonCoder
 from backend.tools.sandbox import SandboxStatus, resolve_sandbox
@@ -88,6 +92,7 @@ class Services:
     limits: Limits  # per user: agent runs, disk, warm sandboxes, daily usage (its meter)
     governor: Governor  # places for expensive server work: per user, in all, for how long
     mcp: McpRegistry  # the MCP servers an admin registered for the agents
+    data_sources: DataSources  # users' read-only databases, and the queries on them
     files: UserFiles  # OpenAI's Files API
     containers: Containers  # OpenAI's containers: sessions by another name
     eval_sets: EvalSets  # evaluation sets: questions over files, with their answers
@@ -104,6 +109,7 @@ class Services:
             await self.chat.agents.aclose()
         await self.limits.usage.close()  # what the last seconds used, written
         self.catalog.runner.close()
+        await run_in_threadpool(self.data_sources.readers.close)  # held connections
         if self.catalog.conversions is not None:
             self.catalog.conversions.close()
         close_engines()  # the table queries' DuckDB
@@ -185,6 +191,19 @@ def build_services(settings: Settings) -> Services:
     # Several API servers share only PostgreSQL: there, a user's places count on all.
     shared_places = SharedPlaces(store, server) if is_postgres(settings.DATABASE_URL) else None
     governor = Governor(settings, shared_places)
+    data_sources = DataSources(
+        store,
+        secret_key,
+        SourceReaders(
+            confine=helper_command if sandbox.isolated else None,
+            file_timeout=settings.work_share(WORK_KIND).seconds,
+        ),
+        governor,
+        settings,
+        disk_left=lambda user_id: limits.quota_bytes(user_id) - limits.disk.used(user_id),
+    )
+    if isinstance(executors, ExecutorPool):  # Ray's sandboxes run on other nodes
+        executors.answer_query = data_sources.answer_run
     agents = AgentRunner(settings, shared, catalog, coder, executors, llm.name, mcp, governor)
     branches = BranchStates(
         TurnSnapshots(settings.DATA_DIR, workspaces),
@@ -263,6 +282,7 @@ def build_services(settings: Settings) -> Services:
         limits=limits,
         governor=governor,
         mcp=mcp,
+        data_sources=data_sources,
         files=files,
         containers=containers,
         eval_sets=eval_sets,

@@ -19,6 +19,7 @@ from backend.storage.base import (
     User,
     UsernameTaken,
 )
+from backend.storage.data_sources import DataNote, DataSource, SourceNameTaken
 from backend.storage.groups import Group, GroupNameTaken, Membership
 from backend.storage.identities import IdentityTaken
 from backend.storage.limit_values import UserLimits
@@ -31,6 +32,8 @@ __all__ = [
     "ApiKey",
     "Conversation",
     "ConversationNotFound",
+    "DataNote",
+    "DataSource",
     "Group",
     "GroupNameTaken",
     "IdentityTaken",
@@ -39,6 +42,7 @@ __all__ = [
     "Membership",
     "Message",
     "SessionOwnedByAnotherUser",
+    "SourceNameTaken",
     "Store",
     "StoreBusy",
     "StoreFull",

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from backend.storage.data_sources import DataNote, DataSource, NoteStatus
 from backend.storage.evals import EvalResultRow, EvalRunRow, EvalSetRow
 from backend.storage.feedback import Feedback, FeedbackCounts, Rating
 from backend.storage.groups import Group, Membership, Origin
@@ -333,6 +334,38 @@ class Store(Protocol):
         ...
 
     def delete_mcp_server(self, server_id: int) -> bool: ...
+
+    # Data sources (backend/storage/data_sources.py)
+
+    def visible_sources(self, user_id: int) -> list[DataSource]: ...
+
+    def get_source(self, source_id: str) -> DataSource | None: ...
+
+    def create_source(self, user_id: int, **fields: Any) -> DataSource:
+        """Raises `SourceNameTaken`."""
+        ...
+
+    def update_source(self, source_id: str, **fields: Any) -> DataSource | None:
+        """Raises `SourceNameTaken`; None when there is no such source."""
+        ...
+
+    def set_source_catalog(self, source_id: str, catalog: str) -> None: ...
+
+    def set_source_shares(self, source_id: str, user_ids: Sequence[int]) -> None: ...
+
+    def delete_source(self, source_id: str) -> bool: ...
+
+    def attach_sources(self, key: SessionKey, source_ids: Sequence[str]) -> None: ...
+
+    def attached_sources(self, key: SessionKey) -> list[DataSource]: ...
+
+    def forget_session_sources(self, key: SessionKey) -> None: ...
+
+    def source_notes(self, source_id: str) -> list[DataNote]: ...
+
+    def set_note(
+        self, source_id: str, target: str, status: NoteStatus, note: str, author_id: int
+    ) -> None: ...
 
     # OpenAI's Files and Containers APIs (backend/storage/openai_objects.py): every read
     # takes the owner's id

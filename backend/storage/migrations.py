@@ -313,6 +313,62 @@ MIGRATIONS = [
     ALTER TABLE users ADD COLUMN email TEXT NOT NULL DEFAULT '';
     ALTER TABLE users ADD COLUMN display_name TEXT NOT NULL DEFAULT ''
     """,
+    # Data sources (backend/storage/data_sources.py): a user's read-only database
+    # connections and datasets (credentials sealed, bound to `host`), shared with named
+    # users or everyone; the sessions that attach them; the owner's notes per dataset,
+    # table and column (an agent's are `proposed` until the owner accepts them); the
+    # answers a user verified, kept on the source as worked examples.
+    """
+    CREATE TABLE data_sources (
+        id TEXT PRIMARY KEY,
+        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        host TEXT NOT NULL DEFAULT '',
+        port INTEGER NOT NULL DEFAULT 0,
+        database_name TEXT NOT NULL DEFAULT '',
+        username TEXT NOT NULL DEFAULT '',
+        sealed_secrets TEXT NOT NULL DEFAULT '',
+        shared_with_all INTEGER NOT NULL DEFAULT 0,
+        catalog TEXT NOT NULL DEFAULT '',
+        catalog_at {float},
+        created_at {float} NOT NULL,
+        UNIQUE (user_id, name)
+    );
+    CREATE TABLE data_source_shares (
+        source_id TEXT NOT NULL REFERENCES data_sources(id) ON DELETE CASCADE,
+        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        PRIMARY KEY (source_id, user_id)
+    );
+    CREATE INDEX data_source_shares_by_user ON data_source_shares(user_id);
+    CREATE TABLE session_sources (
+        session_key TEXT NOT NULL,
+        source_id TEXT NOT NULL REFERENCES data_sources(id) ON DELETE CASCADE,
+        PRIMARY KEY (session_key, source_id)
+    );
+    CREATE INDEX session_sources_by_source ON session_sources(source_id);
+    CREATE TABLE data_notes (
+        source_id TEXT NOT NULL REFERENCES data_sources(id) ON DELETE CASCADE,
+        target TEXT NOT NULL,
+        status TEXT NOT NULL,
+        note TEXT NOT NULL,
+        author_id INTEGER NOT NULL,
+        updated_at {float} NOT NULL,
+        PRIMARY KEY (source_id, target, status)
+    );
+    CREATE TABLE verified_answers (
+        id TEXT PRIMARY KEY,
+        source_id TEXT NOT NULL REFERENCES data_sources(id) ON DELETE CASCADE,
+        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        question TEXT NOT NULL,
+        answer TEXT NOT NULL,
+        code TEXT NOT NULL,
+        queries TEXT NOT NULL,
+        created_at {float} NOT NULL
+    );
+    CREATE INDEX verified_answers_by_source ON verified_answers(source_id)
+    """,
 ]
 SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
 # In the order to copy; those with ids number on from the copied ones.
@@ -339,6 +395,11 @@ TABLES = (
     "user_groups",
     "user_group_members",
     "user_identities",
+    "data_sources",
+    "data_source_shares",
+    "session_sources",
+    "data_notes",
+    "verified_answers",
 )
 NUMBERED = ("users", "messages", "session_steps", "api_keys", "mcp_servers", "user_groups")
 

@@ -23,6 +23,7 @@ from backend.storage.base import (
     User,
     UsernameTaken,
 )
+from backend.storage.data_sources import DataSourceRows
 from backend.storage.database import Connection, Database
 from backend.storage.evals import EvalRows
 from backend.storage.feedback import FeedbackRows
@@ -41,6 +42,7 @@ KEY_USE_RESOLUTION = 60.0  # seconds: an API key's last_used_at is kept to about
 
 
 class SQLStore(
+    DataSourceRows,
     EvalRows,
     FeedbackRows,
     GroupRows,

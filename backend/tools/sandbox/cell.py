@@ -14,6 +14,7 @@ from typing import Any
 import charts
 import out_of_core
 import shown_tables
+import sources
 import variables
 
 CELL = "<cell>"
@@ -96,6 +97,7 @@ def execute(
     shown = shown_tables.Shown()
     try:
         out_of_core.configure(code, workspace, max_memory_mb, namespace)
+        sources.configure(code, workspace, state["config"])
         charts.prepare(code)
         compiled = compile(shown_tables.with_display(code), CELL, "exec")
         with shown_tables.watching(shown), charts.watching() as last:

@@ -31,6 +31,8 @@ SANDBOX_WORKER_DIR = "/opt/sandbox"
 SANDBOX_ARRIVALS = "/opt/arrivals"
 # The most the workspace may hold while a run goes on (`backend/storage/run_room.py`).
 SANDBOX_ROOM = "/opt/room"
+# The folder of the server's socket that answers `sql()` (`data_channel.py`).
+SANDBOX_DATA = "/opt/data"
 # A helper's own scratch folder, its working folder (`backend/files/conversion.py`).
 SANDBOX_SCRATCH = "/scratch"
 TMP_SIZE_BYTES = 64 * 1024 * 1024
@@ -142,8 +144,12 @@ def helper_command(
     return command
 
 
-def bwrap_command(workspace: Path) -> list[str]:
+def bwrap_command(workspace: Path, data_folder: Path | None = None) -> list[str]:
+    """The session's sandbox; with `data_folder`, the server's data source socket in it
+    at SANDBOX_DATA (read-only: a socket is reached, never replaced)."""
     command = _confined(hostname="sandbox")
+    if data_folder is not None:
+        command += ["--ro-bind", _host(data_folder), SANDBOX_DATA]
     command += [
         "--ro-bind", str(WORKER_DIR), SANDBOX_WORKER_DIR,
         "--ro-bind", _host(arrivals_folder(workspace)), SANDBOX_ARRIVALS,

@@ -31,10 +31,12 @@ from backend.storage.workspaces import listable_name
 from backend.tools.sandbox.availability import SandboxStatus
 from backend.tools.sandbox.cgroups import SandboxCgroup, cgroup_name
 from backend.tools.sandbox.command import (
+    SANDBOX_DATA,
     SANDBOX_WORKSPACE,
     WORKER_DIR,
     bwrap_command,
 )
+from backend.tools.sandbox.data_channel import SOCKET_NAME
 from backend.tools.sandbox.start_failure import SandboxStartError, StderrTail, short_reason
 from backend.tools.sandbox.table_result import TablePreview, parse_tables
 
@@ -199,6 +201,9 @@ class SandboxedExecutor(BasePythonExecutor):
         self.after_run = after_run  # each run's result, as it ends (the user's usage)
         # Held while a run goes on: the pool's share of its owner's disk quota.
         self.room: Callable[[], AbstractAsyncContextManager[None]] | None = None
+        # The data source socket's folder, and what answers it while a run goes on.
+        self.data_folder: Path | None = None
+        self.data_channel: Callable[[], AbstractAsyncContextManager[None]] | None = None
         self.measured = measured
         self.memory_cgroup = False  # whether a cgroup bounds the running sandbox's memory
         # The whole sandbox's budget: the zygote, a run and whatever the run forks.
@@ -221,7 +226,7 @@ class SandboxedExecutor(BasePythonExecutor):
     def _command(self) -> tuple[list[str], dict[str, str], str]:
         self.memory_cgroup = False
         if self.sandbox.isolated:
-            command = bwrap_command(self.workspace)
+            command = bwrap_command(self.workspace, self.data_folder)
             # (Re)create the cgroups on every start: a restart must not lose its budget.
             if self.cgroup.create():  # join them first, then become bwrap (same pid)
                 self.memory_cgroup = True
@@ -237,6 +242,14 @@ class SandboxedExecutor(BasePythonExecutor):
             environment,
             str(self.workspace),
         )
+
+    def _data_socket(self) -> str:
+        """Where the run finds the data source socket; "" for none."""
+        if self.data_folder is None:
+            return ""
+        if self.sandbox.isolated:
+            return f"{SANDBOX_DATA}/{SOCKET_NAME}"
+        return str(self.data_folder / SOCKET_NAME)
 
     async def _start(self) -> asyncio.subprocess.Process:
         command, environment, cwd = self._command()
@@ -259,6 +272,7 @@ class SandboxedExecutor(BasePythonExecutor):
             "max_processes": process_rlimit(self.limits.max_processes),
             # With a cgroup bounding memory, address space is only a backstop (cell.py).
             "memory_cgroup": self.memory_cgroup,
+            "data_socket": self._data_socket(),
         }
         assert process.stdin is not None and process.stdout is not None
         if self._stderr is not None:
@@ -368,7 +382,10 @@ class SandboxedExecutor(BasePythonExecutor):
             request = {"id": uuid.uuid4().hex[:12], "code": code, "timeout": timeout}
             started = time.monotonic()
             try:
-                async with self.room() if self.room else contextlib.nullcontext():
+                async with (
+                    self.room() if self.room else contextlib.nullcontext(),
+                    self.data_channel() if self.data_channel else contextlib.nullcontext(),
+                ):
                     started = time.monotonic()  # the room's walk is the server's, not the run's
                     process.stdin.write(json.dumps(request).encode() + b"\n")
                     await process.stdin.drain()

@@ -24,6 +24,7 @@ from backend.storage.workspaces import Workspaces
 from backend.tools.sandbox.admission import SandboxCaps
 from backend.tools.sandbox.availability import SandboxStatus
 from backend.tools.sandbox.cgroups import remove_stale
+from backend.tools.sandbox.data_channel import Answerer, DataChannel
 from backend.tools.sandbox.executor import (
     OUTER_GRACE,
     BasePythonExecutor,
@@ -100,6 +101,9 @@ class ExecutorPool:
         self.on_run: RunObserver | None = None
         # Held around each run: its share of the owner's disk quota (`DiskShares.held`).
         self.room: Callable[[SessionKey, Path], AbstractAsyncContextManager[None]] | None = None
+        # Answers `sql()` in a run (`data_channel.py`); None: runs have no data sources.
+        self.answer_query: Answerer | None = None
+        self._channels: dict[SessionKey, DataChannel] = {}
         if sandbox.isolated and (stale := remove_stale()):
             logger.info("Removed %d cgroups left by an earlier server", stale)
 
@@ -122,6 +126,14 @@ class ExecutorPool:
             executor.after_run = functools.partial(self._ran, session_id)
             if self.room is not None:
                 executor.room = functools.partial(self.room, session_id, workspace)
+            if self.answer_query is not None:
+                channel = self._channels.get(session_id)
+                if channel is None:
+                    channel = self._channels[session_id] = DataChannel(
+                        session_id, self.answer_query
+                    )
+                executor.data_folder = channel.folder
+                executor.data_channel = channel.during_run
             self._executors[session_id] = executor
         return executor
 
@@ -158,6 +170,7 @@ class ExecutorPool:
             executor = self._executors.pop(session_id, None)
             if executor is not None:
                 await executor.close()
+            await self._close_channel(session_id)
         if idle:
             logger.info("Reaped %d idle sandbox workers", len(idle))
             SANDBOX_EVICTIONS.labels("idle").inc(len(idle))
@@ -167,7 +180,15 @@ class ExecutorPool:
         executor = self._executors.pop(session_id, None)
         if executor is not None:
             await executor.close()
+        await self._close_channel(session_id)
+
+    async def _close_channel(self, session_id: SessionKey) -> None:
+        channel = self._channels.pop(session_id, None)
+        if channel is not None:
+            await channel.close()
 
     async def close_all(self) -> None:
         executors, self._executors = list(self._executors.values()), {}
         await asyncio.gather(*(executor.close() for executor in executors))
+        channels, self._channels = list(self._channels.values()), {}
+        await asyncio.gather(*(channel.close() for channel in channels))

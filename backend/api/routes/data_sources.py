@@ -1,0 +1,247 @@
+"""Data sources: a user's read-only databases, their catalogs and notes, sharing, the
+sessions that attach them, and queries on them. Another user's source is "not found"."""
+
+from __future__ import annotations
+
+import io
+from typing import Annotated
+
+import pyarrow as pa  # type: ignore[import-untyped]
+from fastapi import APIRouter, Response, status
+from fastapi import Path as PathParam
+
+from backend.api.deps import (
+    CurrentUser,
+    DataSourcesDep,
+    FilesDep,
+    StoreDep,
+    opened_session,
+    owned_session,
+)
+from backend.api.errors import CLIENT_ERRORS
+from backend.core.data_sources import DataSources, SourceSpec
+from backend.models.common import SessionId
+from backend.models.data_sources import (
+    ColumnPublic,
+    DataSourceChange,
+    DataSourceCreate,
+    DataSourceDetail,
+    DataSourcePublic,
+    NoteAccept,
+    NotePublic,
+    NoteWrite,
+    QueryRequest,
+    QueryResult,
+    SessionSources,
+    SharesUpdate,
+    TablePublic,
+)
+from backend.storage import DataSource, Store, User
+
+router = APIRouter(prefix="/api", tags=["data-sources"], responses=CLIENT_ERRORS)
+SourceId = Annotated[str, PathParam(max_length=64)]
+
+
+def _public(store: Store, user: User, source: DataSource) -> DataSourcePublic:
+    owner = store.get_user_by_id(source.user_id)
+    owned = source.user_id == user.id
+    shared_with = []
+    if owned:
+        names = (store.get_user_by_id(user_id) for user_id in source.shared_with)
+        shared_with = [found.username for found in names if found is not None]
+    return DataSourcePublic(
+        id=source.id,
+        name=source.name,
+        kind=source.kind,
+        description=source.description,
+        host=source.host,
+        port=source.port,
+        database=source.database_name,
+        username=source.username,
+        has_password=bool(source.sealed_secrets),
+        owner=owner.username if owner else "",
+        owned=owned,
+        shared_with=shared_with,
+        shared_with_everyone=source.shared_with_all,
+        tables=len(DataSources.catalog(source).tables),
+        catalog_at=source.catalog_at,
+        created_at=source.created_at,
+    )
+
+
+def _detail(store: Store, sources: DataSources, user: User, source: DataSource) -> DataSourceDetail:
+    notes = sources.notes(source)
+    catalog = [
+        TablePublic(
+            name=table.name,
+            kind=table.kind,
+            rows=table.rows,
+            note=notes.get(table.name, ""),
+            columns=[
+                ColumnPublic(
+                    name=column.name,
+                    type=column.type,
+                    key=column.key,
+                    references=column.references,
+                    samples=column.samples,
+                    note=notes.get(f"{table.name}.{column.name}", ""),
+                )
+                for column in table.columns
+            ],
+        )
+        for table in DataSources.catalog(source).tables
+    ]
+    shown = [NotePublic(target=t, note=n, status="accepted") for t, n in notes.items()]
+    if source.user_id == user.id:  # proposals are for the owner to accept
+        proposed = sources.notes(source, "proposed")
+        shown += [NotePublic(target=t, note=n, status="proposed") for t, n in proposed.items()]
+    return DataSourceDetail(
+        **_public(store, user, source).model_dump(), catalog=catalog, notes=shown
+    )
+
+
+def _spec(body: DataSourceChange) -> SourceSpec:
+    return SourceSpec(
+        name=body.name,
+        kind=body.kind if isinstance(body, DataSourceCreate) else None,
+        description=body.description,
+        host=body.host,
+        port=body.port,
+        database=body.database,
+        username=body.username,
+        password=body.password,
+    )
+
+
+@router.get("/data-sources")
+def read_data_sources(
+    store: StoreDep, sources: DataSourcesDep, user: CurrentUser
+) -> list[DataSourcePublic]:
+    """List the data sources you own or that are shared with you."""
+    return [_public(store, user, source) for source in sources.visible(user.id)]
+
+
+@router.post("/data-sources", status_code=status.HTTP_201_CREATED)
+async def create_data_source(
+    body: DataSourceCreate,
+    store: StoreDep,
+    sources: DataSourcesDep,
+    files: FilesDep,
+    user: CurrentUser,
+) -> DataSourceDetail:
+    """Register a read-only database (its account is checked: it may only read), or a
+    SQLite or DuckDB file uploaded with POST /v1/files; its catalog is read at once."""
+    if body.file_id is None:
+        source = await sources.create(user, _spec(body))
+    else:
+        with files.open(user.id, body.file_id) as database_file:
+            source = await sources.create(user, _spec(body), database_file)
+    return _detail(store, sources, user, source)
+
+
+@router.get("/data-sources/{source_id}")
+def read_data_source(
+    source_id: SourceId, store: StoreDep, sources: DataSourcesDep, user: CurrentUser
+) -> DataSourceDetail:
+    """One data source with its catalog and notes (and, for its owner, proposed notes)."""
+    return _detail(store, sources, user, sources.get(user.id, source_id))
+
+
+@router.patch("/data-sources/{source_id}")
+async def update_data_source(
+    source_id: SourceId,
+    body: DataSourceChange,
+    store: StoreDep,
+    sources: DataSourcesDep,
+    user: CurrentUser,
+) -> DataSourceDetail:
+    """Change your data source; a new host or port drops the password unless given again."""
+    source = await sources.change(user.id, source_id, _spec(body))
+    return _detail(store, sources, user, source)
+
+
+@router.delete("/data-sources/{source_id}", status_code=status.HTTP_204_NO_CONTENT)
+async def delete_data_source(
+    source_id: SourceId, sources: DataSourcesDep, user: CurrentUser
+) -> Response:
+    """Delete your data source: it is gone from every conversation that attached it."""
+    await sources.delete(user.id, source_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.post("/data-sources/{source_id}/refresh")
+async def refresh_data_source(
+    source_id: SourceId, store: StoreDep, sources: DataSourcesDep, user: CurrentUser
+) -> DataSourceDetail:
+    """Read the source's catalog again: tables, columns, keys, row estimates, samples."""
+    await sources.refresh(user.id, source_id)
+    return _detail(store, sources, user, sources.get(user.id, source_id))
+
+
+@router.put("/data-sources/{source_id}/shares")
+def share_data_source(
+    source_id: SourceId,
+    body: SharesUpdate,
+    store: StoreDep,
+    sources: DataSourcesDep,
+    user: CurrentUser,
+) -> DataSourcePublic:
+    """Share your data source read-only with these users (or, an admin, with everyone)."""
+    return _public(store, user, sources.share(user, source_id, body.users, body.everyone))
+
+
+@router.put("/data-sources/{source_id}/notes")
+def write_note(
+    source_id: SourceId, body: NoteWrite, sources: DataSourcesDep, user: CurrentUser
+) -> NotePublic:
+    """Write a note on the source, a table or a column (an empty note removes it). The
+    owner's note counts at once; anyone else's is proposed to the owner."""
+    status_ = sources.write_note(user.id, source_id, body.target, body.note)
+    return NotePublic(target=body.target, note=body.note.strip(), status=status_)  # type: ignore[arg-type]
+
+
+@router.post("/data-sources/{source_id}/notes/accept")
+def accept_note(
+    source_id: SourceId, body: NoteAccept, sources: DataSourcesDep, user: CurrentUser
+) -> NotePublic:
+    """Accept the note proposed on a target of your data source."""
+    sources.accept_note(user.id, source_id, body.target)
+    note = sources.notes(sources.get(user.id, source_id)).get(body.target, "")
+    return NotePublic(target=body.target, note=note, status="accepted")
+
+
+@router.post("/data-sources/{source_id}/query")
+async def query_data_source(
+    source_id: SourceId, body: QueryRequest, sources: DataSourcesDep, user: CurrentUser
+) -> QueryResult:
+    """Run one read-only query; at most `max_rows` rows come back as JSON."""
+    source = sources.get(user.id, source_id)
+    sink = io.BytesIO()
+    answer = await sources.query(user.id, source, body.sql, sink, max_rows=body.max_rows)
+    table = pa.ipc.open_stream(sink.getvalue()).read_all()
+    rows = [list(row.values()) for row in table.to_pylist()]
+    return QueryResult(
+        columns=answer.columns, rows=rows, row_count=answer.rows, truncated=answer.truncated
+    )
+
+
+@router.get("/sessions/{session_id}/data-sources")
+def read_session_sources(
+    session_id: SessionId, store: StoreDep, sources: DataSourcesDep, user: CurrentUser
+) -> list[DataSourcePublic]:
+    """The data sources this conversation attached."""
+    key = owned_session(store, user, session_id)
+    return [_public(store, user, source) for source in sources.attached(key)]
+
+
+@router.put("/sessions/{session_id}/data-sources")
+def attach_session_sources(
+    session_id: SessionId,
+    body: SessionSources,
+    store: StoreDep,
+    sources: DataSourcesDep,
+    user: CurrentUser,
+) -> list[DataSourcePublic]:
+    """Attach exactly these data sources to the conversation (a new one is started)."""
+    key = opened_session(store, user, session_id)
+    return [_public(store, user, s) for s in sources.attach(user.id, key, body.source_ids)]

@@ -1,0 +1,465 @@
+"""Data sources: a user's read-only databases, whom they are shared with, their catalogs
+and notes, the sessions that attach them, and the queries run on them.
+
+A source is its owner's. Shared, it is read-only for the others: they may list it, read
+its catalog, attach it and query it, and propose notes; only the owner changes, shares
+or deletes it (an admin alone may share with everyone). Any other user's source, a
+deleted one and a made-up id are all "not found".
+
+The password is sealed with the server's key together with the host and port it was
+given for, and opened only for that same host and port: a change of either drops it
+unless the same change gives it again, so a stored password is never sent elsewhere.
+
+Every query (from a run's `sql()`, the API or MCP) takes a `source_query` place from
+the governor: places per user and on the server, and the time the database is given.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, Literal
+
+from starlette.concurrency import run_in_threadpool
+
+from backend.config import Settings
+from backend.core.governor import Governor
+from backend.core.limits import LimitReached
+from backend.core.secret_box import SecretsUnreadable, seal, unseal
+from backend.storage import DataSource, Store, User
+from backend.storage.data_sources import (
+    SOURCE_NAME_PATTERN,
+    SOURCES_FOLDER,
+    SourceKind,
+    SourceNameTaken,
+)
+from backend.storage.sessions import SessionKey, owner_of
+from backend.tools.data_sources.catalog import Catalog, describe, nearest, note_map, pick_tables
+from backend.tools.data_sources.query import (
+    FILE_KINDS,
+    NETWORK_KINDS,
+    AccountRefused,
+    QueryAnswer,
+    QueryFailed,
+    QueryLimits,
+    Sink,
+    SourceAddress,
+    copy_capped,
+)
+from backend.tools.data_sources.readers import SourceConnection, SourceReaders
+from backend.tools.sandbox.data_channel import QueryRefused, SocketSink
+
+logger = logging.getLogger(__name__)
+
+WORK_KIND = "source_query"
+MAX_TABLES = 2000  # a catalog lists at most this many tables
+SAMPLE_TABLES = 500  # and reads samples of at most this many
+MAX_SQL = 100_000
+_NAME = re.compile(SOURCE_NAME_PATTERN)
+_HOST = re.compile(r"^[A-Za-z0-9.:_-]{1,253}$")
+
+
+class SourceNotFound(LookupError):
+    """No source of that id that this user may see."""
+
+
+class SourceReadOnly(PermissionError):
+    """A source shared with this user, which only its owner may change."""
+
+
+class SourceInvalid(ValueError):
+    """What the user gave cannot make a source; the message says why, `param` which field."""
+
+    def __init__(self, message: str, param: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """What a user gives to register a source, or to change one (None: unchanged)."""
+
+    name: str | None = None
+    kind: SourceKind | None = None
+    description: str | None = None
+    host: str | None = None
+    port: int | None = None
+    database: str | None = None
+    username: str | None = None
+    password: str | None = None
+
+
+def source_folder(data_dir: Path, source: DataSource) -> Path:
+    return data_dir / SOURCES_FOLDER / f"u{source.user_id}-{source.id}"
+
+
+class DataSources:
+    def __init__(
+        self,
+        store: Store,
+        secret_key: str,
+        readers: SourceReaders,
+        governor: Governor,
+        settings: Settings,
+        disk_left: Callable[[int], int],
+    ) -> None:
+        """`disk_left(user id)`: the bytes the user's disk quota has room for."""
+        self.disk_left = disk_left
+        self.store = store
+        self.secret_key = secret_key
+        self.readers = readers
+        self.governor = governor
+        self.data_dir = settings.DATA_DIR
+        self.max_rows = settings.SOURCE_QUERY_MAX_ROWS
+        self.max_bytes = int(settings.SOURCE_QUERY_MAX_MB * 1024**2)
+
+    # Who sees what --------------------------------------------------------------------
+
+    def visible(self, user_id: int) -> list[DataSource]:
+        return self.store.visible_sources(user_id)
+
+    def get(self, user_id: int, source_id: str) -> DataSource:
+        source = self.store.get_source(source_id)
+        if source is None or not source.visible_to(user_id):
+            raise SourceNotFound(source_id)
+        return source
+
+    def owned(self, user_id: int, source_id: str) -> DataSource:
+        source = self.get(user_id, source_id)
+        if source.user_id != user_id:
+            raise SourceReadOnly(
+                "this source is shared with you read-only: only its owner changes it"
+            )
+        return source
+
+    # Registering and changing ----------------------------------------------------------
+
+    def _checked(self, spec: SourceSpec, kind: SourceKind) -> None:
+        if spec.name is not None and not _NAME.fullmatch(spec.name):
+            raise SourceInvalid(
+                "a source's name starts with a letter and has only letters, digits and _"
+                " (at most 64): code names it in sql(name, query)",
+                "name",
+            )
+        if kind in NETWORK_KINDS:
+            if spec.host is not None and not _HOST.fullmatch(spec.host):
+                raise SourceInvalid("the host is a name or an address", "host")
+            if spec.port is not None and not 0 <= spec.port <= 65535:
+                raise SourceInvalid("the port is between 1 and 65535 (0: the default)", "port")
+
+    def _address(self, source: DataSource) -> SourceAddress:
+        password = ""
+        if source.sealed_secrets:
+            try:
+                sealed = unseal(source.sealed_secrets, self.secret_key)
+            except SecretsUnreadable:
+                sealed = {}
+            # Bound to where it was given for: another host never receives it.
+            if sealed.get("host") == source.host and sealed.get("port") == str(source.port):
+                password = sealed.get("password", "")
+        path = None
+        if source.kind in FILE_KINDS:
+            path = source_folder(self.data_dir, source) / "database"
+        return SourceAddress(
+            kind=source.kind,
+            host=source.host,
+            port=source.port,
+            database=source.database_name,
+            username=source.username,
+            password=password,
+            path=path,
+        )
+
+    def _sealed(self, password: str, host: str, port: int) -> str:
+        if not password:
+            return ""
+        return seal({"password": password, "host": host, "port": str(port)}, self.secret_key)
+
+    async def create(
+        self, user: User, spec: SourceSpec, database_file: BinaryIO | None = None
+    ) -> DataSource:
+        """Register a source: a network database (checked by connecting: the account may
+        only read) or a database file (`database_file`, hard-linked into the source's
+        folder, so it is counted once). Then its catalog is read."""
+        kind = spec.kind
+        if kind is None or kind not in (*NETWORK_KINDS, *FILE_KINDS):
+            raise SourceInvalid("kind is postgresql, mysql, sqlite or duckdb", "kind")
+        if not spec.name:
+            raise SourceInvalid("a source needs a name", "name")
+        self._checked(spec, kind)
+        if kind in NETWORK_KINDS and not spec.host:
+            raise SourceInvalid("a database server needs a host", "host")
+        if kind in FILE_KINDS and database_file is None:
+            raise SourceInvalid("a database file source needs the file (file_id)", "file_id")
+        try:
+            source = self.store.create_source(
+                user.id,
+                name=spec.name,
+                kind=kind,
+                description=spec.description or "",
+                host=spec.host or "" if kind in NETWORK_KINDS else "",
+                port=spec.port or 0,
+                database_name=spec.database or "",
+                username=spec.username or "",
+                sealed_secrets=self._sealed(spec.password or "", spec.host or "", spec.port or 0),
+                shared_with_all=False,
+            )
+        except SourceNameTaken:
+            raise SourceInvalid(f"you have a source named {spec.name!r} already", "name") from None
+        try:
+            if database_file is not None:
+                await run_in_threadpool(self._keep_file, user.id, source, database_file)
+            await self.refresh(user.id, source.id, check_account=True)
+        except BaseException:
+            await self.delete(user.id, source.id)
+            raise
+        return self.get(user.id, source.id)
+
+    def _keep_file(self, user_id: int, source: DataSource, database_file: BinaryIO) -> None:
+        folder = source_folder(self.data_dir, source)
+        folder.mkdir(mode=0o700, parents=True)
+        target = folder / "database"
+        try:  # the same bytes as the user's file: counted once
+            os.link(f"/proc/self/fd/{database_file.fileno()}", target)
+            return
+        except OSError:
+            pass
+        size = os.fstat(database_file.fileno()).st_size
+        if size > self.disk_left(user_id):
+            raise SourceInvalid("your disk quota has no room for a copy of this file", "file_id")
+        with open(target, "xb") as copy:
+            shutil.copyfileobj(database_file, copy)
+
+    async def change(self, user_id: int, source_id: str, spec: SourceSpec) -> DataSource:
+        source = self.owned(user_id, source_id)
+        self._checked(spec, source.kind)
+        fields: dict[str, Any] = {}
+        for field, column in (
+            ("name", "name"),
+            ("description", "description"),
+            ("host", "host"),
+            ("port", "port"),
+            ("database", "database_name"),
+            ("username", "username"),
+        ):
+            value = getattr(spec, field)
+            if value is not None and (
+                source.kind in NETWORK_KINDS or field in ("name", "description")
+            ):
+                fields[column] = value
+        host = fields.get("host", source.host)
+        port = fields.get("port", source.port)
+        if spec.password is not None:
+            fields["sealed_secrets"] = self._sealed(spec.password, host, port)
+        elif (host, port) != (source.host, source.port):
+            fields["sealed_secrets"] = ""  # bound to the old host: given again, or gone
+        try:
+            self.store.update_source(source.id, **fields)
+        except SourceNameTaken:
+            raise SourceInvalid(f"you have a source named {spec.name!r} already", "name") from None
+        reached = {"host", "port", "database_name", "username", "sealed_secrets"} & set(fields)
+        if reached:
+            await self.refresh(user_id, source.id, check_account=True)
+        return self.get(user_id, source.id)
+
+    def share(
+        self, user: User, source_id: str, usernames: Sequence[str] | None, everyone: bool | None
+    ) -> DataSource:
+        source = self.owned(user.id, source_id)
+        if everyone is not None:
+            if everyone and not user.is_admin:
+                raise SourceInvalid("only an admin shares a source with everyone", "everyone")
+            self.store.update_source(source.id, shared_with_all=everyone)
+        if usernames is not None:
+            ids = []
+            for username in usernames:
+                found = self.store.get_user(username)
+                if found is None:
+                    raise SourceInvalid(f"there is no user {username!r}", "users")
+                if found.id != user.id:
+                    ids.append(found.id)
+            self.store.set_source_shares(source.id, ids)
+        return self.get(user.id, source.id)
+
+    async def delete(self, user_id: int, source_id: str) -> None:
+        source = self.owned(user_id, source_id)
+        self.store.delete_source(source.id)
+        shutil.rmtree(source_folder(self.data_dir, source), ignore_errors=True)
+
+    # Catalog and notes -------------------------------------------------------------------
+
+    async def refresh(self, user_id: int, source_id: str, check_account: bool = False) -> Catalog:
+        """Read the source's catalog again (tables, columns, keys, samples) and keep it."""
+        source = self.get(user_id, source_id)
+        address = self._address(source)
+
+        def read(connection: SourceConnection, held_check: Any) -> Catalog:
+            if check_account:
+                connection.check_account()
+            catalog = connection.catalog(MAX_TABLES)
+            tables = [
+                connection.samples(table, 10) if index < SAMPLE_TABLES else table
+                for index, table in enumerate(catalog.tables)
+            ]
+            return Catalog(tables=tables)
+
+        try:
+            catalog: Catalog = await self._with_connection(user_id, source, address, read)
+        except AccountRefused as refused:
+            raise SourceInvalid(str(refused), "username") from None
+        except QueryFailed as failed:
+            raise SourceInvalid(f"the source could not be read: {failed}", "host") from None
+        self.store.set_source_catalog(source.id, catalog.to_json())
+        return catalog
+
+    @staticmethod
+    def catalog(source: DataSource) -> Catalog:
+        return Catalog.from_json(source.catalog)
+
+    def notes(
+        self, source: DataSource, status: Literal["accepted", "proposed"] = "accepted"
+    ) -> dict[str, str]:
+        return note_map(
+            [(n.target, n.note) for n in self.store.source_notes(source.id) if n.status == status]
+        )
+
+    def write_note(self, user_id: int, source_id: str, target: str, note: str) -> str:
+        """The owner's note is kept as given; anyone else's (an agent's too) is proposed
+        until the owner accepts it. Returns the note's status."""
+        source = self.get(user_id, source_id)
+        self._check_target(source, target)
+        status: Literal["accepted", "proposed"] = (
+            "accepted" if source.user_id == user_id else "proposed"
+        )
+        self.store.set_note(source.id, target, status, note.strip(), user_id)
+        return status
+
+    def accept_note(self, user_id: int, source_id: str, target: str) -> None:
+        source = self.owned(user_id, source_id)
+        proposed = self.notes(source, "proposed")
+        if target not in proposed:
+            raise SourceInvalid("no note is proposed there", "target")
+        self.store.set_note(source.id, target, "accepted", proposed[target], user_id)
+        self.store.set_note(source.id, target, "proposed", "", user_id)
+
+    def _check_target(self, source: DataSource, target: str) -> None:
+        if not target:
+            return
+        catalog = self.catalog(source)
+        table_name, _, column = (
+            target.partition(".") if catalog.table(target) is None else (target, "", "")
+        )
+        table = catalog.table(table_name)
+        if table is None or (column and all(c.name != column for c in table.columns)):
+            raise SourceInvalid(f"{target!r} is no table or table.column of this source", "target")
+
+    # Sessions ----------------------------------------------------------------------------
+
+    def attach(self, user_id: int, key: SessionKey, source_ids: Sequence[str]) -> list[DataSource]:
+        sources = [self.get(user_id, source_id) for source_id in source_ids]
+        self.store.attach_sources(key, [source.id for source in sources])
+        return self.attached(key)
+
+    def attached(self, key: SessionKey) -> list[DataSource]:
+        """The session's sources that still exist and its owner may still see."""
+        owner = owner_of(key)
+        return [source for source in self.store.attached_sources(key) if source.visible_to(owner)]
+
+    def prompt_context(self, key: SessionKey, question: str) -> str:
+        """For the coder's prompt: each attached source's tables the question needs, with
+        their notes, and how to query them."""
+        parts = []
+        for source in self.attached(key):
+            notes = self.notes(source)
+            picked = pick_tables(self.catalog(source), question, notes)
+            header = f"Data source {source.name!r} ({source.kind}, read-only SQL)"
+            if note := notes.get(""):
+                header += f": {note}"
+            body = describe(picked, notes) if picked else "(no table matches the question by name)"
+            parts.append(f"{header}\n{body}")
+        if not parts:
+            return ""
+        usage = (
+            "Query attached data sources with sql(source, query), which returns a pandas"
+            " DataFrame; use only the tables and columns listed, and let the database"
+            " filter, join and aggregate."
+        )
+        return usage + "\n\n" + "\n\n".join(parts)
+
+    # Queries -----------------------------------------------------------------------------
+
+    def _limits(self, seconds: float, max_rows: int = 0) -> QueryLimits:
+        rows = min(max_rows, self.max_rows) if max_rows else self.max_rows
+        return QueryLimits(seconds=seconds, max_rows=rows, max_bytes=self.max_bytes)
+
+    async def _with_connection(
+        self, user_id: int, source: DataSource, address: SourceAddress, work: Any
+    ) -> Any:
+        async with self.governor.hold(WORK_KIND, user_id) as held:
+            connection: SourceConnection | None = None
+
+            def run() -> Any:
+                nonlocal connection
+                connection = self.readers.take(source.id, address)
+                return work(connection, held)
+
+            def interrupt() -> None:
+                if connection is not None:
+                    connection.cancel()
+
+            try:
+                return await held.run(run, interrupt=interrupt, native=True)
+            finally:
+                if connection is not None:
+                    self.readers.give_back(source.id, address, connection)
+
+    async def query(
+        self, user_id: int, source: DataSource, sql: str, sink: Sink, max_rows: int = 0
+    ) -> QueryAnswer:
+        """Run `sql` on `source` for `user_id`, its rows (at most `max_rows` if given)
+        written to `sink` as an Arrow stream. `QueryRefused` (with the catalog's nearest
+        names) if it fails."""
+        if not sql.strip() or len(sql) > MAX_SQL:
+            raise QueryRefused(f"a query is 1 to {MAX_SQL:,} characters")
+        address = self._address(source)
+
+        def work(connection: SourceConnection, held: Any) -> QueryAnswer:
+            limits = self._limits(held.seconds, max_rows)
+            rows = connection.query(sql, limits)
+            try:
+                return copy_capped(rows, limits, sink)
+            finally:
+                connection.end()
+
+        try:
+            answer: QueryAnswer = await self._with_connection(user_id, source, address, work)
+        except QueryFailed as failed:
+            names = (
+                nearest(self.catalog(source), failed.missing, failed.missing_in)
+                if failed.missing
+                else []
+            )
+            raise QueryRefused(str(failed), names) from None
+        return answer
+
+    async def answer_run(
+        self, key: SessionKey, name: str, sql: str, sink: SocketSink
+    ) -> dict[str, Any]:
+        """A run's `sql(name, query)`: on the source of that name its session attached."""
+        attached = self.attached(key)
+        source = next((s for s in attached if s.name == name), None)
+        if source is None:
+            names = ", ".join(repr(s.name) for s in attached) or "none"
+            raise QueryRefused(
+                f"no data source {name!r} is attached to this conversation (attached: {names})"
+            )
+        try:
+            answer = await self.query(owner_of(key), source, sql, sink)
+        except LimitReached as refused:
+            raise QueryRefused(refused.message) from None
+        return {"rows": answer.rows, "truncated": answer.truncated, "columns": answer.columns}
