@@ -42,11 +42,12 @@ run: install system-deps frontend
 	$(PY) run_backend.py
 
 # The UI tests drive Debian's Chromium (never a browser download); the storage tests
-# start Debian's PostgreSQL server on a loopback port. The suite runs in TEST_WORKERS
-# processes (pytest-xdist), each taking whole modules, so a module's fixtures stay shared:
-# most tests wait on servers and sandboxes rather than use a core.
+# start Debian's PostgreSQL server on a loopback port, and the data source tests MariaDB's
+# too. The suite runs in TEST_WORKERS processes (pytest-xdist), each taking whole modules,
+# so a module's fixtures stay shared: most tests wait on servers and sandboxes rather than
+# use a core.
 TEST_WORKERS ?= 2
-test: DEBIAN_PACKAGES += chromium postgresql iproute2 prometheus
+test: DEBIAN_PACKAGES += chromium postgresql mariadb-server iproute2 prometheus
 test: install-dev system-deps frontend openinterpreter mcp-clients mcp-servers openai-node \
 	oidc-provider lint typecheck
 	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile --durations=25

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.support.live_server import LiveServer
+from tests.support.mariadb import MariaDbServer, mariadb
+from tests.support.mariadb import binaries as mariadb_binaries
 from tests.support.postgres import PostgresServer, binaries, postgres
 from tests.support.seaweedfs import S3Server, seaweedfs, weed_binary
 
@@ -131,6 +133,19 @@ def postgres_server() -> Iterator[PostgresServer]:
             "postgresql package (make test does, as root)"
         )
     with postgres(bindir) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def mariadb_server() -> Iterator[MariaDbServer]:
+    """A real MariaDB server on 127.0.0.1 shared by the session (a database per test)."""
+    bindir = mariadb_binaries()
+    if bindir is None:
+        pytest.skip(
+            "MARIADB TESTS NOT RUN: no mariadbd; install Debian's mariadb-server package "
+            "(make test does, as root)"
+        )
+    with mariadb(bindir) as server:
         yield server
 
 

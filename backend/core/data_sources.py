@@ -21,7 +21,7 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
@@ -60,6 +60,8 @@ WORK_KIND = "source_query"
 MAX_TABLES = 2000  # a catalog lists at most this many tables
 SAMPLE_TABLES = 500  # and reads samples of at most this many
 MAX_SQL = 100_000
+STATEMENT_SHARE = 0.8  # of the source_query place's seconds, for the statement itself
+LISTED_TABLES = 30  # a session's listing names at most this many tables of a source
 _NAME = re.compile(SOURCE_NAME_PATTERN)
 _HOST = re.compile(r"^[A-Za-z0-9.:_-]{1,253}$")
 
@@ -258,13 +260,16 @@ class DataSources:
             fields["sealed_secrets"] = self._sealed(spec.password, host, port)
         elif (host, port) != (source.host, source.port):
             fields["sealed_secrets"] = ""  # bound to the old host: given again, or gone
+        reached = {"host", "port", "database_name", "username", "sealed_secrets"} & set(fields)
+        catalog = None
+        if reached:  # the new address is read before anything changes: a refusal keeps the old
+            catalog = await self._read_catalog(user_id, replace(source, **fields), True)
         try:
             self.store.update_source(source.id, **fields)
         except SourceNameTaken:
             raise SourceInvalid(f"you have a source named {spec.name!r} already", "name") from None
-        reached = {"host", "port", "database_name", "username", "sealed_secrets"} & set(fields)
-        if reached:
-            await self.refresh(user_id, source.id, check_account=True)
+        if catalog is not None:
+            self.store.set_source_catalog(source.id, catalog.to_json())
         return self.get(user_id, source.id)
 
     def share(
@@ -296,9 +301,14 @@ class DataSources:
     async def refresh(self, user_id: int, source_id: str, check_account: bool = False) -> Catalog:
         """Read the source's catalog again (tables, columns, keys, samples) and keep it."""
         source = self.get(user_id, source_id)
+        catalog = await self._read_catalog(user_id, source, check_account)
+        self.store.set_source_catalog(source.id, catalog.to_json())
+        return catalog
+
+    async def _read_catalog(self, user_id: int, source: DataSource, check_account: bool) -> Catalog:
         address = self._address(source)
 
-        def read(connection: SourceConnection, held_check: Any) -> Catalog:
+        def read(connection: SourceConnection, held: Any) -> Catalog:
             if check_account:
                 connection.check_account()
             catalog = connection.catalog(MAX_TABLES)
@@ -314,7 +324,6 @@ class DataSources:
             raise SourceInvalid(str(refused), "username") from None
         except QueryFailed as failed:
             raise SourceInvalid(f"the source could not be read: {failed}", "host") from None
-        self.store.set_source_catalog(source.id, catalog.to_json())
         return catalog
 
     @staticmethod
@@ -370,6 +379,19 @@ class DataSources:
         owner = owner_of(key)
         return [source for source in self.store.attached_sources(key) if source.visible_to(owner)]
 
+    def listing(self, key: SessionKey) -> str:
+        """The session's attached sources in a few lines: names, kinds and tables."""
+        lines = []
+        for source in self.attached(key):
+            names = [table.name for table in self.catalog(source).tables]
+            shown = ", ".join(names[:LISTED_TABLES])
+            if len(names) > LISTED_TABLES:
+                shown += f", … ({len(names)} tables)"
+            lines.append(f"- data source {source.name!r} ({source.kind}): {shown or 'no tables'}")
+        if not lines:
+            return ""
+        return "Attached data sources, queried with SQL from Python code:\n" + "\n".join(lines)
+
     def prompt_context(self, key: SessionKey, question: str) -> str:
         """For the coder's prompt: each attached source's tables the question needs, with
         their notes, and how to query them."""
@@ -394,8 +416,12 @@ class DataSources:
     # Queries -----------------------------------------------------------------------------
 
     def _limits(self, seconds: float, max_rows: int = 0) -> QueryLimits:
+        """The database's own timeout comes first, so its words say what stopped the query;
+        the governor's is the backstop (a 503)."""
         rows = min(max_rows, self.max_rows) if max_rows else self.max_rows
-        return QueryLimits(seconds=seconds, max_rows=rows, max_bytes=self.max_bytes)
+        return QueryLimits(
+            seconds=seconds * STATEMENT_SHARE, max_rows=rows, max_bytes=self.max_bytes
+        )
 
     async def _with_connection(
         self, user_id: int, source: DataSource, address: SourceAddress, work: Any

@@ -45,7 +45,8 @@ class RouteDecision:
 # Phrase -> weight. Phrases match as whole words, case-insensitively.
 CODE_INDICATORS: dict[str, int] = {
     "write code": 3, "generate code": 3, "python": 3, "pandas": 3, "dataframe": 3,
-    "csv": 3, "excel": 3, "xlsx": 3, "spreadsheet": 3, "parquet": 3, "json file": 3,
+    "csv": 3, "excel": 3, "xlsx": 3, "spreadsheet": 3, "parquet": 3, "json file": 3, "sql": 3,
+    "database": 2,
     "calculate": 2, "compute": 2, "plot": 2, "chart": 2, "graph": 2, "histogram": 2,
     "regression": 2, "correlation": 2, "statistics": 2, "column": 2, "columns": 2,
     "dataset": 2, "data": 1, "file": 1, "files": 1, "mean": 1, "average": 1, "median": 1,

@@ -204,7 +204,9 @@ def build_services(settings: Settings) -> Services:
     )
     if isinstance(executors, ExecutorPool):  # Ray's sandboxes run on other nodes
         executors.answer_query = data_sources.answer_run
+    coder.sources_context = data_sources.prompt_context
     agents = AgentRunner(settings, shared, catalog, coder, executors, llm.name, mcp, governor)
+    agents.sources_listing = data_sources.listing
     branches = BranchStates(
         TurnSnapshots(settings.DATA_DIR, workspaces),
         executors,

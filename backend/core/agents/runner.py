@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import replace
 from typing import Any, Literal, get_args
 
@@ -81,6 +81,8 @@ class AgentRunner:
         self.catalog = catalog
         self.coder = coder
         self.executors = executors
+        # The session's attached data sources, listed for the turn's head (None: none here).
+        self.sources_listing: Callable[[SessionKey], str] | None = None
         self.web_search = web_search_from_settings(
             settings.TAVILY_API_KEY, settings.TAVILY_BASE_URL
         )
@@ -132,7 +134,15 @@ class AgentRunner:
         return [f.path for f in listed if f.path.startswith(DATA_FOLDER)]
 
     async def has_files(self, session_id: SessionKey) -> bool:
-        return bool(await self.uploads(session_id))
+        """Whether the session has data: uploads, or attached data sources."""
+        if await self.uploads(session_id):
+            return True
+        return bool(await self._sources(session_id))
+
+    async def _sources(self, session_id: SessionKey) -> str:
+        if self.sources_listing is None:
+            return ""
+        return await run_in_threadpool(self.sources_listing, session_id)
 
     async def tools(
         self,
@@ -180,6 +190,7 @@ class AgentRunner:
                 [(tool.name, tool.description) for tool in tools],
                 history,
                 file_limit=self.settings.PYTHON_CODE_MAX_FILES_TO_SELECT,
+                sources=await self._sources(session_id),
             )
         # The graph's client, complete: its head, and its limit of calls from here on.
         llm = replace(

@@ -77,6 +77,12 @@ class _Answer:
         self.schema = pa.schema(_unique(fields))
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
+        try:
+            yield from self._batches()
+        except pymysql.MySQLError as exc:  # stopped midway: the time limit, a lost connection
+            raise _failed(exc) from None
+
+    def _batches(self) -> Iterator[pa.RecordBatch]:
         while rows := self.cursor.fetchmany(BATCH_ROWS):
             arrays = [
                 pa.array([_value(row[i], field.type) for row in rows], type=field.type)

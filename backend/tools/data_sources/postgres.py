@@ -60,7 +60,10 @@ class _Answer:
         self.schema = reader.schema
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
-        yield from self.reader
+        try:
+            yield from self.reader
+        except Exception as exc:  # stopped midway: the statement timeout, a lost connection
+            raise _failed(exc) from None
 
 
 class PostgresSource:

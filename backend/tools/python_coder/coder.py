@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ from backend.files import describe_for_prompt, loader_code, plain_loads
 from backend.files.catalog import WorkspaceCatalog
 from backend.llm import LLMError
 from backend.llm.turn import TurnLLM
+from backend.storage.sessions import SessionKey
 from backend.storage.workspaces import NotARegularFile, UnsafePath, Workspaces
 from backend.tools.provenance import RunOutput, cite
 from backend.tools.python_coder import notepad, prompts
@@ -66,6 +68,9 @@ class PythonCoder:
         self.workspaces = workspaces
         self.catalog = catalog
         self.steps = steps  # where each answered task is kept for the session's export
+        # The session's attached data sources for the prompt, picked for the question
+        # (`DataSources.prompt_context`); None: no data sources on this server.
+        self.sources_context: Callable[[SessionKey, str], str] | None = None
         self._notepad_lock = threading.Lock()  # one read-modify-write of notepad.json at a time
 
     async def run(
@@ -121,6 +126,11 @@ class PythonCoder:
             ),
             head=request.head,
             charts=llm.profile.free_form_code,  # a small model keeps to Matplotlib
+            sources=await run_in_threadpool(
+                self.sources_context, request.session_id, request.question or request.query
+            )
+            if self.sources_context is not None
+            else "",
         )
         preamble = loader_code(chosen.mapping, chosen.files)
         loads = file_loads(plain_loads(chosen.mapping, chosen.files))

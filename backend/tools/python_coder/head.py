@@ -42,8 +42,10 @@ async def turn_head(
     history: Sequence[tuple[str, str]],
     *,
     file_limit: int,
+    sources: str = "",
 ) -> TurnHead:
-    """The head for a turn in `session_id`, with `tools` (name, description) and `history`."""
+    """The head for a turn in `session_id`, with `tools` (name, description) and `history`;
+    `sources`: the session's attached data sources, listed."""
     files = await catalog.data_files(session_id)
     if len(files) > file_limit:  # python_coder picks a task's files, and describes those
         described = "\n".join(f"- {f.name}" for f in files)
@@ -52,6 +54,8 @@ async def turn_head(
             CoderRequest(session_id=session_id, query=""), catalog, llm, limit=file_limit
         )
         described = describe_for_prompt(chosen.files, chosen.mapping)
+    if sources:
+        described = f"{described}\n\n{sources}" if files else sources
     listing = "\n".join(f"- {name}: {description}" for name, description in tools)
     system = prompts.head_system(listing, described, charts=llm.profile.free_form_code)
     messages: list[BaseMessage] = [SystemMessage(system)]

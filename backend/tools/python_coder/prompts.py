@@ -56,6 +56,7 @@ class CodingContext:
     notepad: str = ""
     head: str | None = None  # the file metadata the turn's head already carries, if it has one
     charts: bool = False  # the model is told about interactive charts (not a small model)
+    sources: str = ""  # the attached data sources' tables the question needs, and their notes
 
 
 def _section(title: str, body: str) -> str:
@@ -124,6 +125,7 @@ def generate(context: CodingContext) -> str:
                 "Write one Python script that answers INPUT using the data in METADATA.",
             ),
             _section("METADATA", _metadata(context)),
+            *([_section("DATA SOURCES", context.sources)] if context.sources else []),
             _section("RULES", rules(context.charts)),
             _section("CHECKLISTS", _CHECKLIST),
             "Reply with the code in one ```python block.",
@@ -149,6 +151,7 @@ def _generate_in_turn(context: CodingContext) -> str:
             *([_section("REACTS", "\n\n".join(context.react))] if context.react else []),
             *([_section("METADATA", files)] if files != context.head else []),
             *([_section("SESSION", "\n\n".join(session))] if session else []),
+            *([_section("DATA SOURCES", context.sources)] if context.sources else []),
             _section(
                 "TASK",
                 "Write one Python script that answers INPUT using the data in METADATA, "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import logging
 import shutil
@@ -42,15 +43,19 @@ class QueryRefused(Exception):
         self.nearest = nearest or []
 
 
-class SocketSink:
+class SocketSink(io.RawIOBase):
     """Writes to the run's connection from a worker thread, blocking, within SEND_SECONDS
     a write; the `{"ok": true}` line goes first, with the first bytes."""
 
     def __init__(self, connection: socket.socket) -> None:
+        super().__init__()
         self.connection = connection
         self.started = False
 
-    def write(self, data: bytes) -> int:
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
         if not self.started:
             self.started = True
             self.connection.sendall(b'{"ok": true}\n')
@@ -136,6 +141,8 @@ class DataChannel:
                 await _send_line(loop, connection, {"ok": False, "error": str(refused)})
         except (OSError, TimeoutError, ValueError):
             pass  # the run went away, or sent garbage: nothing to answer
+        except Exception:
+            logger.exception("A run's query failed unexpectedly")
         finally:
             connection.close()
 

@@ -1,0 +1,303 @@
+"""Data sources (issue 43) on a live server, against a real PostgreSQL: registering one
+with a read-only role, the database refusing writes, DDL and server-side file and program
+functions, the statement timeout, a scripted agent answering from a join with `sql()` in
+the sandbox, the fix step using the catalog's names, the sandbox kept off the database's
+port, and a second user who can neither see nor change what is not shared with them."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlparse
+
+import psycopg
+import pytest
+
+from tests.conftest import write_replies
+from tests.support.agent_script import react_turn, sse_events
+from tests.support.postgres import PostgresServer
+from tests.support.shared_server import SharedServer, SignedIn, module_server, own_user
+
+JOIN = (
+    "SELECT c.name, SUM(o.amount) AS total FROM orders o"
+    " JOIN customers c ON c.id = o.customer_id GROUP BY c.name ORDER BY c.name"
+)
+JOIN_CODE = f"df = sql('shop', {JOIN!r})\nprint('total for Ada:', float(df['total'][0]))\n"
+TYPO_CODE = "df = sql('shop', 'SELECT SUM(amont) AS s FROM orders')\nprint('sum:', df['s'][0])\n"
+FIXED_CODE = (
+    "df = sql('shop', 'SELECT SUM(amount) AS s FROM orders')\nprint('sum:', float(df['s'][0]))\n"
+)
+PORT_CODE = (
+    "import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=3)\n"
+    "    print('REACHED')\nexcept OSError as exc:\n    print('unreachable:', type(exc).__name__)\n"
+)
+GONE_CODE = "df = sql('shop', 'SELECT 1 AS one')\nprint(df)\n"
+
+
+@pytest.fixture(scope="module")
+def database(postgres_server: PostgresServer) -> Iterator[dict[str, Any]]:
+    """A shop database, and a role that may only read it."""
+    url = postgres_server.new_database()
+    role, password = f"reader_{secrets.token_hex(4)}", secrets.token_urlsafe(12)
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(
+            "CREATE TABLE customers (id int PRIMARY KEY, name text, region text);"
+            "CREATE TABLE orders (id int PRIMARY KEY, customer_id int REFERENCES customers(id),"
+            " amount numeric(10, 2), placed date);"
+            "INSERT INTO customers VALUES (1, 'Ada', 'north'), (2, 'Bo', 'south');"
+            "INSERT INTO orders VALUES (1, 1, 10.5, '2026-01-01'), (2, 1, 20, '2026-01-02'),"
+            " (3, 2, 7, '2026-01-03');"
+            f"CREATE ROLE {role} LOGIN PASSWORD '{password}';"
+            f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}"
+        )
+    parsed = urlparse(url)
+    yield {
+        "url": url,
+        "host": parsed.hostname,
+        "port": parsed.port,
+        "database": parsed.path.lstrip("/"),
+        "username": role,
+        "password": password,
+        "superuser": postgres_server.user,
+        "superuser_password": postgres_server.password,
+    }
+
+
+@pytest.fixture(scope="module")
+def server(
+    tmp_path_factory: pytest.TempPathFactory, database: dict[str, Any]
+) -> Iterator[SharedServer]:
+    root = tmp_path_factory.mktemp("data-sources")
+    replies = [
+        *react_turn("Q-JOIN", JOIN_CODE, "Ada spent 30.5 in all."),
+        *react_turn("Q-PORT", PORT_CODE.format(port=database["port"]), "It is unreachable."),
+        *react_turn("Q-GONE", GONE_CODE, "Done."),
+        # The typo fails; the fix is scripted only for a prompt that carries the catalog's name.
+        *react_turn("Q-TYPO", TYPO_CODE, "The orders sum to 37.5."),
+        {
+            "when": ["[stage: fix]", "Q-TYPO", "orders.amount"],
+            "content": f"```python\n{FIXED_CODE}```",
+        },
+    ]
+    with module_server(
+        root,
+        SCRIPTED_REPLIES=write_replies(root / "replies.json", replies),
+        WORK_LIMITS=json.dumps({"source_query": {"seconds": 3}}),
+        AST_PREFILTER="false",  # the port test's socket: only the OS sandbox stands in the way
+    ) as live:
+        yield live
+
+
+@pytest.fixture
+def user(server: SharedServer, request: pytest.FixtureRequest) -> SignedIn:
+    return own_user(server, request)
+
+
+def _register(user: SignedIn, database: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    body = {
+        "name": "shop",
+        "kind": "postgresql",
+        "host": database["host"],
+        "port": database["port"],
+        "database": database["database"],
+        "username": database["username"],
+        "password": database["password"],
+        **changes,
+    }
+    with user.client() as http:
+        made = http.post("/api/data-sources", json=body)
+    assert made.status_code == 201, made.text
+    return dict(made.json())
+
+
+def _query(user: SignedIn, source_id: str, sql: str) -> Any:
+    with user.client(timeout=60) as http:
+        return http.post(f"/api/data-sources/{source_id}/query", json={"sql": sql})
+
+
+def _chat(user: SignedIn, session: str, message: str) -> dict[str, dict[str, Any]]:
+    body = {"message": message, "session_id": session, "stream": True}
+    with user.client(timeout=180) as http, http.stream("POST", "/api/chat", json=body) as reply:
+        assert reply.status_code == 200, reply.read()
+        return dict(sse_events(reply.iter_lines()))
+
+
+def _attach(user: SignedIn, session: str, *source_ids: str) -> Any:
+    with user.client() as http:
+        return http.put(
+            f"/api/sessions/{session}/data-sources", json={"source_ids": list(source_ids)}
+        )
+
+
+def test_a_source_is_registered_with_its_catalog_and_no_password_shown(
+    user: SignedIn, database: dict[str, Any]
+) -> None:
+    source = _register(user, database)
+    assert source["has_password"] and "password" not in source
+    assert database["password"] not in json.dumps(source)
+    tables = {table["name"]: table for table in source["catalog"]}
+    assert set(tables) == {"customers", "orders"}
+    columns = {c["name"]: c for c in tables["orders"]["columns"]}
+    assert columns["id"]["key"] == "primary"
+    assert columns["customer_id"]["references"] == "customers.id"
+    assert {"Ada", "Bo"} <= set(
+        {c["name"]: c for c in tables["customers"]["columns"]}["name"]["samples"]
+    )
+
+
+def test_a_superuser_account_is_refused(user: SignedIn, database: dict[str, Any]) -> None:
+    body = {
+        "name": "powerful",
+        "kind": "postgresql",
+        "host": database["host"],
+        "port": database["port"],
+        "database": database["database"],
+        "username": database["superuser"],
+        "password": database["superuser_password"],
+    }
+    with user.client() as http:
+        refused = http.post("/api/data-sources", json=body)
+        assert refused.status_code == 422
+        assert "superuser" in refused.json()["detail"] and "read" in refused.json()["detail"]
+        assert http.get("/api/data-sources").json() == []  # nothing was kept
+
+
+def test_the_database_refuses_writes_ddl_and_server_functions(
+    user: SignedIn, database: dict[str, Any]
+) -> None:
+    source = _register(user, database)
+    refusals = {
+        "DELETE FROM orders": "read-only transaction",
+        "DROP TABLE orders": "read-only transaction",
+        "CREATE TABLE extra (a int)": "read-only transaction",
+        "SELECT pg_read_file('/etc/hostname')": "permission denied",
+        "COPY orders TO PROGRAM 'touch /tmp/pwned'": "pg_execute_server_program",
+        "SELECT 1; DROP TABLE orders": "multiple commands",
+    }
+    for sql, said in refusals.items():
+        refused = _query(user, source["id"], sql)
+        assert refused.status_code == 400, (sql, refused.text)
+        assert refused.json()["code"] == "query_failed" and said in refused.json()["detail"], sql
+    with psycopg.connect(database["url"]) as connection:
+        assert connection.execute("SELECT count(*) FROM orders").fetchone() == (3,)
+    answered = _query(user, source["id"], "SELECT name FROM customers ORDER BY id")
+    assert answered.status_code == 200
+    assert answered.json()["rows"] == [["Ada"], ["Bo"]]
+
+
+def test_a_statement_past_the_timeout_is_stopped(user: SignedIn, database: dict[str, Any]) -> None:
+    source = _register(user, database)
+    stopped = _query(user, source["id"], "SELECT pg_sleep(30)")
+    assert stopped.status_code == 400
+    assert "statement timeout" in stopped.json()["detail"]
+    with psycopg.connect(database["url"]) as connection:  # nothing is left running there
+        running = connection.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(30)%'"
+            " AND pid <> pg_backend_pid() AND state = 'active'"
+        ).fetchone()
+    assert running == (0,)
+
+
+def test_a_scripted_agent_answers_from_a_join_citing_the_query(
+    user: SignedIn, database: dict[str, Any]
+) -> None:
+    source = _register(user, database)
+    assert _attach(user, "join", source["id"]).status_code == 200
+    events = _chat(user, "join", "Q-JOIN compute the total each customer spent")
+    execution = events["execution"]
+    assert execution["ok"], execution
+    assert "[query" in execution["stdout"] and "on shop: 2 rows]" in execution["stdout"]
+    assert "total for Ada: 30.5" in execution["stdout"]
+    final = events["final"]
+    (citation,) = [c for c in final["citations"] if c["text"] == "30.5"]
+    assert citation["output_line"] == "total for Ada: 30.5"
+    assert JOIN in citation["code"]  # the number is cited to the run and its query
+
+
+def test_an_unknown_column_is_fixed_with_the_catalogs_names(
+    user: SignedIn, database: dict[str, Any]
+) -> None:
+    source = _register(user, database)
+    _attach(user, "typo", source["id"])
+    events = _chat(user, "typo", "Q-TYPO compute the sum of the orders")
+    assert events["execution"]["ok"] and "sum: 37.5" in events["execution"]["stdout"]
+    assert events["final"]["text"] == "The orders sum to 37.5."
+
+
+def test_the_sandbox_cannot_reach_the_databases_port(
+    user: SignedIn, database: dict[str, Any]
+) -> None:
+    source = _register(user, database)
+    _attach(user, "port", source["id"])
+    events = _chat(user, "port", "Q-PORT compute whether code reaches the database")
+    stdout = events["execution"]["stdout"]
+    assert "unreachable:" in stdout and "REACHED" not in stdout
+
+
+def test_a_second_user_cannot_see_or_change_a_source(
+    server: SharedServer, user: SignedIn, database: dict[str, Any], request: pytest.FixtureRequest
+) -> None:
+    source = _register(user, database)
+    other = own_user(server, request)
+    source_id = source["id"]
+    with other.client() as http:
+        assert http.get("/api/data-sources").json() == []
+        assert http.get(f"/api/data-sources/{source_id}").status_code == 404
+        assert _attach(other, "theirs", source_id).status_code == 404
+        assert _query(other, source_id, "SELECT 1").status_code == 404
+        for made_up in ("ds_" + "0" * 24, "../../etc/passwd", "ds_%2e%2e"):
+            assert http.get(f"/api/data-sources/{made_up}").status_code == 404
+    # Shared read-only: they may read and query it, never change, share or delete it.
+    with user.client() as http:
+        shared = http.put(f"/api/data-sources/{source_id}/shares", json={"users": [other.username]})
+        assert shared.status_code == 200 and shared.json()["shared_with"] == [other.username]
+    with other.client() as http:
+        (listed,) = http.get("/api/data-sources").json()
+        assert listed["id"] == source_id and not listed["owned"] and listed["shared_with"] == []
+        assert _query(other, source_id, "SELECT count(*) AS n FROM orders").json()["rows"] == [[3]]
+        assert (
+            http.patch(f"/api/data-sources/{source_id}", json={"host": "evil.example"}).status_code
+            == 403
+        )
+        assert http.delete(f"/api/data-sources/{source_id}").status_code == 403
+        assert (
+            http.put(f"/api/data-sources/{source_id}/shares", json={"users": []}).status_code == 403
+        )
+        everyone = http.put(f"/api/data-sources/{source_id}/shares", json={"everyone": True})
+        assert everyone.status_code == 403
+        assert _attach(other, "theirs", source_id).status_code == 200
+    # A source deleted is gone from every conversation that attached it.
+    with user.client() as http:
+        assert http.delete(f"/api/data-sources/{source_id}").status_code == 204
+    with other.client() as http:
+        assert http.get("/api/sessions/theirs/data-sources").json() == []
+        assert http.get(f"/api/data-sources/{source_id}").status_code == 404
+
+
+def test_a_deleted_source_is_gone_from_a_run(user: SignedIn, database: dict[str, Any]) -> None:
+    source = _register(user, database)
+    _attach(user, "gone", source["id"])
+    with user.client() as http:
+        assert http.delete(f"/api/data-sources/{source['id']}").status_code == 204
+    events = _chat(user, "gone", "Q-GONE compute it with SQL")
+    execution = events["execution"]
+    assert not execution["ok"] and "no data source 'shop' is attached" in execution["error"]
+
+
+def test_a_password_is_sent_only_to_the_host_it_was_given_for(
+    user: SignedIn, database: dict[str, Any]
+) -> None:
+    source = _register(user, database)
+    with user.client(timeout=60) as http:
+        # The same server under another name: without its password, the database refuses,
+        # so the stored one was not sent; and the source is left as it was.
+        moved = http.patch(f"/api/data-sources/{source['id']}", json={"host": "localhost"})
+        assert moved.status_code == 422 and "could not be read" in moved.json()["detail"]
+        kept = http.get(f"/api/data-sources/{source['id']}").json()
+        assert kept["host"] == database["host"] and kept["has_password"]
+        given = {"host": "localhost", "password": database["password"]}
+        moved = http.patch(f"/api/data-sources/{source['id']}", json=given)
+    assert moved.status_code == 200, moved.text
+    assert moved.json()["host"] == "localhost" and moved.json()["has_password"]
