@@ -294,7 +294,9 @@ class DataSources:
     async def delete(self, user_id: int, source_id: str) -> None:
         source = self.owned(user_id, source_id)
         self.store.delete_source(source.id)
-        shutil.rmtree(source_folder(self.data_dir, source), ignore_errors=True)
+        folder = source_folder(self.data_dir, source)
+        await run_in_threadpool(self.readers.forget, folder)
+        await run_in_threadpool(shutil.rmtree, folder, True)
 
     # Catalog and notes -------------------------------------------------------------------
 

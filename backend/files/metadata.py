@@ -15,6 +15,7 @@ from typing import BinaryIO
 
 from backend.files.archive_listing import describe_archive
 from backend.files.columnar import describe_feather, describe_parquet
+from backend.files.databases import DATABASE_EXTENSIONS, describe_database
 from backend.files.delimited import describe_delimited
 from backend.files.documents import describe_docx, describe_pdf
 from backend.files.images import describe_image
@@ -93,6 +94,7 @@ READERS: dict[str, tuple[FileKind, Reader]] = {
         ("image", describe_image),
     ),
     **dict.fromkeys(("zip", "tar", "gz", "tgz", "bz2"), ("archive", describe_archive)),
+    **dict.fromkeys(DATABASE_EXTENSIONS, ("data", describe_database)),
 }
 
 

@@ -80,6 +80,11 @@ SUPPORTED_EXTENSIONS = frozenset(
         "html",
         "htm",
         "sql",
+        # Database files: read in the sandbox, or registered as data sources.
+        "sqlite",
+        "sqlite3",
+        "db",
+        "duckdb",
     ]
 )
 

@@ -80,3 +80,32 @@ def test_workspace_files_open_without_following_links(tmp_path: Path) -> None:
     for planted in ("uploads/link.csv", "uploads/dir/secret.csv"):
         with pytest.raises(NotARegularFile):
             workspaces.open_file("u1-s1", planted)
+
+
+@pytest.mark.parametrize("name", ["shop.sqlite", "shop.db", "shop.duckdb"])
+def test_a_database_file_is_described_by_its_tables(tmp_path: Path, name: str) -> None:
+    import sqlite3
+
+    import duckdb
+
+    path = tmp_path / name
+    statements = [
+        "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)",
+        "CREATE TABLE orders (id INTEGER PRIMARY KEY,"
+        " customer_id INTEGER REFERENCES customers(id), amount DOUBLE)",
+        "INSERT INTO customers VALUES (1, 'Ada')",
+        "INSERT INTO orders VALUES (1, 1, 2.5)",
+    ]
+    connection = duckdb.connect(str(path)) if name.endswith("duckdb") else sqlite3.connect(path)
+    for statement in statements:
+        connection.execute(statement)
+    connection.commit()
+    connection.close()
+    metadata = describe(path)
+    assert metadata.error is None and metadata.kind == "data"
+    assert "2 tables: customers (id, name); orders (id, customer_id, amount)" in metadata.summary
+    tables = {table["name"]: table for table in metadata.details["tables"]}
+    columns = {column["name"]: column for column in tables["orders"]["columns"]}
+    assert columns["id"]["key"] == "primary"
+    assert columns["customer_id"]["references"] == "customers.id"
+    assert tables["customers"]["columns"][1]["samples"] == ["Ada"]

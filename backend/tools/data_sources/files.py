@@ -2,27 +2,30 @@
 helper process (`backend/files/isolation.py`), never in the server, since a crafted
 database file is hostile input for a native parser.
 
-The server opens the file read-only and hands the helper its descriptor; the helper
-opens it read-only again through /proc (SQLite as immutable, DuckDB with no access to
-any other file and its configuration locked), runs the one statement and sends back
-its rows as an Arrow IPC stream, cut at the query's bounds.
+Each source has a helper of its own, which sees the source's folder read-only at
+SOURCE_FOLDER (and nothing else of the server's); it opens the file read-only
+(`backend/files/databases.py`), runs the one statement and sends back its rows as an
+Arrow IPC stream, cut at the query's bounds.
 """
 
 from __future__ import annotations
 
 import io
-import os
+import json
 import re
 import sqlite3
 import threading
 import time
-from typing import Any, BinaryIO
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
-from backend.files.isolation import IsolatedCallFailed, IsolatedRunner
+from backend.files.databases import database_catalog, open_duckdb, open_sqlite
+from backend.files.isolation import Confine, IsolatedCallFailed, IsolatedRunner
 from backend.storage.data_sources import SourceKind
-from backend.tools.data_sources.catalog import MAX_SAMPLES, Catalog, Column, Table, sample_text
+from backend.tools.data_sources.catalog import Catalog, Table
 from backend.tools.data_sources.query import QueryFailed, QueryLimits, SourceAddress, copy_capped
 
 BATCH_ROWS = 10_000
@@ -35,30 +38,6 @@ class _Batches:
 
     def __iter__(self) -> Any:
         return iter(self.batches)
-
-
-def _sqlite(handle: BinaryIO) -> sqlite3.Connection:
-    connection = sqlite3.connect(
-        f"file:/proc/self/fd/{handle.fileno()}?mode=ro&immutable=1", uri=True
-    )
-    connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-    return connection
-
-
-def _duckdb(handle: BinaryIO) -> Any:
-    import duckdb
-
-    return duckdb.connect(
-        f"/proc/self/fd/{handle.fileno()}",
-        read_only=True,
-        config={
-            "enable_external_access": False,
-            "autoinstall_known_extensions": False,
-            "autoload_known_extensions": False,
-            "lock_configuration": True,
-            "threads": 1,
-        },
-    )
 
 
 def _sqlite_rows(connection: sqlite3.Connection, sql: str, limits: QueryLimits) -> _Batches:
@@ -90,22 +69,22 @@ def _distinct(names: list[str]) -> list[str]:
     return out
 
 
-def run_file_query(handle: BinaryIO, kind: SourceKind, sql: str, limits: QueryLimits) -> bytes:
+def run_file_query(path: str, kind: SourceKind, sql: str, limits: QueryLimits) -> bytes:
     """In the helper: the answer to `sql` as an Arrow IPC stream."""
     sink = io.BytesIO()
     try:
         if kind == "sqlite":
-            with _sqlite(handle) as connection:
+            with open_sqlite(path) as connection:
                 copy_capped(_sqlite_rows(connection, sql, limits), limits, sink)
         else:
-            connection = _duckdb(handle)
+            connection = open_duckdb(path)
             timer = threading.Timer(limits.seconds, connection.interrupt)
             timer.start()
             try:
                 result = connection.execute(sql)
                 if result.description is None:
                     raise QueryFailed("the statement returned no rows: only queries are run here")
-                reader = result.fetch_record_batch(BATCH_ROWS)
+                reader = result.to_arrow_reader(BATCH_ROWS)
                 copy_capped(reader, limits, sink)
             finally:
                 timer.cancel()
@@ -117,75 +96,13 @@ def run_file_query(handle: BinaryIO, kind: SourceKind, sql: str, limits: QueryLi
     return sink.getvalue()
 
 
-def read_file_catalog(handle: BinaryIO, kind: SourceKind, max_tables: int) -> str:
+def read_file_catalog(path: str, kind: SourceKind, max_tables: int) -> str:
     """In the helper: the file's catalog as JSON, with samples."""
-    if kind == "sqlite":
-        with _sqlite(handle) as connection:
-            return _sqlite_catalog(connection, max_tables).to_json()
-    connection = _duckdb(handle)
+    assert kind in ("sqlite", "duckdb")
     try:
-        return _duckdb_catalog(connection, max_tables).to_json()
-    finally:
-        connection.close()
-
-
-def _sqlite_catalog(connection: sqlite3.Connection, max_tables: int) -> Catalog:
-    found = []
-    listed = connection.execute(
-        "SELECT name, type FROM sqlite_schema WHERE type IN ('table', 'view')"
-        " AND name NOT LIKE 'sqlite_%' ORDER BY name LIMIT ?",
-        (max_tables,),
-    ).fetchall()
-    for name, kind in listed:
-        quoted = '"' + name.replace('"', '""') + '"'
-        info = connection.execute(f"PRAGMA table_info({quoted})").fetchall()
-        keys = {
-            row[3]: f"{row[2]}.{row[4]}"
-            for row in connection.execute(f"PRAGMA foreign_key_list({quoted})").fetchall()
-        }
-        sample_rows = connection.execute(f"SELECT * FROM {quoted} LIMIT {MAX_SAMPLES}").fetchall()
-        rows = connection.execute(f"SELECT count(*) FROM {quoted}").fetchone()[0]
-        columns = [
-            Column(
-                name=column[1],
-                type=column[2] or "any",
-                key="primary" if column[5] else "",
-                references=keys.get(column[1], ""),
-                samples=[sample_text(r[i]) for r in sample_rows if r[i] is not None],
-            )
-            for i, column in enumerate(info)
-        ]
-        found.append(Table(name=name, columns=columns, rows=rows, kind=kind))
-    return Catalog(tables=found)
-
-
-def _duckdb_catalog(connection: Any, max_tables: int) -> Catalog:
-    listed = connection.execute(
-        "SELECT schema_name, table_name, estimated_size, 'table' FROM duckdb_tables()"
-        " WHERE NOT internal UNION ALL SELECT schema_name, view_name, NULL, 'view'"
-        " FROM duckdb_views() WHERE NOT internal ORDER BY 1 <> 'main', 1, 2 LIMIT ?",
-        [max_tables],
-    ).fetchall()
-    found = []
-    for schema, name, rows, kind in listed:
-        qualified = name if schema == "main" else f"{schema}.{name}"
-        quoted = ".".join('"' + p.replace('"', '""') + '"' for p in (schema, name))
-        described = connection.execute(
-            "SELECT column_name, data_type FROM duckdb_columns()"
-            " WHERE schema_name = ? AND table_name = ? ORDER BY column_index",
-            [schema, name],
-        ).fetchall()
-        sample_rows = connection.execute(f"SELECT * FROM {quoted} LIMIT {MAX_SAMPLES}").fetchall()
-        columns = [
-            Column(
-                name=column,
-                type=kind_of,
-                samples=[sample_text(r[i]) for r in sample_rows if r[i] is not None],
-            )
-            for i, (column, kind_of) in enumerate(described)
-        ]
-        found.append(Table(name=qualified, columns=columns, rows=rows, kind=kind))
-    return Catalog(tables=found)
+        return json.dumps(database_catalog(path, kind, max_tables))
+    except Exception as exc:  # sqlite3.Error, duckdb.Error: sent as words only
+        raise ValueError(str(exc).split("\n")[0]) from None
 
 
 _MISSING = (
@@ -203,8 +120,22 @@ def _failed(message: str) -> QueryFailed:
     return QueryFailed(message)
 
 
+SOURCE_FOLDER = "/opt/source"  # where a source's helper sees its folder
+
+
+def confined_to(folder: Path, confine: Confine | None) -> Confine | None:
+    """`confine`, with `folder` bound read-only at SOURCE_FOLDER."""
+    if confine is None:
+        return None
+
+    def confined(argv: list[str], code: Sequence[tuple[Path, str]], **options: Any) -> list[str]:
+        return confine(argv, [*code, (folder, SOURCE_FOLDER)], **options)
+
+    return confined
+
+
 class FileSource:
-    """A database file, read through the confined helper; one query at a time."""
+    """A database file, read through its source's confined helper; one query at a time."""
 
     broken = False
 
@@ -212,31 +143,25 @@ class FileSource:
         assert address.path is not None
         self.address = address
         self.runner = runner
-
-    def _open(self) -> BinaryIO:
-        assert self.address.path is not None
-        fd = os.open(self.address.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        return os.fdopen(fd, "rb")
+        # The file as the helper names it: through its folder's binding, or (unconfined) as is.
+        name = address.path.name
+        self.path = f"{SOURCE_FOLDER}/{name}" if runner.confined else str(address.path)
 
     def query(self, sql: str, limits: QueryLimits) -> _Batches:
-        with self._open() as handle:
-            try:
-                data = self.runner.call(run_file_query, self.address.kind, sql, limits, file=handle)
-            except IsolatedCallFailed as exc:
-                raise QueryFailed(str(exc).replace("the file", "the database file")) from None
-            except ValueError as exc:  # the helper's only way to send the database's words
-                raise _failed(str(exc)) from None
+        try:
+            data = self.runner.call(run_file_query, self.path, self.address.kind, sql, limits)
+        except IsolatedCallFailed as exc:
+            raise QueryFailed(str(exc).replace("the file", "the database file")) from None
+        except ValueError as exc:  # the helper's only way to send the database's words
+            raise _failed(str(exc)) from None
         reader = pa.ipc.open_stream(data)
         return _Batches(reader.schema, list(reader))
 
     def catalog(self, max_tables: int) -> Catalog:
-        with self._open() as handle:
-            try:
-                text = self.runner.call(
-                    read_file_catalog, self.address.kind, max_tables, file=handle
-                )
-            except (IsolatedCallFailed, ValueError) as exc:
-                raise QueryFailed(str(exc)) from None
+        try:
+            text = self.runner.call(read_file_catalog, self.path, self.address.kind, max_tables)
+        except (IsolatedCallFailed, ValueError) as exc:
+            raise QueryFailed(str(exc)) from None
         return Catalog.from_json(text)
 
     def samples(self, table: Table, seconds: float) -> Table:

@@ -11,14 +11,20 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from backend.files.isolation import Confine, IsolatedRunner
 from backend.tools.data_sources.catalog import Catalog, Table
+from backend.tools.data_sources.files import FileSource, confined_to
+from backend.tools.data_sources.mysql import MySqlSource
+from backend.tools.data_sources.postgres import PostgresSource
 from backend.tools.data_sources.query import QueryLimits, Rows, SourceAddress
 
 MAX_IDLE = 2
+MAX_HELPERS = 8  # file sources' helper processes kept running
 IDLE_SECONDS = 300.0
 
 
@@ -36,6 +42,13 @@ class SourceConnection(Protocol):
     def catalog(self, max_tables: int) -> Catalog: ...
 
     def samples(self, table: Table, seconds: float) -> Table: ...
+
+    def forget(self, folder: Path) -> None:
+        """A deleted file source: its helper stops now."""
+        with self._lock:
+            runner = self._helpers.pop(folder, None)
+        if runner is not None:
+            runner.close()
 
     def close(self) -> None: ...
 
@@ -58,15 +71,27 @@ class SourceReaders:
     def __init__(self, confine: Confine | None, file_timeout: float) -> None:
         self._lock = threading.Lock()
         self._idle: dict[str, list[_Idle]] = {}
-        self._runners: list[IsolatedRunner] = []
+        # A file source's helper, by its folder; the least recently used past MAX_HELPERS
+        # is stopped (the next query starts it again).
+        self._helpers: OrderedDict[Path, IsolatedRunner] = OrderedDict()
         self.confine = confine
         self.file_timeout = file_timeout
 
-    def _runner(self) -> IsolatedRunner:
+    def _runner(self, folder: Path) -> IsolatedRunner:
         with self._lock:
-            if self._runners:
-                return self._runners.pop()
-        return IsolatedRunner(timeout=self.file_timeout, confine=self.confine)
+            runner = self._helpers.get(folder)
+            if runner is None:
+                runner = IsolatedRunner(
+                    timeout=self.file_timeout, confine=confined_to(folder, self.confine)
+                )
+                self._helpers[folder] = runner
+            self._helpers.move_to_end(folder)
+            stopped = []
+            while len(self._helpers) > MAX_HELPERS:
+                stopped.append(self._helpers.popitem(last=False)[1])
+        for old in stopped:
+            old.close()
+        return runner
 
     def take(self, source_id: str, address: SourceAddress) -> SourceConnection:
         """An open connection to the source (QueryFailed if it cannot be reached)."""
@@ -87,26 +112,17 @@ class SourceReaders:
         if taken is not None:
             return taken
         if address.kind == "postgresql":
-            from backend.tools.data_sources.postgres import PostgresSource
-
             return PostgresSource(address)
         if address.kind == "mysql":
-            from backend.tools.data_sources.mysql import MySqlSource
-
             return MySqlSource(address)
-        from backend.tools.data_sources.files import FileSource
-
-        return FileSource(address, self._runner())
+        assert address.path is not None
+        return FileSource(address, self._runner(address.path.parent))
 
     def give_back(
         self, source_id: str, address: SourceAddress, connection: SourceConnection
     ) -> None:
-        from backend.tools.data_sources.files import FileSource
-
         if isinstance(connection, FileSource):
-            with self._lock:
-                self._runners.append(connection.runner)
-            return
+            return  # its helper stays, for the source's next query
         if connection.broken:
             connection.close()
             return
@@ -118,10 +134,18 @@ class SourceReaders:
                 return
         connection.close()
 
+    def forget(self, folder: Path) -> None:
+        """A deleted file source: its helper stops now."""
+        with self._lock:
+            runner = self._helpers.pop(folder, None)
+        if runner is not None:
+            runner.close()
+
     def close(self) -> None:
         with self._lock:
             idle = [held.connection for kept in self._idle.values() for held in kept]
-            runners, self._runners = self._runners, []
+            runners = list(self._helpers.values())
+            self._helpers.clear()
             self._idle.clear()
         for connection in idle:
             connection.close()
