@@ -43,13 +43,6 @@ class SourceConnection(Protocol):
 
     def samples(self, table: Table, seconds: float) -> Table: ...
 
-    def forget(self, folder: Path) -> None:
-        """A deleted file source: its helper stops now."""
-        with self._lock:
-            runner = self._helpers.pop(folder, None)
-        if runner is not None:
-            runner.close()
-
     def close(self) -> None: ...
 
 
