@@ -37,9 +37,17 @@ from backend.storage.data_sources import (
     SOURCES_FOLDER,
     SourceKind,
     SourceNameTaken,
+    VerifiedAnswer,
 )
 from backend.storage.sessions import SessionKey, owner_of
 from backend.tools.data_sources.catalog import Catalog, describe, nearest, note_map, pick_tables
+from backend.tools.data_sources.examples import (
+    Example,
+    SourcesPrompt,
+    most_similar,
+    queries_in,
+)
+from backend.tools.data_sources.examples import describe as describe_examples
 from backend.tools.data_sources.query import (
     FILE_KINDS,
     NETWORK_KINDS,
@@ -394,11 +402,12 @@ class DataSources:
             return ""
         return "Attached data sources, queried with SQL from Python code:\n" + "\n".join(lines)
 
-    def prompt_context(self, key: SessionKey, question: str) -> str:
+    def prompt_context(self, key: SessionKey, question: str) -> SourcesPrompt:
         """For the coder's prompt: each attached source's tables the question needs, with
-        their notes, and how to query them."""
+        their notes, how to query them, and the verified answers most like the question."""
+        attached = self.attached(key)
         parts = []
-        for source in self.attached(key):
+        for source in attached:
             notes = self.notes(source)
             picked = pick_tables(self.catalog(source), question, notes)
             header = f"Data source {source.name!r} ({source.kind}, read-only SQL)"
@@ -407,13 +416,68 @@ class DataSources:
             body = describe(picked, notes) if picked else "(no table matches the question by name)"
             parts.append(f"{header}\n{body}")
         if not parts:
-            return ""
+            return SourcesPrompt()
         usage = (
             "Query attached data sources with sql(source, query), which returns a pandas"
             " DataFrame; use only the tables and columns listed, and let the database"
             " filter, join and aggregate."
         )
-        return usage + "\n\n" + "\n\n".join(parts)
+        names = {source.id: source.name for source in attached}
+        examples = most_similar(
+            question,
+            [
+                Example(
+                    id=answer.id,
+                    source=names[answer.source_id],
+                    question=answer.question,
+                    code=answer.code,
+                    queries=answer.queries,
+                )
+                for answer in self.store.verified_answers(list(names))
+            ],
+        )
+        if examples:
+            parts.append(describe_examples(examples))
+        return SourcesPrompt(text=usage + "\n\n" + "\n\n".join(parts), examples=examples)
+
+    # Verified answers ----------------------------------------------------------------------
+
+    def verify(
+        self, user_id: int, key: SessionKey, question: str, answer: str, code: Sequence[str]
+    ) -> list[VerifiedAnswer]:
+        """Keep a checked answer on each attached source its code queried: its question,
+        its code and those queries."""
+        written = "\n\n".join(code)
+        queried: dict[str, list[str]] = {}
+        for name, sql in queries_in(written):
+            queried.setdefault(name, []).append(sql)
+        kept = []
+        for source in self.attached(key):
+            if source.name in queried:
+                kept.append(
+                    self.store.add_verified_answer(
+                        source.id, user_id, question, answer, written, queried[source.name]
+                    )
+                )
+        if not kept:
+            raise SourceInvalid(
+                "this answer ran no query on a data source of this conversation", "message_id"
+            )
+        return kept
+
+    def verified(self, user_id: int, source_id: str) -> list[VerifiedAnswer]:
+        """The source's verified answers: all of them for its owner, one's own for others."""
+        source = self.get(user_id, source_id)
+        answers = self.store.verified_answers([source.id])
+        if source.user_id == user_id:
+            return answers
+        return [answer for answer in answers if answer.user_id == user_id]
+
+    def withdraw(self, user_id: int, source_id: str, answer_id: str) -> None:
+        """The owner withdraws any; whoever verified an answer, their own."""
+        if not any(answer.id == answer_id for answer in self.verified(user_id, source_id)):
+            raise SourceNotFound(answer_id)
+        self.store.delete_verified_answer(source_id, answer_id)
 
     # Queries -----------------------------------------------------------------------------
 

@@ -129,3 +129,14 @@ class SessionSources(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     source_ids: list[Annotated[str, StringConstraints(max_length=64)]] = Field(max_length=64)
+
+
+class VerifiedAnswerPublic(BaseModel):
+    id: str
+    source_id: str
+    question: str
+    answer: str
+    code: str
+    queries: list[str]
+    verified_by: str
+    created_at: float

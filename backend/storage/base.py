@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from backend.storage.data_sources import DataNote, DataSource, NoteStatus
+from backend.storage.data_sources import DataNote, DataSource, NoteStatus, VerifiedAnswer
 from backend.storage.evals import EvalResultRow, EvalRunRow, EvalSetRow
 from backend.storage.feedback import Feedback, FeedbackCounts, Rating
 from backend.storage.groups import Group, Membership, Origin
@@ -366,6 +366,20 @@ class Store(Protocol):
     def set_note(
         self, source_id: str, target: str, status: NoteStatus, note: str, author_id: int
     ) -> None: ...
+
+    def add_verified_answer(
+        self,
+        source_id: str,
+        user_id: int,
+        question: str,
+        answer: str,
+        code: str,
+        queries: Sequence[str],
+    ) -> VerifiedAnswer: ...
+
+    def verified_answers(self, source_ids: Sequence[str]) -> list[VerifiedAnswer]: ...
+
+    def delete_verified_answer(self, source_id: str, answer_id: str) -> bool: ...
 
     # OpenAI's Files and Containers APIs (backend/storage/openai_objects.py): every read
     # takes the owner's id

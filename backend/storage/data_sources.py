@@ -11,6 +11,7 @@ read-only, and `shared_with_all` (an admin's choice) shares it with everyone.
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import time
@@ -69,6 +70,18 @@ class DataNote:
     note: str
     author_id: int
     updated_at: float
+
+
+@dataclass(frozen=True)
+class VerifiedAnswer:
+    id: str
+    source_id: str
+    user_id: int  # who verified it
+    question: str
+    answer: str
+    code: str
+    queries: list[str]  # the SQL its code ran on the source
+    created_at: float
 
 
 class SourceNameTaken(Exception):
@@ -269,3 +282,74 @@ class DataSourceRows:
                     " updated_at) VALUES (?, ?, ?, ?, ?, ?)",
                     (source_id, target, status, note, author_id, time.time()),
                 )
+
+    # Verified answers ---------------------------------------------------------------
+
+    def add_verified_answer(
+        self,
+        source_id: str,
+        user_id: int,
+        question: str,
+        answer: str,
+        code: str,
+        queries: Sequence[str],
+    ) -> VerifiedAnswer:
+        found = VerifiedAnswer(
+            id=f"va_{secrets.token_hex(12)}",
+            source_id=source_id,
+            user_id=user_id,
+            question=question,
+            answer=answer,
+            code=code,
+            queries=list(queries),
+            created_at=time.time(),
+        )
+        with self.database.transaction() as db:
+            db.execute(
+                "INSERT INTO verified_answers (id, source_id, user_id, question, answer, code,"
+                " queries, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    found.id,
+                    source_id,
+                    user_id,
+                    question,
+                    answer,
+                    code,
+                    json.dumps(found.queries),
+                    found.created_at,
+                ),
+            )
+        return found
+
+    def verified_answers(self, source_ids: Sequence[str]) -> list[VerifiedAnswer]:
+        """The answers verified on these sources, newest first."""
+        if not source_ids:
+            return []
+        marks = ", ".join("?" for _ in source_ids)
+        with self.database.reading() as db:
+            rows = db.execute(
+                f"SELECT * FROM verified_answers WHERE source_id IN ({marks})"
+                " ORDER BY created_at DESC, id",
+                tuple(source_ids),
+            ).fetchall()
+        return [
+            VerifiedAnswer(
+                id=row["id"],
+                source_id=row["source_id"],
+                user_id=int(row["user_id"]),
+                question=row["question"],
+                answer=row["answer"],
+                code=row["code"],
+                queries=[str(q) for q in json.loads(row["queries"])],
+                created_at=row["created_at"],
+            )
+            for row in rows
+        ]
+
+    def delete_verified_answer(self, source_id: str, answer_id: str) -> bool:
+        with self.database.transaction() as db:
+            deleted = db.execute(
+                "DELETE FROM verified_answers WHERE id = ? AND source_id = ?",
+                (answer_id, source_id),
+            )
+            return deleted.rowcount > 0

@@ -74,6 +74,24 @@ def server(
         *react_turn("Q-JOIN", JOIN_CODE, "Ada spent 30.5 in all."),
         *react_turn("Q-PORT", PORT_CODE.format(port=database["port"]), "It is unreachable."),
         *react_turn("Q-GONE", GONE_CODE, "Done."),
+        *react_turn("Q-VERIFY", JOIN_CODE, "Ada spent 30.5 in all."),
+        # Scripted only for a prompt that offers the verified answer as an example.
+        {
+            "when": ["[stage: react]", "Q-SIMILAR"],
+            "content": "Action: coder\nAction Input: Q-SIMILAR",
+        },
+        {
+            "when": [
+                "[stage: generate]",
+                "Q-SIMILAR",
+                "Verified answers to similar questions",
+                JOIN,
+            ],
+            "content": f"```python\n{JOIN_CODE}```",
+        },
+        {"when": ["[stage: answer]", "Q-SIMILAR"], "content": "Ada spent 30.5."},
+        # Another user's turn writes the same code, but is offered no example.
+        *react_turn("Q-OTHER", JOIN_CODE, "Ada spent 30.5."),
         # The typo fails; the fix is scripted only for a prompt that carries the catalog's name.
         *react_turn("Q-TYPO", TYPO_CODE, "The orders sum to 37.5."),
         {
@@ -301,3 +319,56 @@ def test_a_password_is_sent_only_to_the_host_it_was_given_for(
         moved = http.patch(f"/api/data-sources/{source['id']}", json=given)
     assert moved.status_code == 200, moved.text
     assert moved.json()["host"] == "localhost" and moved.json()["has_password"]
+
+
+def _asked(user: SignedIn, session: str, message: str) -> tuple[dict[str, Any], str, int]:
+    """The turn's final event, its conversation and its answer's message id."""
+    events = _chat(user, session, message)
+    with user.client() as http:
+        (conversation,) = [
+            c for c in http.get("/api/conversations").json() if c["session_id"] == session
+        ]
+        answer = http.get(f"/api/conversations/{conversation['id']}").json()["messages"][-1]
+    return events["final"], conversation["id"], answer["id"]
+
+
+def test_a_verified_answer_is_offered_for_a_similar_question_and_only_to_those_who_see_it(
+    server: SharedServer, user: SignedIn, database: dict[str, Any], request: pytest.FixtureRequest
+) -> None:
+    source = _register(user, database)
+    _attach(user, "verify", source["id"])
+    _, conversation, answer = _asked(
+        user, "verify", "Q-VERIFY compute the total each customer spent"
+    )
+    with user.client() as http:
+        kept = http.post(f"/api/conversations/{conversation}/messages/{answer}/verified")
+        assert kept.status_code == 201, kept.text
+        (verified,) = kept.json()
+        assert verified["source_id"] == source["id"] and verified["queries"] == [JOIN]
+        assert verified["question"] == "Q-VERIFY compute the total each customer spent"
+        listed = http.get(f"/api/data-sources/{source['id']}/verified-answers").json()
+        assert [v["id"] for v in listed] == [verified["id"]]
+    # A similar question in another conversation gets it as a worked example, and says so.
+    _attach(user, "similar", source["id"])
+    final, _, _ = _asked(user, "similar", "Q-SIMILAR compute the total spent by each customer")
+    assert final["text"].startswith("Ada spent 30.5.")
+    assert "reuses the query of a verified answer" in final["text"]
+    # Someone who cannot see the source does not get it, even with the same code.
+    other = own_user(server, request)
+    theirs = _register(other, database)
+    _attach(other, "other", theirs["id"])
+    final, _, _ = _asked(other, "other", "Q-OTHER compute the total spent by each customer")
+    assert final["text"] == "Ada spent 30.5."
+    with other.client() as http:
+        assert http.get(f"/api/data-sources/{source['id']}/verified-answers").status_code == 404
+        assert (
+            http.delete(
+                f"/api/data-sources/{source['id']}/verified-answers/{verified['id']}"
+            ).status_code
+            == 404
+        )
+    # The owner withdraws it.
+    with user.client() as http:
+        url = f"/api/data-sources/{source['id']}/verified-answers/{verified['id']}"
+        assert http.delete(url).status_code == 204
+        assert http.get(f"/api/data-sources/{source['id']}/verified-answers").json() == []

@@ -14,11 +14,12 @@ from backend.api.deps import (
     CurrentUser,
     DataSourcesDep,
     FilesDep,
+    RecordId,
     StoreDep,
     opened_session,
     owned_session,
 )
-from backend.api.errors import CLIENT_ERRORS
+from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.core.data_sources import DataSources, SourceSpec
 from backend.models.common import SessionId
 from backend.models.data_sources import (
@@ -35,8 +36,10 @@ from backend.models.data_sources import (
     SessionSources,
     SharesUpdate,
     TablePublic,
+    VerifiedAnswerPublic,
 )
 from backend.storage import DataSource, Store, User
+from backend.storage.data_sources import VerifiedAnswer
 
 router = APIRouter(prefix="/api", tags=["data-sources"], responses=CLIENT_ERRORS)
 SourceId = Annotated[str, PathParam(max_length=64)]
@@ -245,3 +248,66 @@ def attach_session_sources(
     """Attach exactly these data sources to the conversation (a new one is started)."""
     key = opened_session(store, user, session_id)
     return [_public(store, user, s) for s in sources.attach(user.id, key, body.source_ids)]
+
+
+def _verified(store: Store, answer: VerifiedAnswer) -> VerifiedAnswerPublic:
+    by = store.get_user_by_id(answer.user_id)
+    return VerifiedAnswerPublic(
+        id=answer.id,
+        source_id=answer.source_id,
+        question=answer.question,
+        answer=answer.answer,
+        code=answer.code,
+        queries=answer.queries,
+        verified_by=by.username if by else "",
+        created_at=answer.created_at,
+    )
+
+
+@router.post(
+    "/conversations/{conversation_id}/messages/{message_id}/verified",
+    status_code=status.HTTP_201_CREATED,
+)
+def verify_answer(
+    conversation_id: Annotated[str, PathParam(max_length=64)],
+    message_id: RecordId,
+    store: StoreDep,
+    sources: DataSourcesDep,
+    user: CurrentUser,
+) -> list[VerifiedAnswerPublic]:
+    """Mark an answer as verified: its question, code and queries are kept on each data
+    source it queried, as a worked example for later questions about it."""
+    conversation = store.get_conversation(user.id, conversation_id)
+    messages = {m.id: m for m in store.list_messages(conversation_id)} if conversation else {}
+    message = messages.get(message_id)
+    if conversation is None or message is None or message.role != "assistant":
+        raise ApiError(404, "Message not found in this conversation.", code="message_not_found")
+    asked = messages.get(message.parent_id) if message.parent_id is not None else None
+    code = [str(c) for c in message.metadata.get("code", []) if isinstance(c, str)]
+    kept = sources.verify(
+        user.id, conversation.session_key, asked.content if asked else "", message.content, code
+    )
+    return [_verified(store, answer) for answer in kept]
+
+
+@router.get("/data-sources/{source_id}/verified-answers")
+def read_verified_answers(
+    source_id: SourceId, store: StoreDep, sources: DataSourcesDep, user: CurrentUser
+) -> list[VerifiedAnswerPublic]:
+    """The answers verified on this source (its owner sees all; others, their own)."""
+    return [_verified(store, answer) for answer in sources.verified(user.id, source_id)]
+
+
+@router.delete(
+    "/data-sources/{source_id}/verified-answers/{answer_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+)
+def withdraw_verified_answer(
+    source_id: SourceId,
+    answer_id: Annotated[str, PathParam(max_length=64)],
+    sources: DataSourcesDep,
+    user: CurrentUser,
+) -> Response:
+    """Withdraw a verified answer: no later question gets it as an example."""
+    sources.withdraw(user.id, source_id, answer_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -22,6 +22,7 @@ from backend.llm import LLMError
 from backend.llm.turn import TurnLLM
 from backend.storage.sessions import SessionKey
 from backend.storage.workspaces import NotARegularFile, UnsafePath, Workspaces
+from backend.tools.data_sources.examples import SourcesPrompt, reuse_note, reused
 from backend.tools.provenance import RunOutput, cite
 from backend.tools.python_coder import notepad, prompts
 from backend.tools.python_coder.analysis_spec import plan_analysis, render_code
@@ -70,7 +71,7 @@ class PythonCoder:
         self.steps = steps  # where each answered task is kept for the session's export
         # The session's attached data sources for the prompt, picked for the question
         # (`DataSources.prompt_context`); None: no data sources on this server.
-        self.sources_context: Callable[[SessionKey, str], str] | None = None
+        self.sources_context: Callable[[SessionKey, str], SourcesPrompt] | None = None
         self._notepad_lock = threading.Lock()  # one read-modify-write of notepad.json at a time
 
     async def run(
@@ -114,6 +115,10 @@ class PythonCoder:
         before = await run_in_threadpool(
             notepad.read_variables, self.workspaces, request.session_id
         )
+        sources = SourcesPrompt()
+        if self.sources_context is not None:
+            question = request.question or request.query
+            sources = await run_in_threadpool(self.sources_context, request.session_id, question)
         context = CodingContext(
             query=request.query,
             history=[] if request.head is not None else request.history,  # the head has it
@@ -126,11 +131,7 @@ class PythonCoder:
             ),
             head=request.head,
             charts=llm.profile.free_form_code,  # a small model keeps to Matplotlib
-            sources=await run_in_threadpool(
-                self.sources_context, request.session_id, request.question or request.query
-            )
-            if self.sources_context is not None
-            else "",
+            sources=sources.text,
         )
         preamble = loader_code(chosen.mapping, chosen.files)
         loads = file_loads(plain_loads(chosen.mapping, chosen.files))
@@ -202,6 +203,11 @@ class PythonCoder:
             return
         known = set(before) | set(chosen.mapping.values())
         await self._finish(request, conversation, known, result, executed.code, loads, progress)
+        if request.answer != "none" and (used := reused(executed.code, sources.examples)):
+            note = reuse_note(used)  # said whether or not the model said it
+            result.answer += note
+            if result.final and progress.answering is not None:
+                await progress.answering(note)
 
     async def _spec_first(
         self, request: CoderRequest, chosen: ChosenFiles, llm: TurnLLM, result: CoderResult
