@@ -428,23 +428,31 @@ def measure_catalog(
 
     text = stored_catalog(detail.json())
     parsed = Catalog.from_json(text)
+    parses = [timed(lambda: Catalog.from_json(text)) for _ in range(args.pick_repeats)]
     whole = len(describe(parsed.tables, {}))
-    print(f"  the whole catalog described for a prompt: {whole:,} chars; MAX_PICKED = {MAX_PICKED}")
+    print(f"  the stored catalog: {len(text) / 1024:.0f} KiB of JSON, parsed in "
+          f"{ms(statistics.median(parses))}; described whole for a prompt: {whole:,} chars; "
+          f"MAX_PICKED = {MAX_PICKED}")  # fmt: skip
     met = True
     for question, needed in QUESTIONS:
         picks: list[float] = []
+        alone: list[float] = []
         picked: list[str] = []
         for _ in range(args.pick_repeats):
             started = time.perf_counter()
             chosen = pick_tables(Catalog.from_json(text), question, {})
             picks.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            pick_tables(parsed, question, {})
+            alone.append(time.perf_counter() - started)
             picked = [table.name for table in chosen]
         carried = len(describe([t for t in parsed.tables if t.name in picked], {}))
         found = needed <= set(picked)
         met = met and found and len(picked) <= len(needed)
         print(f"  {question!r}: needs {', '.join(sorted(needed))}")
-        print(f"    picked {len(picked)} tables in {ms(statistics.median(picks))} (JSON parsed "
-              f"each time); needed among them: {'yes' if found else 'NO'}; "
+        print(f"    picked {len(picked)} tables in {ms(statistics.median(picks))} with the JSON "
+              f"parsed ({ms(statistics.median(alone))} without); needed among them: "
+              f"{'yes' if found else 'NO'}; "
               f"{len(picked) - len(needed & set(picked))} extra; prompt {carried:,} chars "
               f"({carried / whole * 100:.1f}% of the whole catalog's)")  # fmt: skip
         print(f"    picked: {', '.join(picked) or '(none)'}")
@@ -460,7 +468,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--tables", type=int, default=500)
-    parser.add_argument("--repeats", type=int, default=3, help="loads of each reader")
+    parser.add_argument("--repeats", type=int, default=5, help="loads of each reader")
     parser.add_argument("--list-repeats", type=int, default=5)
     parser.add_argument("--pick-repeats", type=int, default=20)
     parser.add_argument("--memory-mb", type=int, default=6144, help="PYTHON_CODE_MAX_MEMORY")

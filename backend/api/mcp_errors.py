@@ -14,16 +14,25 @@ from contextlib import contextmanager
 from mcp.server.mcpserver.exceptions import ToolError
 
 from backend.api.errors import api_error
+from backend.core.data_sources import SourceInvalid, SourceNotFound, SourceReadOnly
 from backend.core.limits import LimitReached
 from backend.core.python_coder_service import ExecutorUnavailable
 from backend.llm import LLMError
-from backend.storage import StoreBusy, StoreFull, StoreUnavailable
+from backend.storage import SessionOwnedByAnotherUser, StoreBusy, StoreFull, StoreUnavailable
 from backend.storage.s3_objects import S3Error
+from backend.storage.sessions import InvalidSession
 from backend.tools.sandbox.admission import SandboxRefused
+from backend.tools.sandbox.data_channel import QueryRefused
 
 # What a tool passes on to its caller; the rest of the table is about REST requests.
 _PASSED_ON = (
     LimitReached,
+    SourceNotFound,
+    SourceReadOnly,
+    SourceInvalid,
+    QueryRefused,
+    InvalidSession,
+    SessionOwnedByAnotherUser,
     SandboxRefused,
     LLMError,
     ExecutorUnavailable,

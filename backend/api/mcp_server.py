@@ -34,6 +34,7 @@ from starlette.routing import Route
 from backend.api import mcp_ask
 from backend.api.mcp_auth import McpAuth, bearer_token
 from backend.api.mcp_errors import as_tool_errors
+from backend.api.mcp_sources import add_source_tools
 from backend.core.accounts import authenticate
 from backend.core.router import AgentType
 from backend.core.services import Services
@@ -47,7 +48,9 @@ from backend.storage.workspaces import NotARegularFile, UnsafePath
 INSTRUCTIONS = (
     "A Python data-analysis sandbox. Each session_id names a workspace of its own (uploaded "
     "files, variables that persist between runs, plots). Call list_sessions to find one, "
-    "list_files and describe_file to see its data, and run_python to analyse it."
+    "list_files and describe_file to see its data, and run_python to analyse it. Databases "
+    "are data sources: list_data_sources, describe_data_source and query_data_source, or "
+    "attach_data_sources to a session, where code calls sql(name, query)."
 )
 # One line each, for a model to act on.
 ASK = (
@@ -203,6 +206,7 @@ def build_mcp_server(services: Services) -> MCPServer:
             is_error=not result.success,
         )
 
+    add_source_tools(server, services, caller)
     return server
 
 

@@ -17,6 +17,9 @@ SourceName = Annotated[str, StringConstraints(pattern=SOURCE_NAME_PATTERN)]
 Short = Annotated[Text, StringConstraints(max_length=255)]
 Username = Annotated[Text, StringConstraints(min_length=1, max_length=150)]
 Target = Annotated[Text, StringConstraints(max_length=300)]
+SourceId = Annotated[str, StringConstraints(max_length=64)]
+# The /v1 extension field: sources to attach to the request's session.
+DataSourceIds = list[SourceId] | None
 
 
 class DataSourceChange(BaseModel):
@@ -128,7 +131,7 @@ class QueryResult(BaseModel):
 class SessionSources(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    source_ids: list[Annotated[str, StringConstraints(max_length=64)]] = Field(max_length=64)
+    source_ids: list[SourceId] = Field(max_length=64)
 
 
 class VerifiedAnswerPublic(BaseModel):

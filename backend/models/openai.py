@@ -17,6 +17,7 @@ from backend.core.router import AgentType
 from backend.llm import GenerationOptions
 from backend.llm.schema_bounds import check_schema
 from backend.models.common import SessionId, Text
+from backend.models.data_sources import DataSourceIds
 
 # A schema a reply is constrained to: it becomes a grammar, so it is bounded (a 400 past).
 JsonSchema = Annotated[dict[str, Any], AfterValidator(check_schema)]
@@ -155,6 +156,12 @@ class ChatCompletionRequest(BaseModel):
     # Extensions: which agent answers, and which stored session to continue.
     agent_type: AgentType = "auto"
     session_id: SessionId | None = None
+    data_sources: DataSourceIds = Field(
+        default=None,
+        max_length=64,
+        description="Attach exactly these data sources (ids from /api/data-sources) to the"
+        " session before the turn; needs session_id",
+    )
 
     def langchain_messages(self) -> list[BaseMessage]:
         converted: list[BaseMessage] = []

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from backend.core.router import AgentType
 from backend.llm import GenerationOptions
 from backend.models.common import SessionId, Text
+from backend.models.data_sources import DataSourceIds
 from backend.models.openai import JsonSchema, first_unsupported
 
 
@@ -140,6 +141,12 @@ class ResponseRequest(BaseModel):
     # Extensions, as on chat completions.
     agent_type: AgentType = "auto"
     session_id: SessionId | None = None
+    data_sources: DataSourceIds = Field(
+        default=None,
+        max_length=64,
+        description="Attach exactly these data sources (ids from /api/data-sources) to the"
+        " session before the turn; needs session_id",
+    )
 
     def unsupported_parameter(self) -> str | None:
         return first_unsupported(self.model_extra or {})

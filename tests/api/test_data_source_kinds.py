@@ -104,7 +104,9 @@ def test_mariadb_answers_a_join_and_refuses_what_is_not_reading(
     _answers_the_join(user, source)
     (orders,) = [t for t in source["catalog"] if t["name"] == "orders"]
     columns = {c["name"]: c for c in orders["columns"]}
-    assert columns["id"]["key"] == "primary" and columns["customer_id"]["references"] == "customers.id"
+    assert (
+        columns["id"]["key"] == "primary" and columns["customer_id"]["references"] == "customers.id"
+    )
     _refuses(
         user,
         source["id"],

@@ -12,8 +12,14 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlparse
 
+import anyio
+import httpx2
+import openai
 import psycopg
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult, TextContent
 
 from tests.conftest import write_replies
 from tests.support.agent_script import react_turn, sse_events
@@ -24,7 +30,10 @@ JOIN = (
     "SELECT c.name, SUM(o.amount) AS total FROM orders o"
     " JOIN customers c ON c.id = o.customer_id GROUP BY c.name ORDER BY c.name"
 )
-JOIN_CODE = f"df = sql('shop', {JOIN!r})\nprint('total for Ada:', float(df['total'][0]))\n"
+JOIN_CODE = (
+    f"df = sql('shop', {JOIN!r})\nprint('total for Ada:', float(df['total'][0]))\n"
+    "print('type:', df['total'].dtype)\n"
+)
 TYPO_CODE = "df = sql('shop', 'SELECT SUM(amont) AS s FROM orders')\nprint('sum:', df['s'][0])\n"
 FIXED_CODE = (
     "df = sql('shop', 'SELECT SUM(amount) AS s FROM orders')\nprint('sum:', float(df['s'][0]))\n"
@@ -92,6 +101,7 @@ def server(
         {"when": ["[stage: answer]", "Q-SIMILAR"], "content": "Ada spent 30.5."},
         # Another user's turn writes the same code, but is offered no example.
         *react_turn("Q-OTHER", JOIN_CODE, "Ada spent 30.5."),
+        *react_turn("Q-V1", JOIN_CODE, "Ada spent 30.5 in all."),
         # The typo fails; the fix is scripted only for a prompt that carries the catalog's name.
         *react_turn("Q-TYPO", TYPO_CODE, "The orders sum to 37.5."),
         {
@@ -226,8 +236,12 @@ def test_a_scripted_agent_answers_from_a_join_citing_the_query(
     events = _chat(user, "join", "Q-JOIN compute the total each customer spent")
     execution = events["execution"]
     assert execution["ok"], execution
-    assert "[query" in execution["stdout"] and "on shop: 2 rows]" in execution["stdout"]
+    assert "[query q1 on shop: 2 rows]" in execution["stdout"]
     assert "total for Ada: 30.5" in execution["stdout"]
+    assert "type: float64" in execution["stdout"]  # NUMERIC as a float, for arithmetic
+    table = events["table"]  # the timeline shows the query's rows
+    assert table["name"] == "df" and table["rows"] == 2
+    assert [column["name"] for column in table["columns"]] == ["name", "total"]
     final = events["final"]
     (citation,) = [c for c in final["citations"] if c["text"] == "30.5"]
     assert citation["output_line"] == "total for Ada: 30.5"
@@ -372,3 +386,73 @@ def test_a_verified_answer_is_offered_for_a_similar_question_and_only_to_those_w
         url = f"/api/data-sources/{source['id']}/verified-answers/{verified['id']}"
         assert http.delete(url).status_code == 204
         assert http.get(f"/api/data-sources/{source['id']}/verified-answers").json() == []
+
+
+def test_an_openai_client_attaches_sources_with_the_extension_fields(
+    server: SharedServer, user: SignedIn, database: dict[str, Any], request: pytest.FixtureRequest
+) -> None:
+    source = _register(user, database)
+    with openai.OpenAI(base_url=f"{user.url}/v1", api_key=user.token(), max_retries=0) as sdk:
+        reply = sdk.chat.completions.create(
+            model="scripted",
+            messages=[{"role": "user", "content": "Q-V1 compute the total each customer spent"}],
+            extra_body={"session_id": "v1", "data_sources": [source["id"]]},
+        )
+        assert reply.choices[0].message.content == "Ada spent 30.5 in all."
+        with pytest.raises(openai.BadRequestError, match="session_id"):
+            sdk.chat.completions.create(
+                model="scripted",
+                messages=[{"role": "user", "content": "Q-V1 again"}],
+                extra_body={"data_sources": [source["id"]]},
+            )
+    other = own_user(server, request)
+    with (
+        openai.OpenAI(base_url=f"{other.url}/v1", api_key=other.token(), max_retries=0) as sdk,
+        pytest.raises(openai.NotFoundError),
+    ):
+        sdk.responses.create(
+            model="scripted",
+            input="Q-V1 compute the total each customer spent",
+            extra_body={"session_id": "theirs", "data_sources": [source["id"]]},
+        )
+
+
+def _mcp(user: SignedIn, *calls: tuple[str, dict[str, Any]]) -> list[CallToolResult]:
+    with user.client() as http:
+        key = str(http.post("/api/keys", json={"name": "mcp"}).json()["key"])
+
+    async def session() -> list[CallToolResult]:
+        client = httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {key}"}, timeout=httpx2.Timeout(30.0, read=300.0)
+        )
+        transport = streamable_http_client(f"{user.url}/mcp", http_client=client)
+        async with client, Client(transport) as mcp:
+            return [await mcp.call_tool(name, arguments) for name, arguments in calls]
+
+    return anyio.run(session)
+
+
+def _text(result: CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, TextContent))
+
+
+def test_an_mcp_host_lists_reads_queries_and_attaches_sources(
+    server: SharedServer, user: SignedIn, database: dict[str, Any], request: pytest.FixtureRequest
+) -> None:
+    source = _register(user, database)
+    listed, described, queried, attached, ran = _mcp(
+        user,
+        ("list_data_sources", {}),
+        ("describe_data_source", {"source_id": source["id"], "question": "orders per customer"}),
+        ("query_data_source", {"source_id": source["id"], "sql": JOIN}),
+        ("attach_data_sources", {"session_id": "mcp", "source_ids": [source["id"]]}),
+        ("run_python", {"session_id": "mcp", "code": JOIN_CODE}),
+    )
+    assert [s["name"] for s in listed.structured_content["sources"]] == ["shop"]  # type: ignore[index]
+    assert "customer_id (integer; references customers.id" in _text(described)
+    assert queried.structured_content["rows"] == [["Ada", 30.5], ["Bo", 7.0]]  # type: ignore[index]
+    assert not attached.is_error and not ran.is_error
+    assert "total for Ada: 30.5" in _text(ran)
+    other = own_user(server, request)
+    (refused,) = _mcp(other, ("query_data_source", {"source_id": source["id"], "sql": "SELECT 1"}))
+    assert refused.is_error and "Data source not found" in _text(refused)

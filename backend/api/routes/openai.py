@@ -7,7 +7,15 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from backend.api.deps import ChatServiceDep, CurrentUser, LLMDep, RightsDep
+from backend.api.attached_sources import attach_requested
+from backend.api.deps import (
+    ChatServiceDep,
+    CurrentUser,
+    DataSourcesDep,
+    LLMDep,
+    RightsDep,
+    StoreDep,
+)
 from backend.api.disconnect import unless_disconnected
 from backend.api.encoders.completions import completion, completion_chunks
 from backend.api.errors import OPENAI_CLIENT_ERRORS, ApiError
@@ -53,7 +61,12 @@ async def create_embedding(
     responses=sse_responses("A completion: JSON, or chunks as events with `stream: true`."),
 )
 async def create_chat_completion(
-    body: ChatCompletionRequest, user: CurrentUser, chat: ChatServiceDep, http: Request
+    body: ChatCompletionRequest,
+    user: CurrentUser,
+    chat: ChatServiceDep,
+    store: StoreDep,
+    sources: DataSourcesDep,
+    http: Request,
 ) -> Response:
     """Chat completion, plain JSON or SSE with `stream: true`."""
     response_format = body.response_format_dict
@@ -73,6 +86,7 @@ async def create_chat_completion(
             code="unsupported_parameter",
             param="logprobs",
         )
+    attach_requested(store, sources, user, body.session_id, body.data_sources)
     turn_request = TurnRequest(
         messages=body.langchain_messages(),
         model=body.model,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
+from backend.api.attached_sources import attach_requested
 from backend.api.bodies import UploadQuota
 from backend.api.code_interpreter import (
     check_tools,
@@ -17,7 +18,14 @@ from backend.api.code_interpreter import (
     interpreter_container,
     interpreter_output,
 )
-from backend.api.deps import ChatServiceDep, ContainersDep, CurrentUser, LimitsDep, StoreDep
+from backend.api.deps import (
+    ChatServiceDep,
+    ContainersDep,
+    CurrentUser,
+    DataSourcesDep,
+    LimitsDep,
+    StoreDep,
+)
 from backend.api.disconnect import unless_disconnected
 from backend.api.encoders.responses import finished, response_events
 from backend.api.errors import OPENAI_CLIENT_ERRORS
@@ -44,6 +52,7 @@ async def create_response(
     store: StoreDep,
     containers: ContainersDep,
     limits: LimitsDep,
+    sources: DataSourcesDep,
     http: Request,
 ) -> Response:
     """A model response, plain JSON or SSE events with `stream: true`."""
@@ -71,6 +80,7 @@ async def create_response(
         )
         session_id = client_id(container.session_key)
         output = interpreter_output(container.id, str(http.base_url), body)
+    attach_requested(store, sources, user, session_id, body.data_sources)
     turn = await chat.open_turn(
         user,
         TurnRequest(

@@ -54,16 +54,38 @@ def _message(error: Exception) -> str:
     return text.split("Query was:", 1)[0].split("SQLSTATE", 1)[0].strip()
 
 
+def _plain_type(kind: pa.DataType) -> pa.DataType:
+    """The driver's types without its extensions: NUMERIC (text, to keep every digit) as
+    float64, what pandas computes with; other PostgreSQL types it has no Arrow type for
+    (as "opaque" text) as their text."""
+    if isinstance(kind, pa.BaseExtensionType):
+        if getattr(kind, "type_name", "") == "numeric":
+            return pa.float64()
+        return kind.storage_type
+    return kind
+
+
 class _Answer:
     def __init__(self, reader: pa.RecordBatchReader) -> None:
         self.reader = reader
-        self.schema = reader.schema
+        fields = [pa.field(f.name, _plain_type(f.type)) for f in reader.schema]
+        self.schema = pa.schema(fields)
+        self.plain = all(f.type == p.type for f, p in zip(reader.schema, fields, strict=True))
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         try:
-            yield from self.reader
+            for batch in self.reader:
+                yield batch if self.plain else self._converted(batch)
         except Exception as exc:  # stopped midway: the statement timeout, a lost connection
             raise _failed(exc) from None
+
+    def _converted(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        columns = []
+        for column, field in zip(batch.columns, self.schema, strict=True):
+            if isinstance(column.type, pa.BaseExtensionType):
+                column = column.storage
+            columns.append(column if column.type == field.type else column.cast(field.type))
+        return pa.RecordBatch.from_arrays(columns, schema=self.schema)
 
 
 class PostgresSource:

@@ -77,6 +77,7 @@ class DataChannel:
         self._accepting: asyncio.Task[None] | None = None
         self._serving: set[asyncio.Task[None]] = set()
         self._run_going = False
+        self._queries = 0  # numbered for the run's output: "[query q3 on sales: 12 rows]"
 
     def _listen(self) -> None:
         if self._server is not None:
@@ -134,6 +135,8 @@ class DataChannel:
                     "ok": False, "error": str(refused), "nearest": refused.nearest
                 })  # fmt: skip
                 return
+            self._queries += 1
+            trailer = {**trailer, "id": f"q{self._queries}"}
             connection.sendall(json.dumps(trailer).encode() + b"\n")
         except QueryRefused as refused:
             with contextlib.suppress(OSError):

@@ -1,0 +1,130 @@
+"""The data sources as MCP tools: list them, read a source's tables (those a question
+needs), run a read-only query, and attach sources to a session for `ask` and
+`run_python` (whose code then calls `sql(name, query)`). Each acts as the caller: a
+source they may not see is "not found", as in the REST API."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa  # type: ignore[import-untyped]
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
+
+from backend.api.mcp_errors import as_tool_errors
+from backend.core.services import Services
+from backend.storage import User
+from backend.storage.sessions import session_key
+from backend.tools.data_sources.catalog import describe, pick_tables
+
+DESCRIBED_TABLES = 50  # a source described without a question: its first tables
+MAX_ROWS = 1000
+
+
+class SourceInfo(BaseModel):
+    source_id: str
+    name: str  # how code names it: sql(name, query)
+    kind: str
+    description: str
+    owner: str
+    tables: int
+
+
+class SourceList(BaseModel):
+    sources: list[SourceInfo]
+
+
+class QueryRows(BaseModel):
+    columns: list[str]
+    rows: list[list[Any]]
+    row_count: int
+    truncated: bool
+
+
+def add_source_tools(
+    server: MCPServer, services: Services, caller: Callable[[Context], User]
+) -> None:
+    sources = services.data_sources
+
+    @server.tool()
+    async def list_data_sources(ctx: Context) -> SourceList:
+        """List the read-only databases you own or that are shared with you."""
+        user = caller(ctx)
+        listed = []
+        for source in await run_in_threadpool(sources.visible, user.id):
+            owner = services.store.get_user_by_id(source.user_id)
+            listed.append(
+                SourceInfo(
+                    source_id=source.id,
+                    name=source.name,
+                    kind=source.kind,
+                    description=source.description,
+                    owner=owner.username if owner else "",
+                    tables=len(sources.catalog(source).tables),
+                )
+            )
+        return SourceList(sources=listed)
+
+    @server.tool()
+    async def describe_data_source(source_id: str, ctx: Context, question: str = "") -> str:
+        """A data source's tables, columns, keys, sample values and notes; with a question,
+        only the tables it needs."""
+        user = caller(ctx)
+        with as_tool_errors():
+            source = sources.get(user.id, source_id)
+        notes = sources.notes(source)
+        catalog = sources.catalog(source)
+        tables = (
+            pick_tables(catalog, question, notes) if question else catalog.tables[:DESCRIBED_TABLES]
+        )
+        header = f"{source.name} ({source.kind}): {len(catalog.tables)} tables"
+        return f"{header}\n{describe(tables, notes)}"
+
+    @server.tool()
+    async def query_data_source(
+        source_id: str, sql: str, ctx: Context, max_rows: int = 100
+    ) -> QueryRows:
+        """Run one read-only SQL query on a data source; at most max_rows rows come back."""
+        user = caller(ctx)
+        sink = io.BytesIO()
+        with as_tool_errors():
+            source = sources.get(user.id, source_id)
+            answer = await sources.query(
+                user.id, source, sql, sink, max_rows=max(1, min(max_rows, MAX_ROWS))
+            )
+        table = pa.ipc.open_stream(sink.getvalue()).read_all()
+        return QueryRows(
+            columns=answer.columns,
+            rows=[list(row.values()) for row in table.to_pylist()],
+            row_count=answer.rows,
+            truncated=answer.truncated,
+        )
+
+    @server.tool()
+    async def attach_data_sources(
+        session_id: str, source_ids: list[str], ctx: Context
+    ) -> SourceList:
+        """Attach exactly these data sources to a session (started if new): its `ask` and
+        `run_python` code can then query them with sql(name, query)."""
+        user = caller(ctx)
+        with as_tool_errors():
+            key = session_key(user.id, session_id)
+            services.store.conversation_for_session(user.id, key, "")
+            attached = sources.attach(user.id, key, source_ids)
+        return SourceList(
+            sources=[
+                SourceInfo(
+                    source_id=s.id,
+                    name=s.name,
+                    kind=s.kind,
+                    description=s.description,
+                    owner="",
+                    tables=len(sources.catalog(s).tables),
+                )
+                for s in attached
+            ]
+        )
