@@ -40,6 +40,7 @@ SMOKE_RUNS: list[tuple[str, ...]] = [
     ("branch_snapshot",),
     ("coder_small_model",),
     ("dabench_runner",),
+    ("db_sources",),
     ("executor_latency",),
     ("gateway_overhead",),
     ("large_data",),

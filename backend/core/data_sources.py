@@ -358,6 +358,22 @@ class DataSources:
         self.store.set_note(source.id, target, status, note.strip(), user_id)
         return status
 
+    def propose_note(self, key: SessionKey, proposal: str) -> str:
+        """An agent's note, "<source> <table>[.<column>]: <note>", on a source its session
+        attached: kept as proposed, whoever owns the session; the answer is for the agent."""
+        head, _, note = proposal.partition(":")
+        name, _, target = head.strip().partition(" ")
+        source = next((s for s in self.attached(key) if s.name == name), None)
+        if source is None or not note.strip():
+            names = ", ".join(s.name for s in self.attached(key))
+            return f"Error: give <source> <table>[.<column>]: <note>, the source one of: {names}"
+        try:
+            self._check_target(source, target.strip())
+        except SourceInvalid as exc:
+            return f"Error: {exc}"
+        self.store.set_note(source.id, target.strip(), "proposed", note.strip(), owner_of(key))
+        return f"Proposed to the owner of {source.name}: a note on {target.strip() or 'it'}."
+
     def accept_note(self, user_id: int, source_id: str, target: str) -> None:
         source = self.owned(user_id, source_id)
         proposed = self.notes(source, "proposed")

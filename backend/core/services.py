@@ -206,7 +206,7 @@ def build_services(settings: Settings) -> Services:
         executors.answer_query = data_sources.answer_run
     coder.sources_context = data_sources.prompt_context
     agents = AgentRunner(settings, shared, catalog, coder, executors, llm.name, mcp, governor)
-    agents.sources_listing = data_sources.listing
+    agents.data_sources = data_sources
     branches = BranchStates(
         TurnSnapshots(settings.DATA_DIR, workspaces),
         executors,

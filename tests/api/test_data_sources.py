@@ -102,6 +102,16 @@ def server(
         # Another user's turn writes the same code, but is offered no example.
         *react_turn("Q-OTHER", JOIN_CODE, "Ada spent 30.5."),
         *react_turn("Q-V1", JOIN_CODE, "Ada spent 30.5 in all."),
+        # The agent proposes a note, then answers once it is told it was proposed.
+        {
+            "when": ["[stage: react]", "Q-NOTE"],
+            "content": "Thought: the amount's unit matters\nAction: note_data\n"
+            "Action Input: shop orders.amount: the order's total in EUR, VAT included",
+        },
+        {
+            "when": ["[stage: react]", "Q-NOTE", "Proposed to the owner of shop"],
+            "content": "Final Answer: I proposed a note on orders.amount.",
+        },
         # The typo fails; the fix is scripted only for a prompt that carries the catalog's name.
         *react_turn("Q-TYPO", TYPO_CODE, "The orders sum to 37.5."),
         {
@@ -456,3 +466,26 @@ def test_an_mcp_host_lists_reads_queries_and_attaches_sources(
     other = own_user(server, request)
     (refused,) = _mcp(other, ("query_data_source", {"source_id": source["id"], "sql": "SELECT 1"}))
     assert refused.is_error and "Data source not found" in _text(refused)
+
+
+def test_an_agent_proposes_a_note_the_owner_accepts(
+    user: SignedIn, database: dict[str, Any]
+) -> None:
+    source = _register(user, database)
+    _attach(user, "note", source["id"])
+    events = _chat(user, "note", "Q-NOTE compute nothing, note what orders.amount means")
+    assert events["final"]["text"] == "I proposed a note on orders.amount."
+    with user.client() as http:
+        url = f"/api/data-sources/{source['id']}"
+        (proposed,) = http.get(url).json()["notes"]
+        assert proposed == {
+            "target": "orders.amount",
+            "note": "the order's total in EUR, VAT included",
+            "status": "proposed",
+        }
+        assert http.post(f"{url}/notes/accept", json={"target": "orders.amount"}).status_code == 200
+        detail = http.get(url).json()
+    (orders,) = [t for t in detail["catalog"] if t["name"] == "orders"]
+    (amount,) = [c for c in orders["columns"] if c["name"] == "amount"]
+    assert amount["note"] == "the order's total in EUR, VAT included"
+    assert [n["status"] for n in detail["notes"]] == ["accepted"]

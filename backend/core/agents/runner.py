@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import replace
 from typing import Any, Literal, get_args
 
@@ -31,11 +31,13 @@ from backend.core.agents.react.graph import build_react_graph
 from backend.core.agents.step_events import StepEvents
 from backend.core.agents.tools import (
     AgentTool,
+    DataNoteTool,
     ListFilesTool,
     PythonCoderTool,
     RagTool,
     WebSearchTool,
 )
+from backend.core.data_sources import DataSources
 from backend.core.events import (
     AgentEvent,
     AnswerDelta,
@@ -81,8 +83,9 @@ class AgentRunner:
         self.catalog = catalog
         self.coder = coder
         self.executors = executors
-        # The session's attached data sources, listed for the turn's head (None: none here).
-        self.sources_listing: Callable[[SessionKey], str] | None = None
+        # Users' data sources: a session's attached ones are listed in the turn's head, and
+        # the agents may propose notes on them (None: no data sources here).
+        self.data_sources: DataSources | None = None
         self.web_search = web_search_from_settings(
             settings.TAVILY_API_KEY, settings.TAVILY_BASE_URL
         )
@@ -140,9 +143,9 @@ class AgentRunner:
         return bool(await self._sources(session_id))
 
     async def _sources(self, session_id: SessionKey) -> str:
-        if self.sources_listing is None:
+        if self.data_sources is None:
             return ""
-        return await run_in_threadpool(self.sources_listing, session_id)
+        return await run_in_threadpool(self.data_sources.listing, session_id)
 
     async def tools(
         self,
@@ -160,6 +163,8 @@ class AgentRunner:
         uploads = await self.uploads(session_id)
         if any(path.rsplit(".", 1)[-1].lower() in RAG_EXTENSIONS for path in uploads):
             found.append(RagTool(self.rag, user_id, session_id))  # only with documents
+        if self.data_sources is not None and await self._sources(session_id):
+            found.append(DataNoteTool(self.data_sources.propose_note, session_id))
         if self.web_search is not None:  # offered only when TAVILY_API_KEY is set
             found.append(WebSearchTool(self.web_search))
         if self.mcp is not None:  # the allowed tools of the MCP servers this user may use

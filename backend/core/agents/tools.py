@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypedDict
 
+from starlette.concurrency import run_in_threadpool
+
 from backend.core.events import AnswerDelta, Code, Execution, PassageFound, StepEvent, Table
 from backend.files.catalog import WorkspaceCatalog
 from backend.llm.turn import TurnLLM
@@ -210,6 +212,25 @@ class ListFilesTool:
         lines = [f"- {f.name}: {f.summary}" for f in files[:50]]
         names = [f.name for f in files]
         return context.ran(self.name, ToolResult("\n".join(lines), True, {"files": names}))
+
+
+@dataclass
+class DataNoteTool:
+    """Proposes a note on an attached data source's table or column (what it means, its
+    unit, its allowed values), for the source's owner to accept."""
+
+    propose: Callable[[SessionKey, str], str]  # (session, "<source> <target>: <note>") -> said
+    session_id: SessionKey
+    name: str = "note_data"
+    description: str = (
+        "proposes a note on an attached data source's table or column, for its owner to "
+        "accept, when you learned what it means; input: <source> <table>[.<column>]: <note>"
+    )
+
+    async def run(self, tool_input: str, context: ToolContext) -> ToolResult:
+        said = await run_in_threadpool(self.propose, self.session_id, tool_input)
+        ok = not said.startswith("Error:")
+        return context.ran(self.name, ToolResult(said, ok))
 
 
 @dataclass
