@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
@@ -21,8 +22,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent
 
-from tests.conftest import write_replies
+from tests.conftest import StartServer, write_replies
 from tests.support.agent_script import react_turn, sse_events
+from tests.support.live_server import LiveServer
 from tests.support.postgres import PostgresServer
 from tests.support.shared_server import SharedServer, SignedIn, module_server, own_user
 
@@ -427,7 +429,7 @@ def test_an_openai_client_attaches_sources_with_the_extension_fields(
         )
 
 
-def _mcp(user: SignedIn, *calls: tuple[str, dict[str, Any]]) -> list[CallToolResult]:
+def _mcp(user: SignedIn | LiveServer, *calls: tuple[str, dict[str, Any]]) -> list[CallToolResult]:
     with user.client() as http:
         key = str(http.post("/api/keys", json={"name": "mcp"}).json()["key"])
 
@@ -489,3 +491,35 @@ def test_an_agent_proposes_a_note_the_owner_accepts(
     (amount,) = [c for c in orders["columns"] if c["name"] == "amount"]
     assert amount["note"] == "the order's total in EUR, VAT included"
     assert [n["status"] for n in detail["notes"]] == ["accepted"]
+
+
+def test_an_answer_larger_than_memory_allows_is_read_out_of_core(
+    start_server: StartServer, database: dict[str, Any], tmp_path: Path
+) -> None:
+    """Past 40% of the run's memory, the answer lands as Parquet (here past the 50 MB file
+    size limit too) and comes back as a DuckDB relation; the file goes with the run."""
+    live = start_server(
+        SCRIPTED_REPLIES=write_replies(tmp_path / "replies.json", []),
+        PYTHON_CODE_MAX_MEMORY="200",
+    )
+    with live.client() as http:
+        body = {
+            "name": "shop",
+            "kind": "postgresql",
+            **{k: database[k] for k in ("host", "port", "database", "username", "password")},
+        }
+        made = http.post("/api/data-sources", json=body)
+        assert made.status_code == 201, made.text
+    big = "SELECT g::bigint AS a, g::float8 AS b FROM generate_series(1, 6000000) g"
+    code = f"rel = sql('shop', {big!r})\nprint(type(rel).__name__, rel.count('*').fetchall()[0][0])"
+    attached, ran, files = _mcp(
+        live,
+        ("attach_data_sources", {"session_id": "big", "source_ids": [made.json()["id"]]}),
+        ("run_python", {"session_id": "big", "code": code}),
+        ("list_files", {"session_id": "big"}),
+    )
+    assert not attached.is_error
+    assert not ran.is_error, _text(ran)
+    assert "DuckDBPyRelation 6000000" in _text(ran)
+    assert "[query q1 on shop: 6000000 rows]" in _text(ran)
+    assert not any(".duckdb_spill" in f["path"] for f in files.structured_content["files"])  # type: ignore[index]

@@ -77,6 +77,11 @@ def test_a_run_reuses_a_verified_answers_query_whatever_its_spacing() -> None:
     assert "“total spent per customer”" in reuse_note([example])
 
 
+def test_a_small_source_is_shown_whole() -> None:
+    small = Catalog(tables=CATALOG.tables[:2])
+    assert pick_tables(small, "how much did each customer spend?", {}) == small.tables
+
+
 def test_only_similar_verified_answers_are_offered() -> None:
     examples = [
         Example("a", "shop", "total spent per customer", "", []),

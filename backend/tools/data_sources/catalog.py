@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -20,8 +21,9 @@ MAX_SAMPLES = 3
 SAMPLE_CHARS = 40
 MAX_PICKED = 6  # tables a question's prompt carries at most
 NAME_WEIGHT = 3.0
-COLUMN_WEIGHT = 1.0
-NOTE_WEIGHT = 1.0
+COLUMN_WEIGHT = 1.0  # a word found among the columns or the notes
+UNSAID_WEIGHT = 2.0  # a word of the table's name that the question does not say
+KEEP_SHARE = 0.75  # of the best table's score, that another table must reach
 
 
 @dataclass(frozen=True)
@@ -75,43 +77,71 @@ def sample_text(value: object) -> str:
     return text if len(text) <= SAMPLE_CHARS else text[: SAMPLE_CHARS - 1] + "…"
 
 
-def _table_words(table: Table, notes: Mapping[str, str]) -> list[tuple[float, set[str]]]:
+def _score(table: Table, wanted: set[str], notes: Mapping[str, str]) -> float:
+    """How well `wanted` (a question's words) names `table`: each word counts where it is
+    found best (the table's name, then its columns and notes), and each word of the
+    table's name the question does not say counts against it (`sales_2023` is not what a
+    question about `sales` in 2024 needs)."""
+    name = tokens(table.name)
+    columns = tokens(" ".join(c.name for c in table.columns))
     column_notes = [notes.get(f"{table.name}.{c.name}", "") for c in table.columns]
-    return [
-        (NAME_WEIGHT, tokens(table.name)),
-        (COLUMN_WEIGHT, tokens(" ".join(c.name for c in table.columns))),
-        (NOTE_WEIGHT, tokens(" ".join([notes.get(table.name, ""), *column_notes]))),
-    ]
+    noted = tokens(" ".join([notes.get(table.name, ""), *column_notes]))
+    found = 0.0
+    for word in wanted:
+        if word in name:
+            found += NAME_WEIGHT
+        elif word in columns or word in noted:
+            found += COLUMN_WEIGHT
+    if not name & wanted:
+        return found / 2  # only its columns match: a weak candidate
+    return found - UNSAID_WEIGHT * len(name - wanted)
+
+
+def _named(question: str, table: Table) -> bool:
+    """Whether the question writes the table's name out."""
+    bare = table.name.lower().rsplit(".", 1)[-1]
+    return re.search(rf"(?<![\w.]){re.escape(bare)}(?!\w)", question.lower()) is not None
 
 
 def pick_tables(
     catalog: Catalog, question: str, notes: Mapping[str, str], limit: int = MAX_PICKED
 ) -> list[Table]:
-    """The tables `question` needs: those its words name (table names count most, then
-    columns and notes), then the tables their foreign keys join to, at most `limit`. A
-    question that names no table gets the first tables when the source is small."""
+    """The tables `question` needs, at most `limit`: those it writes out by name if any,
+    else those its words name best (within KEEP_SHARE of the best), each followed by the
+    tables its foreign keys join to that the question's words name too. A source of at
+    most `limit` tables is shown whole: words cannot say which table holds what a question
+    means ("spent" is in `orders.amount`), and a few tables cost the prompt little."""
+    if len(catalog.tables) <= limit:
+        return list(catalog.tables)
     wanted = tokens(question)
-    scored = []
-    for position, table in enumerate(catalog.tables):
-        words = _table_words(table, notes)
-        score = sum(
-            max((w for w, found in words if token in found), default=0.0) for token in wanted
-        )
-        if table.name.lower() in question.lower():
-            score += NAME_WEIGHT * 10
-        if score > 0:
-            scored.append((-score, position, table))
-    picked = [table for _, _, table in sorted(scored, key=lambda item: item[:2])][:limit]
-    if not picked:
-        return catalog.tables[:limit] if len(catalog.tables) <= limit else []
-    for table in list(picked):
-        for column in table.columns:
-            joined = (
-                catalog.table(column.references.rsplit(".", 1)[0]) if column.references else None
-            )
-            if joined is not None and joined not in picked and len(picked) < limit:
-                picked.append(joined)
+    named = [table for table in catalog.tables if _named(question, table)]
+    if named:
+        ranked = named
+    else:
+        scored = [(_score(t, wanted, notes), i, t) for i, t in enumerate(catalog.tables)]
+        best = max((score for score, _, _ in scored), default=0.0)
+        kept = [item for item in scored if item[0] > 0 and item[0] >= best * KEEP_SHARE]
+        ranked = [table for _, _, table in sorted(kept, key=lambda item: (-item[0], item[1]))]
+    if not ranked:
+        return []
+    picked: list[Table] = []
+    for table in ranked:
+        joined = [t for t in _joined(catalog, table) if _score(t, wanted, notes) >= NAME_WEIGHT]
+        for candidate in (table, *joined):
+            if candidate not in picked and len(picked) < limit:
+                picked.append(candidate)
     return picked
+
+
+def _joined(catalog: Catalog, table: Table) -> list[Table]:
+    """The tables `table`'s foreign keys point at."""
+    found = []
+    for column in table.columns:
+        if column.references:
+            joined = catalog.table(column.references.rsplit(".", 1)[0])
+            if joined is not None and joined is not table:
+                found.append(joined)
+    return found
 
 
 def describe(tables: Iterable[Table], notes: Mapping[str, str]) -> str:

@@ -33,6 +33,9 @@ _READERS = ("read_csv", "read_parquet", "read_json")
 MEMORY_SHARE = 0.7  # of the run's memory; the rest is Python, pandas and DuckDB's own overhead
 
 _USES_DUCKDB = re.compile(r"\bduckdb\b")
+# Code whose run may write large spill files: DuckDB's, and a large `sql()` answer's
+# Parquet (sources.py), both in SPILL_FOLDER and deleted after the run.
+_SPILLS = re.compile(r"\bduckdb\b|\bsql\s*\(")
 
 
 def settings(workspace: str, max_memory_mb: float) -> dict[str, str]:
@@ -96,14 +99,15 @@ def file_size_limits(
     code: str, workspace: str, max_file_bytes: int, floor_bytes: int
 ) -> tuple[int, int]:
     """RLIMIT_FSIZE for a run, (soft, hard). The hard limit is what the disk holds above its
-    floor; a run that uses DuckDB gets it as its soft limit too, so its spill files may grow.
+    floor; a run that uses DuckDB (or `sql()`) gets it as its soft limit too, so its spill
+    files may grow.
     The worker then holds the files a run writes to `max_file_bytes`."""
     try:
         disk = os.statvfs(workspace)
         room = max(max_file_bytes, disk.f_bavail * disk.f_frsize - floor_bytes)
     except OSError:
         room = max_file_bytes
-    return (room if _USES_DUCKDB.search(code) else max_file_bytes), room
+    return (room if _SPILLS.search(code) else max_file_bytes), room
 
 
 def forkable() -> bool:

@@ -8,7 +8,9 @@ the query, and the server, which holds the connection, sends back the rows as an
 IPC stream (or the database's error, with the catalog's nearest names when a table or
 column was unknown). A small answer becomes a pandas DataFrame (decimals as floats). One larger than
 LARGE_SHARE of the run's memory is written, as it arrives, to Parquet in the workspace
-(`queries/`) and given as a DuckDB relation over that file, read out of core.
+(DuckDB's spill folder) and given as a DuckDB relation over that file, read out of core.
+Like DuckDB's own spill, the file lives for its run, which may write it past the file
+size limit (within the disk quota): a relation cannot be kept between runs anyway.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ import re
 import socket
 from typing import Any
 
-QUERIES_FOLDER = "queries"
+import out_of_core
+
+QUERIES_FOLDER = os.path.join(out_of_core.SPILL_FOLDER, "queries")
 LARGE_SHARE = 0.4
 _USES_SQL = re.compile(r"\bsql\s*\(")
 _count = 0
@@ -38,11 +42,12 @@ def configure(code: str, workspace: str, config: dict[str, Any]) -> None:
         return
     max_memory_mb = float(config["max_memory_mb"])
     large = int(max_memory_mb * 1024 * 1024 * LARGE_SHARE)
+    duckdb_settings: dict[str, Any] = dict(out_of_core.settings(workspace, max_memory_mb))
 
     def sql(source: str, query: str) -> Any:
         """Rows of read-only `query` on the attached data source `source`, as a DataFrame
         (a DuckDB relation over Parquet when larger than memory allows)."""
-        return _query(path, str(source), str(query), workspace, large)
+        return _query(path, str(source), str(query), workspace, large, duckdb_settings)
 
     builtins.sql = sql  # type: ignore[attr-defined]
 
@@ -55,7 +60,9 @@ def _read_line(stream: Any) -> dict[str, Any]:
     return answer
 
 
-def _query(path: str, source: str, query: str, workspace: str, large: int) -> Any:
+def _query(
+    path: str, source: str, query: str, workspace: str, large: int, settings: dict[str, Any]
+) -> Any:
     global _count
     import pyarrow as pa  # type: ignore[import-untyped]
 
@@ -102,7 +109,8 @@ def _query(path: str, source: str, query: str, workspace: str, large: int) -> An
         writer.close()
         import duckdb
 
-        return duckdb.read_parquet(path)
+        # Its own connection, bounded as out_of_core bounds DuckDB in a run.
+        return duckdb.connect(config=settings).read_parquet(path)
     return _floats(pa.Table.from_batches(held, schema=reader.schema)).to_pandas()
 
 
