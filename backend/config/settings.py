@@ -38,6 +38,7 @@ WorkKind = Literal[
     "rag_index",
     "snapshot",
     "source_query",
+    "dataset_build",
 ]
 
 
@@ -58,7 +59,14 @@ class WorkShare(BaseModel):
 
 PACED_KINDS = {"table_download"}  # the kinds that send what they build, and so have a pace
 # The kinds whose work runs in the server's threads, and so can have a busy_share.
-THREADED_KINDS = {"table_query", "table_download", "export", "snapshot", "source_query"}
+THREADED_KINDS = {
+    "table_query",
+    "table_download",
+    "export",
+    "snapshot",
+    "source_query",
+    "dataset_build",
+}
 BUSY_BURST_SECONDS = 0.5  # of work a user may do at once after a pause, whatever busy_share
 
 # Each kind's share unless WORK_LIMITS says otherwise (docs/security.md lists them).
@@ -71,6 +79,8 @@ WORK_DEFAULTS: dict[str, WorkShare] = {
     "snapshot": WorkShare(total=4, per_user=2, seconds=600),
     # A query on a data source: the database stops it past `seconds` (statement timeout).
     "source_query": WorkShare(total=8, per_user=2, seconds=60),
+    # Uploaded files loaded into a dataset's DuckDB file, in a confined helper.
+    "dataset_build": WorkShare(total=2, per_user=1, seconds=600),
 }
 
 # Values people paste from examples; accepting them would make tokens forgeable.

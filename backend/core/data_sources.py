@@ -16,6 +16,7 @@ the governor: places per user and on the server, and the time the database is gi
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -31,6 +32,7 @@ from backend.config import Settings
 from backend.core.governor import Governor
 from backend.core.limits import LimitReached
 from backend.core.secret_box import SecretsUnreadable, seal, unseal
+from backend.files.databases import DATASET_READERS
 from backend.storage import DataSource, Store, User
 from backend.storage.data_sources import (
     SOURCE_NAME_PATTERN,
@@ -48,6 +50,7 @@ from backend.tools.data_sources.examples import (
     queries_in,
 )
 from backend.tools.data_sources.examples import describe as describe_examples
+from backend.tools.data_sources.files import build_dataset
 from backend.tools.data_sources.query import (
     FILE_KINDS,
     NETWORK_KINDS,
@@ -65,6 +68,8 @@ from backend.tools.sandbox.data_channel import QueryRefused, SocketSink
 logger = logging.getLogger(__name__)
 
 WORK_KIND = "source_query"
+BUILD_KIND = "dataset_build"
+DATASET_ROOM = 2  # times the files' size the quota must have room for, to make a dataset
 MAX_TABLES = 2000  # a catalog lists at most this many tables
 SAMPLE_TABLES = 500  # and reads samples of at most this many
 MAX_SQL = 100_000
@@ -191,21 +196,28 @@ class DataSources:
         return seal({"password": password, "host": host, "port": str(port)}, self.secret_key)
 
     async def create(
-        self, user: User, spec: SourceSpec, database_file: BinaryIO | None = None
+        self,
+        user: User,
+        spec: SourceSpec,
+        database_file: BinaryIO | None = None,
+        dataset_files: Sequence[tuple[str, BinaryIO]] = (),
     ) -> DataSource:
         """Register a source: a network database (checked by connecting: the account may
-        only read) or a database file (`database_file`, hard-linked into the source's
-        folder, so it is counted once). Then its catalog is read."""
+        only read), a database file (`database_file`, hard-linked into the source's
+        folder, so it is counted once), or a dataset made of uploaded files
+        (`dataset_files`: name and handle, each a table). Then its catalog is read."""
         kind = spec.kind
         if kind is None or kind not in (*NETWORK_KINDS, *FILE_KINDS):
-            raise SourceInvalid("kind is postgresql, mysql, sqlite or duckdb", "kind")
+            raise SourceInvalid("kind is postgresql, mysql, sqlite, duckdb or dataset", "kind")
         if not spec.name:
             raise SourceInvalid("a source needs a name", "name")
         self._checked(spec, kind)
         if kind in NETWORK_KINDS and not spec.host:
             raise SourceInvalid("a database server needs a host", "host")
-        if kind in FILE_KINDS and database_file is None:
+        if kind in ("sqlite", "duckdb") and database_file is None:
             raise SourceInvalid("a database file source needs the file (file_id)", "file_id")
+        if kind == "dataset":
+            self._check_dataset(user.id, dataset_files)
         try:
             source = self.store.create_source(
                 user.id,
@@ -224,11 +236,38 @@ class DataSources:
         try:
             if database_file is not None:
                 await run_in_threadpool(self._keep_file, user.id, source, database_file)
+            if kind == "dataset":
+                await self._build_dataset(user.id, source, dataset_files)
             await self.refresh(user.id, source.id, check_account=True)
         except BaseException:
             await self.delete(user.id, source.id)
             raise
         return self.get(user.id, source.id)
+
+    def _check_dataset(self, user_id: int, files: Sequence[tuple[str, BinaryIO]]) -> None:
+        if not files:
+            raise SourceInvalid("a dataset is made of files: give their file_ids", "file_ids")
+        kinds = ", ".join(sorted(DATASET_READERS))
+        for name, _ in files:
+            if name.rsplit(".", 1)[-1].lower() not in DATASET_READERS:
+                raise SourceInvalid(f"{name!r}: a dataset is made of {kinds} files", "file_ids")
+        # Counted before it is spent: DuckDB's copy is rarely larger than its files.
+        size = sum(os.fstat(handle.fileno()).st_size for _, handle in files)
+        if size * DATASET_ROOM > self.disk_left(user_id):
+            raise SourceInvalid("your disk quota has no room for this dataset", "file_ids")
+
+    async def _build_dataset(
+        self, user_id: int, source: DataSource, files: Sequence[tuple[str, BinaryIO]]
+    ) -> None:
+        folder = source_folder(self.data_dir, source)
+        await run_in_threadpool(functools.partial(folder.mkdir, mode=0o700, parents=True))
+        async with self.governor.hold(BUILD_KIND, user_id) as held:
+            try:
+                await held.run(
+                    build_dataset, folder, files, self.readers.confine, held.seconds, native=True
+                )
+            except QueryFailed as failed:
+                raise SourceInvalid(str(failed), "file_ids") from None
 
     def _keep_file(self, user_id: int, source: DataSource, database_file: BinaryIO) -> None:
         folder = source_folder(self.data_dir, source)

@@ -204,3 +204,44 @@ def describe_database(source: Source) -> FileMetadata:
         summary=f"{label} database, {len(tables)} tables: {listed}"[:2000],
         details={"database": kind, "tables": tables},
     )
+
+
+# Files a dataset is made of: extension -> DuckDB's reader and its options.
+DATASET_READERS: dict[str, tuple[str, str]] = {
+    "csv": ("read_csv", ""),
+    "tsv": ("read_csv", ", delim = '\t'"),
+    "parquet": ("read_parquet", ""),
+    "json": ("read_json", ""),
+    "jsonl": ("read_json", ", format = 'newline_delimited'"),
+}
+DATASET_MEMORY = "512MB"  # DuckDB's while it loads one file; the rest spills beside it
+
+
+def add_dataset_table(handle: BinaryIO, extension: str, table: str, database: str) -> int:
+    """In the helper: the file open as `handle` becomes `table` of the DuckDB database at
+    `database` (created if new), in the helper's own writable folder; its row count."""
+    import duckdb
+
+    reader, options = DATASET_READERS[extension]
+    folder = database.rsplit("/", 1)[0] or "."
+    connection = duckdb.connect(
+        database,
+        config={
+            "threads": 1,
+            "memory_limit": DATASET_MEMORY,
+            "temp_directory": f"{folder}/.spill",
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+        },
+    )
+    try:
+        source = f"/proc/self/fd/{handle.fileno()}"
+        connection.execute(
+            f"CREATE TABLE {_quoted(table)} AS SELECT * FROM {reader}(?{options})", [source]
+        )
+        counted = connection.execute(f"SELECT count(*) FROM {_quoted(table)}").fetchone()
+        return int(counted[0]) if counted else 0
+    except Exception as exc:  # duckdb.Error: sent back as words only
+        raise ValueError(str(exc).split("\n")[0]) from None
+    finally:
+        connection.close()

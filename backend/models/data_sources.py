@@ -40,10 +40,16 @@ class DataSourceChange(BaseModel):
 
 class DataSourceCreate(DataSourceChange):
     name: SourceName = Field(description="how code names it: sql(name, query)")
-    kind: Literal["postgresql", "mysql", "sqlite", "duckdb"]
+    kind: Literal["postgresql", "mysql", "sqlite", "duckdb", "dataset"]
     file_id: Annotated[str, StringConstraints(max_length=100)] | None = Field(
         default=None,
         description="sqlite and duckdb: the database file, uploaded with POST /v1/files",
+    )
+    file_ids: list[Annotated[str, StringConstraints(max_length=100)]] | None = Field(
+        default=None,
+        max_length=32,
+        description="dataset: the CSV, TSV, Parquet, JSON or JSON Lines files uploaded with"
+        " POST /v1/files, each a table",
     )
 
 

@@ -24,7 +24,8 @@ from backend.storage.sessions import SessionKey, check_key
 
 # A database file's place: DATA_DIR/data-sources/u<owner id>-<source id>/database.
 SOURCES_FOLDER = "data-sources"
-SourceKind = Literal["postgresql", "mysql", "sqlite", "duckdb"]
+# A dataset is a DuckDB file the server built from uploaded files.
+SourceKind = Literal["postgresql", "mysql", "sqlite", "duckdb", "dataset"]
 NoteStatus = Literal["accepted", "proposed"]
 SOURCE_ID_PATTERN = r"^ds_[0-9a-f]{24}$"
 _SOURCE_ID = re.compile(SOURCE_ID_PATTERN)

@@ -218,3 +218,36 @@ def test_another_users_file_is_not_found(
     other = own_user(server, request)
     refused = _register(other, kind="sqlite", file_id=file_id)
     assert refused.status_code == 404
+
+
+def test_uploaded_files_become_a_dataset_that_answers_a_join(
+    user: SignedIn, tmp_path: Path
+) -> None:
+    customers = tmp_path / "Customers 2026.csv"
+    customers.write_text("id,name,region\n1,Ada,north\n2,Bo,south\n")
+    orders = tmp_path / "orders.parquet"
+    with duckdb.connect() as connection:
+        connection.execute(
+            "COPY (SELECT * FROM (VALUES (1, 1, 10.5, DATE '2026-01-01'), (2, 1, 20.0, DATE"
+            " '2026-01-02'), (3, 2, 7.0, DATE '2026-01-03')) t(id, customer_id, amount, placed))"
+            f" TO '{orders}' (FORMAT parquet)"
+        )
+    made = _register(
+        user, kind="dataset", file_ids=[_upload(user, customers), _upload(user, orders)]
+    )
+    assert made.status_code == 201, made.text
+    source = made.json()
+    assert {t["name"]: t["rows"] for t in source["catalog"]} == {"customers_2026": 2, "orders": 3}
+    answered = _query(
+        user,
+        source["id"],
+        "SELECT c.name, SUM(o.amount) AS total FROM orders o"
+        " JOIN customers_2026 c ON c.id = o.customer_id GROUP BY c.name ORDER BY c.name",
+    )
+    assert answered.status_code == 200, answered.text
+    assert answered.json()["rows"] == [["Ada", 30.5], ["Bo", 7.0]]
+    _refuses(user, source["id"], {"DELETE FROM orders": "read-only"})
+    document = tmp_path / "notes.md"
+    document.write_text("# not a table")
+    refused = _register(user, name="notes", kind="dataset", file_ids=[_upload(user, document)])
+    assert refused.status_code == 422 and "a dataset is made of" in refused.json()["detail"]

@@ -3,6 +3,7 @@ sessions that attach them, and queries on them. Another user's source is "not fo
 
 from __future__ import annotations
 
+import contextlib
 import io
 from typing import Annotated
 
@@ -132,13 +133,18 @@ async def create_data_source(
     files: FilesDep,
     user: CurrentUser,
 ) -> DataSourceDetail:
-    """Register a read-only database (its account is checked: it may only read), or a
-    SQLite or DuckDB file uploaded with POST /v1/files; its catalog is read at once."""
-    if body.file_id is None:
-        source = await sources.create(user, _spec(body))
-    else:
-        with files.open(user.id, body.file_id) as database_file:
-            source = await sources.create(user, _spec(body), database_file)
+    """Register a read-only database (its account is checked: it may only read), a SQLite
+    or DuckDB file uploaded with POST /v1/files, or a dataset made of uploaded files (a
+    table each); its catalog is read at once."""
+    with contextlib.ExitStack() as held:
+        database_file = None
+        if body.file_id is not None:
+            database_file = held.enter_context(files.open(user.id, body.file_id))
+        dataset = [
+            (files.get(user.id, file_id).filename, held.enter_context(files.open(user.id, file_id)))
+            for file_id in body.file_ids or ()
+        ]
+        source = await sources.create(user, _spec(body), database_file, dataset)
     return _detail(store, sources, user, source)
 
 

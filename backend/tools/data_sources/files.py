@@ -13,20 +13,28 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 import sqlite3
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
-from backend.files.databases import database_catalog, open_duckdb, open_sqlite
+from backend.files.databases import (
+    DatabaseKind,
+    add_dataset_table,
+    database_catalog,
+    open_duckdb,
+    open_sqlite,
+)
 from backend.files.isolation import Confine, IsolatedCallFailed, IsolatedRunner
 from backend.storage.data_sources import SourceKind
 from backend.tools.data_sources.catalog import Catalog, Table
 from backend.tools.data_sources.query import QueryFailed, QueryLimits, SourceAddress, copy_capped
+from backend.tools.sandbox.command import SANDBOX_SCRATCH
 
 BATCH_ROWS = 10_000
 
@@ -71,6 +79,10 @@ def _distinct(names: list[str]) -> list[str]:
 
 def run_file_query(path: str, kind: SourceKind, sql: str, limits: QueryLimits) -> bytes:
     """In the helper: the answer to `sql` as an Arrow IPC stream."""
+    return _answer(path, "sqlite" if kind == "sqlite" else "duckdb", sql, limits)
+
+
+def _answer(path: str, kind: DatabaseKind, sql: str, limits: QueryLimits) -> bytes:
     sink = io.BytesIO()
     try:
         if kind == "sqlite":
@@ -98,9 +110,9 @@ def run_file_query(path: str, kind: SourceKind, sql: str, limits: QueryLimits) -
 
 def read_file_catalog(path: str, kind: SourceKind, max_tables: int) -> str:
     """In the helper: the file's catalog as JSON, with samples."""
-    assert kind in ("sqlite", "duckdb")
+    engine: DatabaseKind = "sqlite" if kind == "sqlite" else "duckdb"
     try:
-        return json.dumps(database_catalog(path, kind, max_tables))
+        return json.dumps(database_catalog(path, engine, max_tables))
     except Exception as exc:  # sqlite3.Error, duckdb.Error: sent as words only
         raise ValueError(str(exc).split("\n")[0]) from None
 
@@ -132,6 +144,51 @@ def confined_to(folder: Path, confine: Confine | None) -> Confine | None:
         return confine(argv, [*code, (folder, SOURCE_FOLDER)], **options)
 
     return confined
+
+
+def dataset_table_names(names: Sequence[str]) -> list[str]:
+    """A table name for each file name: its stem as an SQL identifier, made unique."""
+    found: list[str] = []
+    for name in names:
+        stem = re.sub(r"[^a-z0-9_]+", "_", name.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower())
+        stem = stem.strip("_") or "data"
+        if stem[0].isdigit():
+            stem = f"t_{stem}"
+        table, count = stem[:60], 1
+        while table in found:
+            count += 1
+            table = f"{stem[:56]}_{count}"
+        found.append(table)
+    return found
+
+
+def build_dataset(
+    folder: Path, files: Sequence[tuple[str, BinaryIO]], confine: Confine | None, timeout: float
+) -> None:
+    """A DuckDB database at `folder`/database made of `files` (name, open handle): each
+    loaded by a helper that may write only in `folder` (its scratch), a table each."""
+    if confine is not None:
+        base = confine
+
+        def confined(
+            argv: list[str], code: Sequence[tuple[Path, str]], **options: Any
+        ) -> list[str]:
+            return base(argv, code, scratch=folder, **options)
+
+    runner = IsolatedRunner(timeout=timeout, confine=confined if confine is not None else None)
+    database = f"{SANDBOX_SCRATCH}/database" if confine is not None else str(folder / "database")
+    try:
+        for (name, handle), table in zip(
+            files, dataset_table_names([n for n, _ in files]), strict=True
+        ):
+            extension = name.rsplit(".", 1)[-1].lower()
+            try:
+                runner.call(add_dataset_table, extension, table, database, file=handle)
+            except (IsolatedCallFailed, ValueError) as exc:
+                raise QueryFailed(f"{name} could not be loaded: {exc}") from None
+    finally:
+        runner.close()
+        shutil.rmtree(folder / ".spill", ignore_errors=True)
 
 
 class FileSource:

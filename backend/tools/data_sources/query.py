@@ -13,7 +13,7 @@ import pyarrow as pa  # type: ignore[import-untyped]
 from backend.storage.data_sources import SourceKind
 
 NETWORK_KINDS: tuple[SourceKind, ...] = ("postgresql", "mysql")
-FILE_KINDS: tuple[SourceKind, ...] = ("sqlite", "duckdb")
+FILE_KINDS: tuple[SourceKind, ...] = ("sqlite", "duckdb", "dataset")
 
 
 @dataclass(frozen=True)
@@ -72,12 +72,23 @@ class Sink(Protocol):
     def write(self, data: bytes, /) -> object: ...
 
 
+def _float_decimals(schema: pa.Schema) -> pa.Schema:
+    """DECIMAL/NUMERIC as float64, from every source alike: pandas holds decimals as
+    Python objects, which arithmetic with floats (`df.amount * 1.1`) refuses."""
+    return pa.schema(
+        [pa.field(f.name, pa.float64()) if pa.types.is_decimal(f.type) else f for f in schema]
+    )
+
+
 def copy_capped(rows: Rows, limits: QueryLimits, sink: Sink) -> QueryAnswer:
     """Write `rows` to `sink` as an Arrow IPC stream, stopping at `limits`' rows or bytes."""
     count = size = 0
     truncated = False
-    with pa.ipc.new_stream(sink, rows.schema) as writer:
+    schema = _float_decimals(rows.schema)
+    with pa.ipc.new_stream(sink, schema) as writer:
         for batch in rows:
+            if schema != batch.schema:
+                batch = batch.cast(schema)
             room = limits.max_rows - count
             if batch.num_rows > room:
                 batch, truncated = batch.slice(0, room), True
@@ -89,4 +100,4 @@ def copy_capped(rows: Rows, limits: QueryLimits, sink: Sink) -> QueryAnswer:
             size += batch.nbytes
             if truncated:
                 break
-    return QueryAnswer(list(rows.schema.names), count, size, truncated)
+    return QueryAnswer(list(schema.names), count, size, truncated)

@@ -6,7 +6,7 @@ Part of the in-sandbox program (see `worker.py`); stdlib and data packages only.
 The sandbox has no network and never sees a credential: it sends the source's name and
 the query, and the server, which holds the connection, sends back the rows as an Arrow
 IPC stream (or the database's error, with the catalog's nearest names when a table or
-column was unknown). A small answer becomes a pandas DataFrame (decimals as floats). One larger than
+column was unknown). A small answer becomes a pandas DataFrame. One larger than
 LARGE_SHARE of the run's memory is written, as it arrives, to Parquet in the workspace
 (DuckDB's spill folder) and given as a DuckDB relation over that file, read out of core.
 Like DuckDB's own spill, the file lives for its run, which may write it past the file
@@ -111,16 +111,4 @@ def _query(
 
         # Its own connection, bounded as out_of_core bounds DuckDB in a run.
         return duckdb.connect(config=settings).read_parquet(path)
-    return _floats(pa.Table.from_batches(held, schema=reader.schema)).to_pandas()
-
-
-def _floats(table: Any) -> Any:
-    """DECIMAL/NUMERIC columns as float64: pandas holds decimals as Python objects, which
-    arithmetic with floats (`df.amount * 1.1`) refuses."""
-    import pyarrow as pa
-
-    fields = [
-        field.with_type(pa.float64()) if pa.types.is_decimal(field.type) else field
-        for field in table.schema
-    ]
-    return table.cast(pa.schema(fields)) if fields != list(table.schema) else table
+    return pa.Table.from_batches(held, schema=reader.schema).to_pandas()
