@@ -140,7 +140,7 @@ class DataSources:
 
     def get(self, user_id: int, source_id: str) -> DataSource:
         source = self.store.get_source(source_id)
-        if source is None or not source.visible_to(user_id):
+        if source is None or not source.visible_to(user_id, self._groups(user_id)):
             raise SourceNotFound(source_id)
         return source
 
@@ -319,10 +319,30 @@ class DataSources:
             self.store.set_source_catalog(source.id, catalog.to_json())
         return self.get(user_id, source.id)
 
+    def _groups(self, user_id: int) -> list[int]:
+        return [group.id for group in self.store.groups_of(user_id)]
+
     def share(
-        self, user: User, source_id: str, usernames: Sequence[str] | None, everyone: bool | None
+        self,
+        user: User,
+        source_id: str,
+        usernames: Sequence[str] | None,
+        everyone: bool | None,
+        group_names: Sequence[str] | None = None,
     ) -> DataSource:
+        """Share with exactly these users, these groups (the owner's own groups; an
+        admin's, any), or everyone (an admin only); None leaves that part as it is."""
         source = self.owned(user.id, source_id)
+        if group_names is not None:
+            groups = {group.name: group for group in self.store.list_groups()}
+            mine = set(self._groups(user.id))
+            ids = []
+            for name in group_names:
+                group = groups.get(name)
+                if group is None or not (user.is_admin or group.id in mine):
+                    raise SourceInvalid(f"you are in no group {name!r}", "groups")
+                ids.append(group.id)
+            self.store.set_source_groups(source.id, ids)
         if everyone is not None:
             if everyone and not user.is_admin:
                 raise SourceInvalid("only an admin shares a source with everyone", "everyone")
@@ -442,7 +462,8 @@ class DataSources:
     def attached(self, key: SessionKey) -> list[DataSource]:
         """The session's sources that still exist and its owner may still see."""
         owner = owner_of(key)
-        return [source for source in self.store.attached_sources(key) if source.visible_to(owner)]
+        groups = self._groups(owner)
+        return [s for s in self.store.attached_sources(key) if s.visible_to(owner, groups)]
 
     def listing(self, key: SessionKey) -> str:
         """The session's attached sources in a few lines: names, kinds and tables."""

@@ -89,6 +89,7 @@ class DataSourcePublic(BaseModel):
     owner: str
     owned: bool  # whether the caller owns it (else it is shared with them, read-only)
     shared_with: list[str]  # the owner sees whom; others see []
+    shared_groups: list[str]  # the owner sees which groups; others see []
     shared_with_everyone: bool
     tables: int
     catalog_at: float | None
@@ -104,6 +105,9 @@ class SharesUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     users: list[Username] | None = Field(default=None, max_length=1000)
+    groups: list[Annotated[Text, StringConstraints(max_length=100)]] | None = Field(
+        default=None, max_length=200, description="groups you are in (an admin: any group)"
+    )
     everyone: bool | None = Field(default=None, description="an admin's choice only")
 
 

@@ -55,12 +55,19 @@ class DataSource:
     sealed_secrets: str  # ciphertext of {"password": ...}; "" for none
     shared_with_all: bool
     shared_with: list[int]  # users it is shared with, read-only
+    shared_groups: list[int]  # groups whose members it is shared with, read-only (an admin's)
     catalog: str  # JSON text (backend/tools/data_sources/catalog.py); "" until refreshed
     catalog_at: float | None
     created_at: float
 
-    def visible_to(self, user_id: int) -> bool:
-        return self.user_id == user_id or self.shared_with_all or user_id in self.shared_with
+    def visible_to(self, user_id: int, groups: Sequence[int] = ()) -> bool:
+        """Whether `user_id`, a member of `groups`, may see it."""
+        return (
+            self.user_id == user_id
+            or self.shared_with_all
+            or user_id in self.shared_with
+            or any(group in self.shared_groups for group in groups)
+        )
 
 
 @dataclass(frozen=True)
@@ -102,7 +109,7 @@ _FIELDS = (
 )
 
 
-def _source(row: Any, shared_with: list[int]) -> DataSource:
+def _source(row: Any, shared_with: list[int], shared_groups: list[int]) -> DataSource:
     return DataSource(
         id=row["id"],
         user_id=int(row["user_id"]),
@@ -116,6 +123,7 @@ def _source(row: Any, shared_with: list[int]) -> DataSource:
         sealed_secrets=row["sealed_secrets"],
         shared_with_all=bool(row["shared_with_all"]),
         shared_with=shared_with,
+        shared_groups=shared_groups,
         catalog=row["catalog"],
         catalog_at=row["catalog_at"],
         created_at=row["created_at"],
@@ -138,31 +146,35 @@ class DataSourceRows:
 
     database: Database
 
-    def _shares(self, db: Any, ids: Sequence[str]) -> dict[str, list[int]]:
+    def _shares(self, db: Any, table: str, column: str, ids: Sequence[str]) -> dict[str, list[int]]:
         shares: dict[str, list[int]] = {source_id: [] for source_id in ids}
         if ids:
             marks = ", ".join("?" for _ in ids)
             rows = db.execute(
-                f"SELECT source_id, user_id FROM data_source_shares WHERE source_id IN ({marks})"
-                " ORDER BY user_id",
+                f"SELECT source_id, {column} AS shared FROM {table}"
+                f" WHERE source_id IN ({marks}) ORDER BY {column}",
                 tuple(ids),
             ).fetchall()
             for row in rows:
-                shares[row["source_id"]].append(int(row["user_id"]))
+                shares[row["source_id"]].append(int(row["shared"]))
         return shares
 
     def _sources(self, db: Any, rows: Sequence[Any]) -> list[DataSource]:
-        shares = self._shares(db, [row["id"] for row in rows])
-        return [_source(row, shares[row["id"]]) for row in rows]
+        ids = [row["id"] for row in rows]
+        users = self._shares(db, "data_source_shares", "user_id", ids)
+        groups = self._shares(db, "data_source_groups", "group_id", ids)
+        return [_source(row, users[row["id"]], groups[row["id"]]) for row in rows]
 
     def visible_sources(self, user_id: int) -> list[DataSource]:
         """The sources `user_id` owns or may read, oldest first."""
         with self.database.reading() as db:
             rows = db.execute(
                 "SELECT * FROM data_sources WHERE user_id = ? OR shared_with_all = 1 OR id IN"
-                " (SELECT source_id FROM data_source_shares WHERE user_id = ?)"
+                " (SELECT source_id FROM data_source_shares WHERE user_id = ?) OR id IN"
+                " (SELECT g.source_id FROM data_source_groups g JOIN user_group_members m"
+                " ON m.group_id = g.group_id WHERE m.user_id = ?)"
                 " ORDER BY created_at, id",
-                (user_id, user_id),
+                (user_id, user_id, user_id),
             ).fetchall()
             return self._sources(db, rows)
 
@@ -222,6 +234,17 @@ class DataSourceRows:
                     "INSERT INTO data_source_shares (source_id, user_id)"
                     " SELECT ?, id FROM users WHERE id = ?",
                     (source_id, user_id),
+                )
+
+    def set_source_groups(self, source_id: str, group_ids: Sequence[int]) -> None:
+        """Share the source with exactly the members of `group_ids` (existing groups only)."""
+        with self.database.transaction() as db:
+            db.execute("DELETE FROM data_source_groups WHERE source_id = ?", (source_id,))
+            for group_id in sorted(set(group_ids)):
+                db.execute(
+                    "INSERT INTO data_source_groups (source_id, group_id)"
+                    " SELECT ?, id FROM user_groups WHERE id = ?",
+                    (source_id, group_id),
                 )
 
     def delete_source(self, source_id: str) -> bool:

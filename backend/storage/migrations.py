@@ -315,7 +315,7 @@ MIGRATIONS = [
     """,
     # Data sources (backend/storage/data_sources.py): a user's read-only database
     # connections and datasets (credentials sealed, bound to `host`), shared with named
-    # users or everyone; the sessions that attach them; the owner's notes per dataset,
+    # users, groups or everyone; the sessions that attach them; the owner's notes per dataset,
     # table and column (an agent's are `proposed` until the owner accepts them); the
     # answers a user verified, kept on the source as worked examples.
     """
@@ -342,6 +342,12 @@ MIGRATIONS = [
         PRIMARY KEY (source_id, user_id)
     );
     CREATE INDEX data_source_shares_by_user ON data_source_shares(user_id);
+    CREATE TABLE data_source_groups (
+        source_id TEXT NOT NULL REFERENCES data_sources(id) ON DELETE CASCADE,
+        group_id INTEGER NOT NULL REFERENCES user_groups(id) ON DELETE CASCADE,
+        PRIMARY KEY (source_id, group_id)
+    );
+    CREATE INDEX data_source_groups_by_group ON data_source_groups(group_id);
     CREATE TABLE session_sources (
         session_key TEXT NOT NULL,
         source_id TEXT NOT NULL REFERENCES data_sources(id) ON DELETE CASCADE,
@@ -397,6 +403,7 @@ TABLES = (
     "user_identities",
     "data_sources",
     "data_source_shares",
+    "data_source_groups",
     "session_sources",
     "data_notes",
     "verified_answers",

@@ -523,3 +523,40 @@ def test_an_answer_larger_than_memory_allows_is_read_out_of_core(
     assert "DuckDBPyRelation 6000000" in _text(ran)
     assert "[query q1 on shop: 6000000 rows]" in _text(ran)
     assert not any(".duckdb_spill" in f["path"] for f in files.structured_content["files"])  # type: ignore[index]
+
+
+def test_a_source_shared_with_a_group_is_seen_by_its_members_only(
+    server: SharedServer, user: SignedIn, database: dict[str, Any], request: pytest.FixtureRequest
+) -> None:
+    source = _register(user, database)
+    member, outsider = own_user(server, request), own_user(server, request)
+    shares = f"/api/data-sources/{source['id']}/shares"
+    with server.client(server.admin_token) as admin:
+        made = admin.post("/api/groups", json={"name": f"analysts-{source['id'][-6:]}"})
+        assert made.status_code == 201, made.text
+        group = made.json()
+        members = f"/api/groups/{group['id']}/members"
+        with member.client() as http:
+            member_id = http.get("/api/users/me").json()["id"]
+        assert admin.post(members, json={"user_id": member_id}).status_code == 201
+    with user.client() as http:  # not in the group: it is not theirs to share with
+        refused = http.put(shares, json={"groups": [group["name"]]})
+        assert refused.status_code == 422 and "no group" in refused.json()["detail"]
+        owner_id = http.get("/api/users/me").json()["id"]
+    with server.client(server.admin_token) as admin:
+        assert admin.post(members, json={"user_id": owner_id}).status_code == 201
+    with user.client() as http:
+        shared = http.put(shares, json={"groups": [group["name"]]})
+        assert shared.status_code == 200 and shared.json()["shared_groups"] == [group["name"]]
+    with member.client() as http:
+        assert [s["id"] for s in http.get("/api/data-sources").json()] == [source["id"]]
+        assert (
+            _query(member, source["id"], "SELECT count(*) AS n FROM customers").status_code == 200
+        )
+    with outsider.client() as http:
+        assert http.get("/api/data-sources").json() == []
+        assert http.get(f"/api/data-sources/{source['id']}").status_code == 404
+    with server.client(server.admin_token) as admin:  # out of the group: gone at once
+        assert admin.delete(f"{members}/{member_id}").status_code == 204
+    with member.client() as http:
+        assert http.get(f"/api/data-sources/{source['id']}").status_code == 404

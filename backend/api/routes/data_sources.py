@@ -49,10 +49,13 @@ SourceId = Annotated[str, PathParam(max_length=64)]
 def _public(store: Store, user: User, source: DataSource) -> DataSourcePublic:
     owner = store.get_user_by_id(source.user_id)
     owned = source.user_id == user.id
-    shared_with = []
+    shared_with: list[str] = []
+    shared_groups: list[str] = []
     if owned:
         names = (store.get_user_by_id(user_id) for user_id in source.shared_with)
         shared_with = [found.username for found in names if found is not None]
+        groups = (store.get_group(group_id) for group_id in source.shared_groups)
+        shared_groups = [group.name for group in groups if group is not None]
     return DataSourcePublic(
         id=source.id,
         name=source.name,
@@ -66,6 +69,7 @@ def _public(store: Store, user: User, source: DataSource) -> DataSourcePublic:
         owner=owner.username if owner else "",
         owned=owned,
         shared_with=shared_with,
+        shared_groups=shared_groups,
         shared_with_everyone=source.shared_with_all,
         tables=len(DataSources.catalog(source).tables),
         catalog_at=source.catalog_at,
@@ -195,8 +199,10 @@ def share_data_source(
     sources: DataSourcesDep,
     user: CurrentUser,
 ) -> DataSourcePublic:
-    """Share your data source read-only with these users (or, an admin, with everyone)."""
-    return _public(store, user, sources.share(user, source_id, body.users, body.everyone))
+    """Share your data source read-only with these users, your groups' members (an admin:
+    any group's), or (an admin) everyone."""
+    shared = sources.share(user, source_id, body.users, body.everyone, body.groups)
+    return _public(store, user, shared)
 
 
 @router.put("/data-sources/{source_id}/notes")
