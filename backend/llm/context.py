@@ -15,7 +15,7 @@ estimate) and, when it would not leave room for the answer, fitted here:
 The system messages (the system prompt, the tools, the files' metadata), the
 last message's first and last parts (the stage and its instruction), every part
 that holds the question, and the sections a stage cannot do without (METADATA,
-INPUT, TASK, RULES) never go. If the prompt still does not fit, the call is
+DATA SOURCES, INPUT, TASK, RULES) never go. If the prompt still does not fit, the call is
 refused with `ContextOverflow` rather than sent to be cut.
 """
 
@@ -40,7 +40,14 @@ MESSAGE_OVERHEAD = 8
 # often larger than what a small window can spare.
 ANSWER_SHARE = 0.25
 # Sections that a stage cannot do without (the coder's prompts name them so).
-_KEPT_SECTIONS = ("## INPUT", "## TASK", "## METADATA", "## RULES", "Question:")
+_KEPT_SECTIONS = (
+    "## INPUT",
+    "## TASK",
+    "## METADATA",
+    "## DATA SOURCES",
+    "## RULES",
+    "Question:",
+)
 _PIECES = re.compile(r"[A-Za-z]+|\d|\n+|[ \t]{2,}|[^\sA-Za-z\d]")
 # A server that read less than this share of what we measured has cut the prompt: an
 # estimate runs at most about a third over a real tokenizer on prose, code and numbers.

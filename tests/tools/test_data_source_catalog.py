@@ -89,3 +89,11 @@ def test_only_similar_verified_answers_are_offered() -> None:
     ]
     assert [e.id for e in most_similar("total spent by each customer", examples)] == ["a"]
     assert most_similar("weather tomorrow", examples) == []
+
+
+def test_a_wide_table_is_described_within_the_prompts_budget() -> None:
+    wide = Table("wide", [Column(f"c{n}", "integer", samples=["1", "2", "3"]) for n in range(300)])
+    text = describe([wide, CATALOG.tables[0]], {}, max_chars=2000)
+    assert len(text) <= 2100
+    assert "e.g." not in text and "more columns" in text
+    assert "table customers" in text  # the other table keeps its place

@@ -20,6 +20,7 @@ from backend.files.ranking import tokens
 MAX_SAMPLES = 3
 SAMPLE_CHARS = 40
 MAX_PICKED = 6  # tables a question's prompt carries at most
+MAX_DESCRIBED_CHARS = 6000  # their description, about 1,500 tokens
 NAME_WEIGHT = 3.0
 COLUMN_WEIGHT = 1.0  # a word found among the columns or the notes
 UNSAID_WEIGHT = 2.0  # a word of the table's name that the question does not say
@@ -144,9 +145,26 @@ def _joined(catalog: Catalog, table: Table) -> list[Table]:
     return found
 
 
-def describe(tables: Iterable[Table], notes: Mapping[str, str]) -> str:
+def describe(
+    tables: Iterable[Table], notes: Mapping[str, str], max_chars: int = MAX_DESCRIBED_CHARS
+) -> str:
     """Tables as the prompt shows them: one line per column, with type, key, samples and
-    the owner's note."""
+    the owner's note; past `max_chars`, without samples, then with each table's columns
+    cut to what fits (the rest counted), so a wide table never crowds out the prompt."""
+    tables = list(tables)
+    text = _described(tables, notes, samples=True)
+    if len(text) <= max_chars:
+        return text
+    text = _described(tables, notes, samples=False)
+    if len(text) <= max_chars:
+        return text
+    share = max_chars // max(len(tables), 1)
+    return "\n".join(_described([t], notes, samples=False, max_chars=share) for t in tables)
+
+
+def _described(
+    tables: list[Table], notes: Mapping[str, str], samples: bool, max_chars: int = 0
+) -> str:
     lines = []
     for table in tables:
         size = f", ~{table.rows:,} rows" if table.rows is not None and table.rows >= 0 else ""
@@ -158,11 +176,15 @@ def describe(tables: Iterable[Table], notes: Mapping[str, str]) -> str:
                 details.append(f"{column.key} key")
             if column.references:
                 details.append(f"references {column.references}")
-            if column.samples:
+            if column.samples and samples:
                 details.append("e.g. " + ", ".join(column.samples))
             line = f"  - {column.name} ({'; '.join(details)})"
             if column_note := notes.get(f"{table.name}.{column.name}", ""):
                 line += f": {column_note}"
+            if max_chars and sum(len(kept) + 1 for kept in lines) + len(line) > max_chars:
+                left = len(table.columns) - (len(lines) - 1)
+                lines.append(f"  - … {left} more columns")
+                break
             lines.append(line)
     return "\n".join(lines)
 
