@@ -88,6 +88,12 @@ CITE_ANSWER = (
     "- North: 10\n- South: 30\n"
 )
 
+# Issue 43: a query on the data source "shop" the test attached (each test user has their own).
+DATA_SOURCE_CODE = (
+    "df = sql('shop', 'SELECT name FROM customers ORDER BY id')\n"
+    "print('customers:', ', '.join(df['name']))\n"
+)
+
 
 PLAN = {
     "steps": [
@@ -176,6 +182,8 @@ def replies() -> list[dict[str, Any]]:
         *variables_turn("Q-UI-TABLE-VARS"),
         *react_turn("Q-UI-RELOAD", code=REATTACH_CODE),
         *react_turn("Q-UI-LONG", code=LONG_OUTPUT_CODE, answer="It printed 45 lines."),
+        *react_turn("Q-UI-DS-QUERY", code=DATA_SOURCE_CODE, answer="The customers are Ada and Bo."),
+        *react_turn("Q-UI-DS-NONE", code="print('no query')\n", answer="It queried nothing."),
         *wide_turn(),
         *plan_turn(),
         *retried_turn(),

@@ -27,6 +27,8 @@ export class ApiError extends Error {
 const OFFLINE = "The server is not reachable. Check that it is running and try again.";
 
 function detailOf(body) {
+  const openai = body && body.error; // /v1's shape: {"error": {"message": …}}
+  if (openai && typeof openai.message === "string") return openai.message;
   const detail = body && body.detail;
   if (typeof detail === "string") return detail;
   if (Array.isArray(detail)) {

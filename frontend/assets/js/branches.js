@@ -12,10 +12,11 @@ import { request } from "./api.js";
 import { h } from "./dom.js";
 import { feedbackControls } from "./feedback.js";
 import { emit, on, state } from "./state.js";
+import { verifiedControl } from "./verified.js";
 
 const ROOT = 0; // parent_message_id of a new first message
 
-/** The controls under a message: edit or regenerate, and the branch switch. */
+/** The controls under a message: edit or regenerate, the branch switch, thumbs and Mark verified. */
 export function branchControls(item) {
   if (!item.id) return null;
   const busy = Boolean(state.running) || state.loading;
@@ -27,6 +28,8 @@ export function branchControls(item) {
   }
   const thumbs = feedbackControls(item, () => emit("item-meta"));
   if (thumbs) actions.push(thumbs);
+  const verified = verifiedControl(item, () => emit("item-meta"));
+  if (verified) actions.push(verified);
   const switcher = branchSwitch(item, busy);
   if (!actions.length && !switcher) return null;
   return h("div", { class: "message-actions", testid: "message-actions" }, switcher, ...actions);

@@ -152,11 +152,12 @@ export async function restoreConversations() {
   else newChat();
 }
 
-/** A conversation made by an upload: find it by session, so it is the open one. */
-async function adoptUploadedConversation(upload) {
+/** A conversation the server started for the open session (an upload, attaching a data
+ * source): find it by session, so it is the open one. */
+async function adoptConversation(sessionId) {
   if (state.conversationId) return;
   await loadConversations();
-  if (state.conversationId || upload.sessionId !== state.sessionId) return;
+  if (state.conversationId || sessionId !== state.sessionId) return;
   const made = state.conversations.find((c) => c.session_id === state.sessionId);
   if (made) {
     remember(made.id);
@@ -167,7 +168,8 @@ async function adoptUploadedConversation(upload) {
 export function mountConversations() {
   on("conversation-created", loadConversations);
   on("run-ended", loadConversations);
-  on("uploaded", adoptUploadedConversation);
+  on("uploaded", (upload) => adoptConversation(upload.sessionId));
+  on("session-started", adoptConversation);
   on("switch-branch", (leaf) => {
     if (state.conversationId && !state.running) openConversation(state.conversationId, leaf);
   });

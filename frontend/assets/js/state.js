@@ -9,7 +9,9 @@
  * changed), "run" (a run started or ended in the open view), "loaded" (the view being fetched
  * is shown, or could not be), "upload",
  * "uploaded", "files", "run-ended", "conversation-created", "item-meta" (stored ids
- * reached the view's items), "edit-message", "regenerate", "switch-branch".
+ * reached the view's items), "edit-message", "regenerate", "switch-branch", "data-sources"
+ * (the sources you see changed), "session-started" (the server started the open session's
+ * conversation before its first message).
  */
 
 export const STORAGE = {
