@@ -529,12 +529,20 @@ class DataSources:
             queried.setdefault(name, []).append(sql)
         kept = []
         for source in self.attached(key):
-            if source.name in queried:
-                kept.append(
-                    self.store.add_verified_answer(
-                        source.id, user_id, question, answer, written, queried[source.name]
-                    )
+            if source.name not in queried:
+                continue
+            same = [  # marked again: the one kept already
+                found
+                for found in self.store.verified_answers([source.id])
+                if (found.question, found.code) == (question, written)
+            ]
+            kept.append(
+                same[0]
+                if same
+                else self.store.add_verified_answer(
+                    source.id, user_id, question, answer, written, queried[source.name]
                 )
+            )
         if not kept:
             raise SourceInvalid(
                 "this answer ran no query on a data source of this conversation", "message_id"

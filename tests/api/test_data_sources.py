@@ -288,6 +288,7 @@ def test_a_second_user_cannot_see_or_change_a_source(
     source_id = source["id"]
     with other.client() as http:
         assert http.get("/api/data-sources").json() == []
+        assert http.get("/api/sessions/never-started/data-sources").json() == []
         assert http.get(f"/api/data-sources/{source_id}").status_code == 404
         assert _attach(other, "theirs", source_id).status_code == 404
         assert _query(other, source_id, "SELECT 1").status_code == 404
@@ -372,6 +373,8 @@ def test_a_verified_answer_is_offered_for_a_similar_question_and_only_to_those_w
         (verified,) = kept.json()
         assert verified["source_id"] == source["id"] and verified["queries"] == [JOIN]
         assert verified["question"] == "Q-VERIFY compute the total each customer spent"
+        again = http.post(f"/api/conversations/{conversation}/messages/{answer}/verified")
+        assert [v["id"] for v in again.json()] == [verified["id"]]  # kept once
         listed = http.get(f"/api/data-sources/{source['id']}/verified-answers").json()
         assert [v["id"] for v in listed] == [verified["id"]]
     # A similar question in another conversation gets it as a worked example, and says so.

@@ -398,3 +398,32 @@ def test_a_sqlite_file_is_added_through_the_file_input_and_deleted(
     expect(dialog.get_by_test_id("data-source")).to_have_count(0)
     expect(dialog.get_by_test_id("data-add")).to_be_visible()
     assert questions and "shopfile" in questions[0]
+
+
+def test_a_dataset_is_made_of_files_chosen_in_the_form(
+    open_page: OpenPage, person: Person, tmp_path: Path
+) -> None:
+    customers = tmp_path / "customers.csv"
+    customers.write_text("id,name\n1,Ada\n2,Bo\n")
+    orders = tmp_path / "orders.csv"
+    orders.write_text("id,customer_id,amount\n1,1,10.5\n2,1,20\n3,2,7\n")
+    page = open_page()
+    login(page, person)
+    dialog = open_data(page)
+    dialog.get_by_test_id("data-name").fill("sales")
+    dialog.get_by_test_id("data-kind").select_option("dataset")
+    expect(dialog.get_by_test_id("data-host")).to_be_hidden()
+    expect(dialog.get_by_test_id("data-file")).to_be_hidden()
+    dialog.get_by_test_id("data-files").set_input_files([str(customers), str(orders)])
+    dialog.get_by_test_id("data-create").click()
+    detail = dialog.get_by_test_id("data-detail")
+    expect(detail.get_by_test_id("data-detail-name")).to_have_text("sales")
+    expect(detail.get_by_test_id("data-detail-facts")).to_contain_text("2 tables")
+    query = detail.get_by_test_id("data-query")
+    query.get_by_test_id("data-sql").fill(
+        "SELECT c.name, SUM(o.amount) AS total FROM orders o JOIN customers c"
+        " ON c.id = o.customer_id GROUP BY c.name ORDER BY c.name"
+    )
+    query.get_by_test_id("data-run-query").click()
+    expect(query.get_by_test_id("data-query-row")).to_have_count(2)
+    expect(query.get_by_test_id("data-query-row").first).to_contain_text("30.5")

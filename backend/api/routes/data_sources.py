@@ -18,7 +18,6 @@ from backend.api.deps import (
     RecordId,
     StoreDep,
     opened_session,
-    owned_session,
 )
 from backend.api.errors import CLIENT_ERRORS, ApiError
 from backend.core.data_sources import DataSources, SourceSpec
@@ -41,6 +40,7 @@ from backend.models.data_sources import (
 )
 from backend.storage import DataSource, Store, User
 from backend.storage.data_sources import VerifiedAnswer
+from backend.storage.sessions import session_key
 
 router = APIRouter(prefix="/api", tags=["data-sources"], responses=CLIENT_ERRORS)
 SourceId = Annotated[str, PathParam(max_length=64)]
@@ -100,9 +100,12 @@ def _detail(store: Store, sources: DataSources, user: User, source: DataSource) 
         for table in DataSources.catalog(source).tables
     ]
     shown = [NotePublic(target=t, note=n, status="accepted") for t, n in notes.items()]
-    if source.user_id == user.id:  # proposals are for the owner to accept
-        proposed = sources.notes(source, "proposed")
-        shown += [NotePublic(target=t, note=n, status="proposed") for t, n in proposed.items()]
+    # Proposals: the owner's to accept, and each proposer sees their own.
+    shown += [
+        NotePublic(target=note.target, note=note.note, status="proposed")
+        for note in store.source_notes(source.id)
+        if note.status == "proposed" and user.id in (source.user_id, note.author_id)
+    ]
     return DataSourceDetail(
         **_public(store, user, source).model_dump(), catalog=catalog, notes=shown
     )
@@ -244,8 +247,10 @@ async def query_data_source(
 def read_session_sources(
     session_id: SessionId, store: StoreDep, sources: DataSourcesDep, user: CurrentUser
 ) -> list[DataSourcePublic]:
-    """The data sources this conversation attached."""
-    key = owned_session(store, user, session_id)
+    """The data sources this conversation attached (none for a session not started yet)."""
+    key = session_key(user.id, session_id)
+    if store.session_owner(key) != user.id:
+        return []
     return [_public(store, user, source) for source in sources.attached(key)]
 
 

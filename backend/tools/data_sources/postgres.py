@@ -212,7 +212,8 @@ class PostgresSource:
                     )
                 )
             kind = "view" if table["kind"] in ("v", "m") else "table"
-            found.append(Table(name=name, columns=cols, rows=table["rows"], kind=kind))
+            rows = table["rows"] if table["rows"] is not None and table["rows"] >= 0 else None
+            found.append(Table(name=name, columns=cols, rows=rows, kind=kind))  # -1: never analysed
         return Catalog(tables=found)
 
     def samples(self, table: Table, seconds: float) -> Table:

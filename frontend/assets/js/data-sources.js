@@ -90,9 +90,11 @@ function openSource(id, detail = null) {
 }
 
 function showKind() {
-  const file = FILE_KINDS.has(byId("data-kind").value);
-  byId("data-network").hidden = file;
+  const kind = byId("data-kind").value;
+  const file = FILE_KINDS.has(kind);
+  byId("data-network").hidden = file || kind === "dataset";
   byId("data-file-field").hidden = !file;
+  byId("data-files-field").hidden = kind !== "dataset";
 }
 
 /** The form's server fields, those filled in only (an empty port is the kind's default). */
@@ -132,19 +134,31 @@ async function createSource(event) {
     tell("Choose the database file.");
     return;
   }
+  const files = kind === "dataset" ? [...byId("data-files").files] : [];
+  if (kind === "dataset" && !files.length) {
+    tell("Choose the dataset's files: each CSV, TSV, Parquet or JSON file becomes a table.");
+    return;
+  }
   const body = { name, kind };
   const description = byId("data-description").value.trim();
   if (description) body.description = description;
   const button = byId("data-create");
   button.disabled = true;
   let fileId = null;
+  const fileIds = [];
   try {
     if (file) {
       tell("", `Uploading ${file.name}…`);
       fileId = await uploadDatabase(file);
       body.file_id = fileId;
+    } else if (files.length) {
+      for (const each of files) {
+        tell("", `Uploading ${each.name}…`);
+        fileIds.push(await uploadDatabase(each));
+      }
+      body.file_ids = fileIds;
     } else Object.assign(body, serverFields());
-    tell("", file ? "Reading its tables…" : "Checking the account and reading the catalog…");
+    tell("", file || files.length ? "Reading its tables…" : "Checking the account and reading the catalog…");
     const source = await request("/api/data-sources", { method: "POST", body });
     byId("data-form").reset();
     showKind();
@@ -154,7 +168,9 @@ async function createSource(event) {
     tell("", `${source.name} is added (${tablesText(source.tables)}). Attach it to a conversation in the Files panel.`);
   } catch (error) {
     // A file the source was not made from would only take up room.
-    if (fileId) request(`/v1/files/${encodeURIComponent(fileId)}`, { method: "DELETE" }).catch(() => {});
+    for (const id of fileId ? [fileId, ...fileIds] : fileIds) {
+      request(`/v1/files/${encodeURIComponent(id)}`, { method: "DELETE" }).catch(() => {});
+    }
     tell(error.message);
   } finally {
     button.disabled = false;
