@@ -23,6 +23,7 @@ from backend.tools.data_sources.catalog import describe, pick_tables
 
 DESCRIBED_TABLES = 50  # a source described without a question: its first tables
 MAX_ROWS = 1000
+MAX_BYTES = 4 * 1024**2  # of a query's rows (as Arrow holds them) sent back to the host
 
 
 class SourceInfo(BaseModel):
@@ -94,7 +95,12 @@ def add_source_tools(
         with as_tool_errors():
             source = sources.get(user.id, source_id)
             answer = await sources.query(
-                user.id, source, sql, sink, max_rows=max(1, min(max_rows, MAX_ROWS))
+                user.id,
+                source,
+                sql,
+                sink,
+                max_rows=max(1, min(max_rows, MAX_ROWS)),
+                max_bytes=MAX_BYTES,
             )
         table = pa.ipc.open_stream(sink.getvalue()).read_all()
         return QueryRows(

@@ -565,13 +565,12 @@ class DataSources:
 
     # Queries -----------------------------------------------------------------------------
 
-    def _limits(self, seconds: float, max_rows: int = 0) -> QueryLimits:
+    def _limits(self, seconds: float, max_rows: int = 0, max_bytes: int = 0) -> QueryLimits:
         """The database's own timeout comes first, so its words say what stopped the query;
         the governor's is the backstop (a 503)."""
         rows = min(max_rows, self.max_rows) if max_rows else self.max_rows
-        return QueryLimits(
-            seconds=seconds * STATEMENT_SHARE, max_rows=rows, max_bytes=self.max_bytes
-        )
+        size = min(max_bytes, self.max_bytes) if max_bytes else self.max_bytes
+        return QueryLimits(seconds=seconds * STATEMENT_SHARE, max_rows=rows, max_bytes=size)
 
     async def _with_connection(
         self, user_id: int, source: DataSource, address: SourceAddress, work: Any
@@ -595,7 +594,13 @@ class DataSources:
                     self.readers.give_back(source.id, address, connection)
 
     async def query(
-        self, user_id: int, source: DataSource, sql: str, sink: Sink, max_rows: int = 0
+        self,
+        user_id: int,
+        source: DataSource,
+        sql: str,
+        sink: Sink,
+        max_rows: int = 0,
+        max_bytes: int = 0,
     ) -> QueryAnswer:
         """Run `sql` on `source` for `user_id`, its rows (at most `max_rows` if given)
         written to `sink` as an Arrow stream. `QueryRefused` (with the catalog's nearest
@@ -605,7 +610,7 @@ class DataSources:
         address = self._address(source)
 
         def work(connection: SourceConnection, held: Any) -> QueryAnswer:
-            limits = self._limits(held.seconds, max_rows)
+            limits = self._limits(held.seconds, max_rows, max_bytes)
             rows = connection.query(sql, limits)
             try:
                 return copy_capped(rows, limits, sink)

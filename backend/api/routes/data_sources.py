@@ -44,6 +44,7 @@ from backend.storage.sessions import session_key
 
 router = APIRouter(prefix="/api", tags=["data-sources"], responses=CLIENT_ERRORS)
 SourceId = Annotated[str, PathParam(max_length=64)]
+JSON_MAX_BYTES = 16 * 1024**2  # of a query's rows (as Arrow holds them) sent back as JSON
 
 
 def _public(store: Store, user: User, source: DataSource) -> DataSourcePublic:
@@ -235,7 +236,9 @@ async def query_data_source(
     """Run one read-only query; at most `max_rows` rows come back as JSON."""
     source = sources.get(user.id, source_id)
     sink = io.BytesIO()
-    answer = await sources.query(user.id, source, body.sql, sink, max_rows=body.max_rows)
+    answer = await sources.query(
+        user.id, source, body.sql, sink, max_rows=body.max_rows, max_bytes=JSON_MAX_BYTES
+    )
     table = pa.ipc.open_stream(sink.getvalue()).read_all()
     rows = [list(row.values()) for row in table.to_pylist()]
     return QueryResult(
