@@ -6,7 +6,7 @@ source they may not see is "not found", as in the REST API."""
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from backend.api.mcp_errors import as_tool_errors
 from backend.core.services import Services
-from backend.storage import User
+from backend.storage import DataSource, User
 from backend.storage.sessions import session_key
 from backend.tools.data_sources.catalog import describe, pick_tables
 
@@ -51,14 +51,11 @@ def add_source_tools(
 ) -> None:
     sources = services.data_sources
 
-    @server.tool()
-    async def list_data_sources(ctx: Context) -> SourceList:
-        """List the read-only databases you own or that are shared with you."""
-        user = caller(ctx)
-        listed = []
-        for source in await run_in_threadpool(sources.visible, user.id):
+    def listed(found: Iterable[DataSource]) -> SourceList:
+        infos = []
+        for source in found:
             owner = services.store.get_user_by_id(source.user_id)
-            listed.append(
+            infos.append(
                 SourceInfo(
                     source_id=source.id,
                     name=source.name,
@@ -68,7 +65,13 @@ def add_source_tools(
                     tables=len(sources.catalog(source).tables),
                 )
             )
-        return SourceList(sources=listed)
+        return SourceList(sources=infos)
+
+    @server.tool()
+    async def list_data_sources(ctx: Context) -> SourceList:
+        """List the read-only databases you own or that are shared with you."""
+        user = caller(ctx)
+        return listed(await run_in_threadpool(sources.visible, user.id))
 
     @server.tool()
     async def describe_data_source(source_id: str, ctx: Context, question: str = "") -> str:
@@ -121,16 +124,4 @@ def add_source_tools(
             key = session_key(user.id, session_id)
             services.store.conversation_for_session(user.id, key, "")
             attached = sources.attach(user.id, key, source_ids)
-        return SourceList(
-            sources=[
-                SourceInfo(
-                    source_id=s.id,
-                    name=s.name,
-                    kind=s.kind,
-                    description=s.description,
-                    owner="",
-                    tables=len(sources.catalog(s).tables),
-                )
-                for s in attached
-            ]
-        )
+        return listed(attached)

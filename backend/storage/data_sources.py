@@ -227,24 +227,22 @@ class DataSourceRows:
 
     def set_source_shares(self, source_id: str, user_ids: Sequence[int]) -> None:
         """Share the source with exactly `user_ids` (existing users only)."""
-        with self.database.transaction() as db:
-            db.execute("DELETE FROM data_source_shares WHERE source_id = ?", (source_id,))
-            for user_id in sorted(set(user_ids)):
-                db.execute(
-                    "INSERT INTO data_source_shares (source_id, user_id)"
-                    " SELECT ?, id FROM users WHERE id = ?",
-                    (source_id, user_id),
-                )
+        self._share(source_id, "data_source_shares", "user_id", "users", user_ids)
 
     def set_source_groups(self, source_id: str, group_ids: Sequence[int]) -> None:
         """Share the source with exactly the members of `group_ids` (existing groups only)."""
+        self._share(source_id, "data_source_groups", "group_id", "user_groups", group_ids)
+
+    def _share(
+        self, source_id: str, table: str, column: str, known: str, ids: Sequence[int]
+    ) -> None:
         with self.database.transaction() as db:
-            db.execute("DELETE FROM data_source_groups WHERE source_id = ?", (source_id,))
-            for group_id in sorted(set(group_ids)):
+            db.execute(f"DELETE FROM {table} WHERE source_id = ?", (source_id,))
+            for shared in sorted(set(ids)):
                 db.execute(
-                    "INSERT INTO data_source_groups (source_id, group_id)"
-                    " SELECT ?, id FROM user_groups WHERE id = ?",
-                    (source_id, group_id),
+                    f"INSERT INTO {table} (source_id, {column}) SELECT ?, id FROM {known}"
+                    " WHERE id = ?",
+                    (source_id, shared),
                 )
 
     def delete_source(self, source_id: str) -> bool:

@@ -15,10 +15,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
+from backend.files.databases import sample_text
 from backend.files.ranking import tokens
 
-MAX_SAMPLES = 3
-SAMPLE_CHARS = 40
 MAX_PICKED = 6  # tables a question's prompt carries at most
 MAX_DESCRIBED_CHARS = 6000  # their description, about 1,500 tokens
 NAME_WEIGHT = 3.0
@@ -73,9 +72,19 @@ class Catalog:
         return next((t for t in self.tables if t.name.lower() == wanted), None)
 
 
-def sample_text(value: object) -> str:
-    text = str(value)
-    return text if len(text) <= SAMPLE_CHARS else text[: SAMPLE_CHARS - 1] + "…"
+def with_samples(table: Table, rows: Sequence[Mapping[str, object]]) -> Table:
+    """`table` with each column's values in `rows` (a few of its rows) as its samples."""
+    columns = [
+        Column(
+            name=c.name,
+            type=c.type,
+            key=c.key,
+            references=c.references,
+            samples=[sample_text(row[c.name]) for row in rows if row.get(c.name) is not None],
+        )
+        for c in table.columns
+    ]
+    return Table(name=table.name, columns=columns, rows=table.rows, kind=table.kind)
 
 
 def _score(table: Table, wanted: set[str], notes: Mapping[str, str]) -> float:

@@ -21,7 +21,8 @@ import pymysql
 import pymysql.cursors
 from pymysql.constants import FIELD_TYPE
 
-from backend.tools.data_sources.catalog import MAX_SAMPLES, Catalog, Column, Table, sample_text
+from backend.files.databases import MAX_SAMPLES
+from backend.tools.data_sources.catalog import Catalog, Column, Table, with_samples
 from backend.tools.data_sources.query import (
     AccountRefused,
     QueryFailed,
@@ -228,18 +229,9 @@ class MySqlSource:
 
     def samples(self, table: Table, seconds: float) -> Table:
         quoted = "`" + table.name.replace("`", "``") + "`"
-        rows = self.rows(f"SELECT * FROM {quoted} LIMIT {MAX_SAMPLES}", seconds)
-        columns = [
-            Column(
-                name=c.name,
-                type=c.type,
-                key=c.key,
-                references=c.references,
-                samples=[sample_text(row[c.name]) for row in rows if row.get(c.name) is not None],
-            )
-            for c in table.columns
-        ]
-        return Table(name=table.name, columns=columns, rows=table.rows, kind=table.kind)
+        return with_samples(
+            table, self.rows(f"SELECT * FROM {quoted} LIMIT {MAX_SAMPLES}", seconds)
+        )
 
     def close(self) -> None:
         try:

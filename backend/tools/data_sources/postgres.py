@@ -19,7 +19,8 @@ from urllib.parse import quote
 import adbc_driver_postgresql.dbapi as adbc
 import pyarrow as pa  # type: ignore[import-untyped]
 
-from backend.tools.data_sources.catalog import MAX_SAMPLES, Catalog, Column, Table, sample_text
+from backend.files.databases import MAX_SAMPLES
+from backend.tools.data_sources.catalog import Catalog, Column, Table, with_samples
 from backend.tools.data_sources.query import (
     AccountRefused,
     QueryFailed,
@@ -219,18 +220,9 @@ class PostgresSource:
     def samples(self, table: Table, seconds: float) -> Table:
         """`table` with a few values of each column."""
         quoted = ".".join(_quote(part) for part in _parts(table.name))
-        rows = self.rows(f"SELECT * FROM {quoted} LIMIT {MAX_SAMPLES}", seconds)
-        columns = [
-            Column(
-                name=c.name,
-                type=c.type,
-                key=c.key,
-                references=c.references,
-                samples=[sample_text(row[c.name]) for row in rows if row.get(c.name) is not None],
-            )
-            for c in table.columns
-        ]
-        return Table(name=table.name, columns=columns, rows=table.rows, kind=table.kind)
+        return with_samples(
+            table, self.rows(f"SELECT * FROM {quoted} LIMIT {MAX_SAMPLES}", seconds)
+        )
 
     def close(self) -> None:
         try:
