@@ -26,7 +26,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from backend.api.disconnect import ClientGone
 from backend.core.branches import MessageNotFound, NotARegeneration
 from backend.core.containers import ContainerExpired, ContainerFileNotFound, ContainerNotFound
-from backend.core.data_sources import SourceInvalid, SourceNotFound, SourceReadOnly
 from backend.core.evals.dabench import InvalidEvalSet
 from backend.core.evals.jobs import EvalRunBusy, EvalRunNotFound
 from backend.core.evals.sets import EvalSetNotFound
@@ -36,6 +35,7 @@ from backend.core.mcp_registry import McpRefused
 from backend.core.python_coder_service import ExecutorUnavailable, UnknownSession
 from backend.core.responses import ResponseNotFound
 from backend.core.runs import RunInProgress
+from backend.core.source_access import SourceInvalid, SourceNotFound, SourceReadOnly
 from backend.core.user_files import UserFileNotFound
 from backend.files import UnsafeArchive, UnsupportedFileType
 from backend.files.catalog import FileNotInWorkspace

@@ -14,9 +14,9 @@ from contextlib import contextmanager
 from mcp.server.mcpserver.exceptions import ToolError
 
 from backend.api.errors import api_error
-from backend.core.data_sources import SourceInvalid, SourceNotFound, SourceReadOnly
 from backend.core.limits import LimitReached
 from backend.core.python_coder_service import ExecutorUnavailable
+from backend.core.source_access import SourceInvalid, SourceNotFound, SourceReadOnly
 from backend.llm import LLMError
 from backend.storage import SessionOwnedByAnotherUser, StoreBusy, StoreFull, StoreUnavailable
 from backend.storage.s3_objects import S3Error

@@ -18,7 +18,7 @@ from backend.core.agents.runner import AgentRunner
 from backend.core.branches import BranchStates
 from backend.core.chat_service import ChatService
 from backend.core.containers import Containers
-from backend.core.data_sources import WORK_KIND, DataSources
+from backend.core.data_sources import DataSources
 from backend.core.disk_shares import DiskShares
 from backend.core.disk_usage import DiskUsage
 from backend.core.evals.jobs import EvalJobs
@@ -33,6 +33,7 @@ from backend.core.python_coder_service import PythonCoderService
 from backend.core.runs import RunRegistry
 from backend.core.security import dummy_password_hash, load_or_create_secret_key
 from backend.core.shared_places import SharedPlaces
+from backend.core.source_queries import WORK_KIND
 from backend.core.step_log import StoreStepLog
 from backend.core.throttle import LoginThrottle
 from backend.core.usage import UsageMeter
