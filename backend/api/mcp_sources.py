@@ -21,6 +21,16 @@ from backend.storage import DataSource, User
 from backend.storage.sessions import session_key
 from backend.tools.data_sources.catalog import describe, pick_tables
 
+# One line each, for a model to act on (as mcp_server.py's).
+DESCRIBE = (
+    "A data source's tables, columns, keys, sample values and notes; with a question, only "
+    "the tables it needs."
+)
+QUERY = "Run one read-only SQL query on a data source; at most max_rows rows come back."
+ATTACH = (
+    "Attach exactly these data sources to a session (started if new); its ask and run_python "
+    "code can then query them with sql(name, query)."
+)
 DESCRIBED_TABLES = 50  # a source described without a question: its first tables
 MAX_ROWS = 1000
 MAX_BYTES = 4 * 1024**2  # of a query's rows (as Arrow holds them) sent back to the host
@@ -73,10 +83,8 @@ def add_source_tools(
         user = caller(ctx)
         return listed(await run_in_threadpool(sources.visible, user.id))
 
-    @server.tool()
+    @server.tool(description=DESCRIBE)
     async def describe_data_source(source_id: str, ctx: Context, question: str = "") -> str:
-        """A data source's tables, columns, keys, sample values and notes; with a question,
-        only the tables it needs."""
         user = caller(ctx)
         with as_tool_errors():
             source = sources.get(user.id, source_id)
@@ -88,11 +96,10 @@ def add_source_tools(
         header = f"{source.name} ({source.kind}): {len(catalog.tables)} tables"
         return f"{header}\n{describe(tables, notes)}"
 
-    @server.tool()
+    @server.tool(description=QUERY)
     async def query_data_source(
         source_id: str, sql: str, ctx: Context, max_rows: int = 100
     ) -> QueryRows:
-        """Run one read-only SQL query on a data source; at most max_rows rows come back."""
         user = caller(ctx)
         sink = io.BytesIO()
         with as_tool_errors():
@@ -113,12 +120,10 @@ def add_source_tools(
             truncated=answer.truncated,
         )
 
-    @server.tool()
+    @server.tool(description=ATTACH)
     async def attach_data_sources(
         session_id: str, source_ids: list[str], ctx: Context
     ) -> SourceList:
-        """Attach exactly these data sources to a session (started if new): its `ask` and
-        `run_python` code can then query them with sql(name, query)."""
         user = caller(ctx)
         with as_tool_errors():
             key = session_key(user.id, session_id)

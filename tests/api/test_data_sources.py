@@ -227,6 +227,24 @@ def test_the_database_refuses_writes_ddl_and_server_functions(
     assert answered.json()["rows"] == [["Ada"], ["Bo"]]
 
 
+def test_an_account_that_may_write_still_meets_a_read_only_transaction(
+    user: SignedIn, database: dict[str, Any]
+) -> None:
+    """Granted DELETE on a table, the account still cannot delete: each query has its own
+    read-only transaction, whatever the one before it ended or set."""
+    role, password = f"writer_{secrets.token_hex(4)}", secrets.token_urlsafe(12)
+    with psycopg.connect(database["url"], autocommit=True) as connection:
+        connection.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+        connection.execute(f"GRANT SELECT, DELETE ON ALL TABLES IN SCHEMA public TO {role}")
+    source = _register(user, database, name="writable", username=role, password=password)
+    for sql in ("COMMIT", "SET default_transaction_read_only = off", "SET statement_timeout = 0"):
+        _query(user, source["id"], sql)  # whatever they do, they end with their transaction
+    refused = _query(user, source["id"], "DELETE FROM orders")
+    assert refused.status_code == 400 and "read-only transaction" in refused.json()["detail"]
+    with psycopg.connect(database["url"]) as connection:
+        assert connection.execute("SELECT count(*) FROM orders").fetchone() == (3,)
+
+
 def test_a_statement_past_the_timeout_is_stopped(user: SignedIn, database: dict[str, Any]) -> None:
     source = _register(user, database)
     stopped = _query(user, source["id"], "SELECT pg_sleep(30)")

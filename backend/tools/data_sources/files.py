@@ -18,6 +18,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -37,6 +38,9 @@ from backend.tools.data_sources.query import QueryFailed, QueryLimits, SourceAdd
 from backend.tools.sandbox.command import SANDBOX_SCRATCH
 
 BATCH_ROWS = 10_000
+# A file source's answer, as Arrow holds it: the helper sends it whole, and an answer
+# past isolation.MAX_ANSWER (64 MB) would be refused; the query says it was cut.
+FILE_ANSWER_BYTES = 48 * 1024**2
 
 
 class _Batches:
@@ -205,6 +209,8 @@ class FileSource:
         self.path = f"{SOURCE_FOLDER}/{name}" if runner.confined else str(address.path)
 
     def query(self, sql: str, limits: QueryLimits) -> _Batches:
+        """At most FILE_ANSWER_BYTES of rows: the helper's answer comes back whole."""
+        limits = replace(limits, max_bytes=min(limits.max_bytes, FILE_ANSWER_BYTES))
         try:
             data = self.runner.call(run_file_query, self.path, self.address.kind, sql, limits)
         except IsolatedCallFailed as exc:
