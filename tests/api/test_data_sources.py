@@ -11,7 +11,6 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import anyio
 import httpx2
@@ -27,6 +26,7 @@ from tests.support.agent_script import react_turn, sse_events
 from tests.support.live_server import LiveServer
 from tests.support.postgres import PostgresServer
 from tests.support.shared_server import SharedServer, SignedIn, module_server, own_user
+from tests.support.shop_database import shop_database
 
 JOIN = (
     "SELECT c.name, SUM(o.amount) AS total FROM orders o"
@@ -48,32 +48,9 @@ GONE_CODE = "df = sql('shop', 'SELECT 1 AS one')\nprint(df)\n"
 
 
 @pytest.fixture(scope="module")
-def database(postgres_server: PostgresServer) -> Iterator[dict[str, Any]]:
+def database(postgres_server: PostgresServer) -> dict[str, Any]:
     """A shop database, and a role that may only read it."""
-    url = postgres_server.new_database()
-    role, password = f"reader_{secrets.token_hex(4)}", secrets.token_urlsafe(12)
-    with psycopg.connect(url, autocommit=True) as connection:
-        connection.execute(
-            "CREATE TABLE customers (id int PRIMARY KEY, name text, region text);"
-            "CREATE TABLE orders (id int PRIMARY KEY, customer_id int REFERENCES customers(id),"
-            " amount numeric(10, 2), placed date);"
-            "INSERT INTO customers VALUES (1, 'Ada', 'north'), (2, 'Bo', 'south');"
-            "INSERT INTO orders VALUES (1, 1, 10.5, '2026-01-01'), (2, 1, 20, '2026-01-02'),"
-            " (3, 2, 7, '2026-01-03');"
-            f"CREATE ROLE {role} LOGIN PASSWORD '{password}';"
-            f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}"
-        )
-    parsed = urlparse(url)
-    yield {
-        "url": url,
-        "host": parsed.hostname,
-        "port": parsed.port,
-        "database": parsed.path.lstrip("/"),
-        "username": role,
-        "password": password,
-        "superuser": postgres_server.user,
-        "superuser_password": postgres_server.password,
-    }
+    return shop_database(postgres_server)
 
 
 @pytest.fixture(scope="module")
@@ -310,8 +287,12 @@ def test_a_second_user_cannot_see_or_change_a_source(
         assert http.get(f"/api/data-sources/{source_id}").status_code == 404
         assert _attach(other, "theirs", source_id).status_code == 404
         assert _query(other, source_id, "SELECT 1").status_code == 404
-        for made_up in ("ds_" + "0" * 24, "../../etc/passwd", "ds_%2e%2e"):
-            assert http.get(f"/api/data-sources/{made_up}").status_code == 404
+        # A made-up id, and traversals (encoded: a client would resolve a bare '..').
+        for made_up in ("ds_" + "0" * 24, "..", "..%2F..%2Fetc%2Fpasswd", "ds_%2e%2e"):
+            assert http.get(f"/api/data-sources/{made_up}").status_code == 404, made_up
+            assert _query(other, made_up, "SELECT 1").status_code == 404, made_up
+            refused = _attach(other, "theirs", made_up)
+            assert refused.status_code == 404, made_up
     # Shared read-only: they may read and query it, never change, share or delete it.
     with user.client() as http:
         shared = http.put(f"/api/data-sources/{source_id}/shares", json={"users": [other.username]})
@@ -407,6 +388,9 @@ def test_a_verified_answer_is_offered_for_a_similar_question_and_only_to_those_w
     final, _, _ = _asked(other, "other", "Q-OTHER compute the total spent by each customer")
     assert final["text"] == "Ada spent 30.5."
     with other.client() as http:
+        for theirs in (conversation, "..", "..%2F" + conversation):  # not theirs to mark
+            url = f"/api/conversations/{theirs}/messages/{answer}/verified"
+            assert http.post(url).status_code == 404, theirs
         assert http.get(f"/api/data-sources/{source['id']}/verified-answers").status_code == 404
         assert (
             http.delete(

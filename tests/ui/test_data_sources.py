@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import secrets
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
-import psycopg
 import pytest
 from playwright.sync_api import Dialog, Locator, Page, expect
 
 from tests.conftest import ADMIN_PASSWORD
 from tests.support.live_server import LiveServer
 from tests.support.postgres import PostgresServer
+from tests.support.shop_database import shop_database
 from tests.ui.browser import ConsoleWatch, Person, ask, login, screenshot
 from tests.ui.conftest import OpenPage
 
@@ -32,31 +30,9 @@ JOIN = (
 
 
 @pytest.fixture(scope="module")
-def shop(postgres_server: PostgresServer) -> Iterator[dict[str, Any]]:
+def shop(postgres_server: PostgresServer) -> dict[str, Any]:
     """A shop database and a role that may only read it, shared by the module's tests."""
-    url = postgres_server.new_database()
-    role, password = f"reader_{secrets.token_hex(4)}", secrets.token_urlsafe(12)
-    with psycopg.connect(url, autocommit=True) as connection:
-        connection.execute(
-            "CREATE TABLE customers (id int PRIMARY KEY, name text, region text);"
-            "CREATE TABLE orders (id int PRIMARY KEY, customer_id int REFERENCES customers(id),"
-            " amount numeric(10, 2), placed date);"
-            "INSERT INTO customers VALUES (1, 'Ada', 'north'), (2, 'Bo', 'south');"
-            "INSERT INTO orders VALUES (1, 1, 10.5, '2026-01-01'), (2, 1, 20, '2026-01-02'),"
-            " (3, 2, 7, '2026-01-03');"
-            f"CREATE ROLE {role} LOGIN PASSWORD '{password}';"
-            f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}"
-        )
-    parsed = urlparse(url)
-    yield {
-        "host": parsed.hostname,
-        "port": parsed.port,
-        "database": parsed.path.lstrip("/"),
-        "username": role,
-        "password": password,
-        "superuser": postgres_server.user,
-        "superuser_password": postgres_server.password,
-    }
+    return shop_database(postgres_server)
 
 
 def new_person(server: LiveServer) -> Person:

@@ -1,9 +1,10 @@
 """The connections the server holds to data sources, and the helper that reads files.
 
 A query takes a connection of its source (a new one if none is idle) and gives it back
-when done; at most MAX_IDLE stay open per source, each for at most IDLE_SECONDS, and
-none outlives a change of the source's address or password (the key says which). A
-connection that failed is closed, never given back.
+when done; at most MAX_IDLE stay open per source, each for at most IDLE_SECONDS (each
+`take` closes those past it, whichever source they are of), and none is reused after a
+change of the source's address or password (the key says which). A connection that
+failed is closed, never given back.
 """
 
 from __future__ import annotations
@@ -93,13 +94,16 @@ class SourceReaders:
         stale = []
         taken = None
         with self._lock:
+            # Every source's, not only this one's: a changed or deleted source's are
+            # never taken again.
+            for held_key, idle in list(self._idle.items()):
+                stale += [held.connection for held in idle if now - held.since > IDLE_SECONDS]
+                idle[:] = [held for held in idle if now - held.since <= IDLE_SECONDS]
+                if not idle:
+                    del self._idle[held_key]
             idle = self._idle.get(key, [])
-            while idle and taken is None:
-                held = idle.pop()
-                if now - held.since > IDLE_SECONDS:
-                    stale.append(held.connection)
-                else:
-                    taken = held.connection
+            if idle:
+                taken = idle.pop().connection
         for connection in stale:
             connection.close()
         if taken is not None:
