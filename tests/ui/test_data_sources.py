@@ -138,20 +138,27 @@ def test_a_source_added_in_the_dialog_shows_its_catalog_keeps_a_note_and_answers
     ).to_contain_text("Ada")
     screenshot(page, "data-source-catalog")
 
-    # A column note, saved, is there again once the dialog is reopened.
+    # A column note, saved, is there again in a page loaded afresh (not the typed text).
     amount = column(detail, "orders", "amount")
     amount.get_by_label("Note on orders.amount", exact=True).fill("In euros, tax included")
     amount.get_by_test_id("note-save").click()
     expect(dialog.get_by_test_id("data-done")).to_have_text("The note on orders.amount is saved.")
-    page.keyboard.press("Escape")
-    expect(dialog).to_be_hidden()
+    page.reload()
     dialog = open_data(page)
+    source_row(dialog, "shop").click()
     expect(
         column(dialog, "orders", "amount").get_by_label("Note on orders.amount", exact=True)
     ).to_have_value("In euros, tax included")
 
-    # The query box: the rows as a table; a query the database refuses, in its words.
+    # Closed and opened again: the source is drawn afresh, and a query being written then
+    # stays. The query box: the rows as a table; a query the database refuses, in its words.
     query = dialog.get_by_test_id("data-query")
+    query.get_by_test_id("data-sql").fill("SELECT 1")
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+    dialog = open_data(page)
+    query = dialog.get_by_test_id("data-query")
+    expect(query.get_by_test_id("data-sql")).to_have_value("SELECT 1")
     query.get_by_test_id("data-sql").fill(JOIN)
     query.get_by_test_id("data-run-query").click()
     expect(query.get_by_test_id("data-query-count")).to_have_text("2 rows.")

@@ -157,7 +157,12 @@ function changeForm(source) {
 
 function draw() {
   const { source, answers } = shown;
-  byId("data-detail").replaceChildren(
+  const box = byId("data-detail");
+  // Drawn again (reopened, refreshed, a note saved): the query being written, and its
+  // result, stay as they are.
+  const writing = box.dataset.source === source.id ? box.querySelector('[data-scope="query"]') : null;
+  box.dataset.source = source.id;
+  box.replaceChildren(
     head(source),
     changeForm(source),
     h(
@@ -169,7 +174,7 @@ function draw() {
     ),
     sharing(source),
     catalogView(source),
-    queryBox(source),
+    writing || queryBox(source),
     verifiedList(source, answers),
   );
 }
